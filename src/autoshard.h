@@ -1,0 +1,167 @@
+/* autoshard.h -- the shared base every module includes: status codes, the
+ * error record, allocation that never fails, arenas, growable vectors and
+ * logging.
+ *
+ * Conventions (stated once, used everywhere):
+ *  - A fallible function returns int (an as_status), takes `as_err *err`
+ *    last, and fills err->msg with one lower-case line without a trailing
+ *    period ("FILE:LINE:COL: what was wrong").  main prints it once as
+ *    "autoshard: MSG".
+ *  - Out-of-memory is not an error code: as_x*alloc print a message and
+ *    abort().
+ *  - Objects come in new/free pairs; free(NULL) is a no-op.
+ */
+#ifndef AS_AUTOSHARD_H
+#define AS_AUTOSHARD_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Status codes. */
+typedef enum as_status {
+    AS_OK = 0,
+    AS_EUSAGE,    /* bad option or argument */
+    AS_EIO,       /* cannot open/read/write a file */
+    AS_EPARSE,    /* malformed graph, mesh, profile or instance file */
+    AS_ESOLVER,   /* a backend failed (GLPK/CBC error, not "infeasible") */
+    AS_EINFEAS,   /* solved, but nothing fits the limits (exit 3) */
+    AS_EINTERNAL  /* broken invariant: a bug, the message says where */
+} as_status;
+
+/* Process exit codes (documented in --help and README). */
+enum {
+    AS_EXIT_OK = 0,
+    AS_EXIT_RUNTIME = 1, /* I/O, solver failure */
+    AS_EXIT_USAGE = 2,   /* usage error, malformed input */
+    AS_EXIT_INFEAS = 3   /* solved, but no plan fits the limits */
+};
+
+typedef struct as_err {
+    int code;      /**< as_status */
+    char msg[512]; /**< one line, no trailing newline */
+} as_err;
+
+/** Set *err to CODE and a printf-formatted message; returns CODE. */
+int as_errf(as_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** Prefix err->msg with a formatted context ("mesh '2x4': " + old msg). */
+void as_err_prefix(as_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Reset *err to AS_OK with an empty message. */
+void as_err_clear(as_err *err);
+/** Map an as_status to a process exit code. */
+int as_status_exit(int code);
+
+#define AS_CHECK(expr)                                                                             \
+    do {                                                                                           \
+        int as_rc_ = (expr);                                                                       \
+        if (as_rc_ != AS_OK)                                                                       \
+            return as_rc_;                                                                         \
+    } while (0)
+#define AS_CHECK_GOTO(rc, expr, label)                                                             \
+    do {                                                                                           \
+        if (((rc) = (expr)) != AS_OK)                                                              \
+            goto label;                                                                            \
+    } while (0)
+
+/* Allocation: aborts with a message on out-of-memory. */
+void *as_xmalloc(size_t n);
+void *as_xcalloc(size_t n, size_t size);
+void *as_xrealloc(void *p, size_t n);
+void *as_xreallocarray(void *p, size_t n, size_t size);
+char *as_xstrdup(const char *s);
+char *as_xstrndup(const char *s, size_t n);
+char *as_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Arenas: many small allocations released together. */
+typedef struct as_arena as_arena;
+as_arena *as_arena_new(void);
+void as_arena_free(as_arena *a);
+/** Aligned (16 bytes), uninitialised memory valid until as_arena_free. */
+void *as_arena_alloc(as_arena *a, size_t n);
+void *as_arena_calloc(as_arena *a, size_t n, size_t size);
+char *as_arena_strdup(as_arena *a, const char *s);
+char *as_arena_strndup(as_arena *a, const char *s, size_t n);
+void *as_arena_memdup(as_arena *a, const void *p, size_t n);
+/** Bytes obtained from malloc by the arena so far. */
+size_t as_arena_bytes(const as_arena *a);
+
+/* Growable vectors: AS_VEC(int) v = {0}; AS_VEC_PUSH(&v, 3); free(v.v); */
+#define AS_VEC(T)                                                                                  \
+    struct {                                                                                       \
+        T *v;                                                                                      \
+        size_t n, cap;                                                                             \
+    }
+#define AS_VEC_RESERVE(vec, want)                                                                  \
+    do {                                                                                           \
+        if ((want) > (vec)->cap) {                                                                 \
+            size_t as_nc_ = (vec)->cap ? (vec)->cap * 2 : 8;                                       \
+            while (as_nc_ < (want))                                                                \
+                as_nc_ *= 2;                                                                       \
+            (vec)->v = as_xreallocarray((vec)->v, as_nc_, sizeof(*(vec)->v));                      \
+            (vec)->cap = as_nc_;                                                                   \
+        }                                                                                          \
+    } while (0)
+#define AS_VEC_PUSH(vec, x)                                                                        \
+    do {                                                                                           \
+        AS_VEC_RESERVE((vec), (vec)->n + 1);                                                       \
+        (vec)->v[(vec)->n++] = (x);                                                                \
+    } while (0)
+#define AS_VEC_FREE(vec)                                                                           \
+    do {                                                                                           \
+        free((vec)->v);                                                                            \
+        (vec)->v = NULL;                                                                           \
+        (vec)->n = (vec)->cap = 0;                                                                 \
+    } while (0)
+
+/* String -> int64 hash map (open addressing); keys are borrowed, not copied. */
+typedef struct as_strmap {
+    const char **keys;
+    int64_t *vals;
+    size_t cap, n;
+} as_strmap;
+void as_strmap_init(as_strmap *m);
+void as_strmap_destroy(as_strmap *m);
+/** Insert or replace; KEY must outlive the map. */
+void as_strmap_put(as_strmap *m, const char *key, int64_t val);
+/** Look up KEY (LEN bytes, or strlen if LEN is (size_t)-1); returns 1 and sets *val if found. */
+int as_strmap_get(const as_strmap *m, const char *key, size_t len, int64_t *val);
+
+/* Logging to stderr: level 0 quiet, 1 normal (warnings), 2 verbose. */
+extern int as_verbosity;
+void as_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void as_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void as_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Misc. */
+/** Monotonic wall time in seconds. */
+double as_now(void);
+/** Peak resident set size of this process in bytes (0 if unknown). */
+size_t as_peak_rss(void);
+/** Read a whole file ("-" is stdin) into a NUL-terminated malloc'ed buffer. */
+int as_read_file(const char *path, char **buf, size_t *len, as_err *err);
+/**
+ * Write LEN bytes atomically: to PATH.tmp.XXXXXX, then rename over PATH, so
+ * a failed write never leaves a half-written file.  PATH "-" or NULL is stdout.
+ */
+int as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *err);
+/** Format a byte count as "1.50 GiB" into BUF (at least 32 bytes). */
+const char *as_fmt_bytes(double bytes, char *buf, size_t n);
+/** Format a count with SI suffix ("1.23 T") into BUF. */
+const char *as_fmt_si(double x, char *buf, size_t n);
+/** Deterministic 64-bit PRNG (splitmix64 / xoshiro256**). */
+typedef struct as_rng {
+    uint64_t s[4];
+} as_rng;
+void as_rng_seed(as_rng *r, uint64_t seed);
+uint64_t as_rng_next(as_rng *r);
+/** Uniform double in [0, 1). */
+double as_rng_uniform(as_rng *r);
+/** Uniform integer in [lo, hi]. */
+int64_t as_rng_range(as_rng *r, int64_t lo, int64_t hi);
+
+/* Checked 64-bit arithmetic: return 0 on overflow. */
+int as_mul_ok(int64_t a, int64_t b, int64_t *out);
+int as_add_ok(int64_t a, int64_t b, int64_t *out);
+
+#endif /* AS_AUTOSHARD_H */

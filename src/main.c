@@ -1,0 +1,149 @@
+/* main.c -- the autoshard command line: global options, the subcommand
+ * table, and error printing.  Everything else lives in src/cmd_*.c and the
+ * modules they call.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static const struct as_cmd *const cmd_table[] = {
+    NULL,
+};
+
+int
+as_cmd_fail(const as_err *err)
+{
+    fprintf(stderr, "autoshard: %s\n", err->msg[0] ? err->msg : "unknown error");
+    return as_status_exit(err->code);
+}
+
+int
+as_cmd_usage(const struct as_cmd *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (fmt != NULL) {
+        fputs("autoshard: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+    }
+    fprintf(stderr, "usage: autoshard %s %s\n", cmd->name, cmd->args);
+    fprintf(stderr, "Try 'autoshard %s --help'.\n", cmd->name);
+    return AS_EXIT_USAGE;
+}
+
+void
+as_cmd_help(const struct as_cmd *cmd, FILE *fp)
+{
+    fprintf(fp, "usage: autoshard %s %s\n\n%s\n", cmd->name, cmd->args, cmd->summary);
+    if (cmd->help != NULL && cmd->help[0] != '\0')
+        fprintf(fp, "\n%s", cmd->help);
+    fprintf(fp, "\nExit status: 0 success, 1 runtime error, 2 usage or input error,\n"
+                "3 solved but no plan fits the limits.\n");
+}
+
+static void
+usage_main(FILE *fp)
+{
+    int i;
+
+    fprintf(fp, "usage: autoshard [-q|-v] COMMAND [ARGS]\n\n"
+                "Plan how to shard neural-network training over a device mesh.\n\n"
+                "Commands:\n");
+    for (i = 0; cmd_table[i] != NULL; i++)
+        fprintf(fp, "  %-11s %s\n", cmd_table[i]->name, cmd_table[i]->summary);
+    fprintf(fp, "  %-11s %s\n", "help", "show help for a command");
+    fprintf(fp, "\nOptions:\n  -q, --quiet    only errors on stderr\n"
+                "  -v, --verbose  more detail on stderr\n"
+                "  -V, --version  print the version\n"
+                "  -h, --help     this text\n"
+                "\nRun 'autoshard help COMMAND' for a command's options.\n");
+}
+
+static const struct as_cmd *
+cmd_find(const char *name)
+{
+    int i;
+
+    for (i = 0; cmd_table[i] != NULL; i++)
+        if (strcmp(cmd_table[i]->name, name) == 0)
+            return cmd_table[i];
+    return NULL;
+}
+
+/* Unknown command: list the commands sharing its first letters. */
+static int
+cmd_unknown(const char *name)
+{
+    int i, n = 0;
+
+    fprintf(stderr, "autoshard: unknown command '%s'", name);
+    for (i = 0; cmd_table[i] != NULL; i++)
+        if (strncmp(cmd_table[i]->name, name, 2) == 0)
+            fprintf(stderr, "%s%s", n++ ? ", " : " (did you mean: ", cmd_table[i]->name);
+    fprintf(stderr, "%s\nTry 'autoshard help' for a list of commands.\n", n ? ")" : "");
+    return AS_EXIT_USAGE;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"version", no_argument, NULL, 'V'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const struct as_cmd *cmd;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "+qvVh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'q':
+            as_verbosity = 0;
+            break;
+        case 'v':
+            as_verbosity = 2;
+            break;
+        case 'V':
+            printf("autoshard %s\n", PACKAGE_VERSION);
+            return AS_EXIT_OK;
+        case 'h':
+            usage_main(stdout);
+            return AS_EXIT_OK;
+        default:
+            fprintf(stderr, "Try 'autoshard help'.\n");
+            return AS_EXIT_USAGE;
+        }
+    }
+    if (optind == argc) {
+        usage_main(stderr);
+        return AS_EXIT_USAGE;
+    }
+    if (strcmp(argv[optind], "help") == 0) {
+        if (optind + 1 == argc) {
+            usage_main(stdout);
+            return AS_EXIT_OK;
+        }
+        if ((cmd = cmd_find(argv[optind + 1])) == NULL)
+            return cmd_unknown(argv[optind + 1]);
+        as_cmd_help(cmd, stdout);
+        return AS_EXIT_OK;
+    }
+    if ((cmd = cmd_find(argv[optind])) == NULL)
+        return cmd_unknown(argv[optind]);
+    argc -= optind;
+    argv += optind;
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        as_cmd_help(cmd, stdout);
+        return AS_EXIT_OK;
+    }
+    optind = 0; /* glibc: full re-initialisation, so options after operands are parsed */
+    return cmd->exec(argc, argv);
+}

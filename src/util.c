@@ -1,0 +1,604 @@
+/* util.c -- the shared base: errors, allocation, arenas, string maps,
+ * logging, files, formatting and a deterministic PRNG.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "autoshard.h"
+
+int as_verbosity = 1;
+
+/* Errors. */
+
+int
+as_errf(as_err *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL)
+        return code;
+    err->code = code;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void
+as_err_prefix(as_err *err, const char *fmt, ...)
+{
+    char pre[512], old[512];
+    va_list ap;
+
+    if (err == NULL)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    size_t np;
+
+    memcpy(old, err->msg, sizeof old);
+    np = strlen(pre);
+    if (np >= sizeof err->msg)
+        np = sizeof err->msg - 1;
+    memcpy(err->msg, pre, np);
+    snprintf(err->msg + np, sizeof err->msg - np, "%.*s", (int)(sizeof err->msg - 1), old);
+}
+
+void
+as_err_clear(as_err *err)
+{
+    if (err == NULL)
+        return;
+    err->code = AS_OK;
+    err->msg[0] = '\0';
+}
+
+int
+as_status_exit(int code)
+{
+    switch (code) {
+    case AS_OK:
+        return AS_EXIT_OK;
+    case AS_EUSAGE:
+    case AS_EPARSE:
+        return AS_EXIT_USAGE;
+    case AS_EINFEAS:
+        return AS_EXIT_INFEAS;
+    default:
+        return AS_EXIT_RUNTIME;
+    }
+}
+
+/* Allocation. */
+
+static void
+oom(size_t n)
+{
+    fprintf(stderr, "autoshard: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *
+as_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+
+    if (p == NULL)
+        oom(n);
+    return p;
+}
+
+void *
+as_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+
+    if (p == NULL)
+        oom(n * size);
+    return p;
+}
+
+void *
+as_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+
+    if (q == NULL)
+        oom(n);
+    return q;
+}
+
+void *
+as_xreallocarray(void *p, size_t n, size_t size)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        oom(SIZE_MAX);
+    return as_xrealloc(p, n * size);
+}
+
+char *
+as_xstrdup(const char *s)
+{
+    return as_xstrndup(s, strlen(s));
+}
+
+char *
+as_xstrndup(const char *s, size_t n)
+{
+    char *p = as_xmalloc(n + 1);
+
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *
+as_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    char *p;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        oom(0);
+    p = as_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+/* Arenas.
+ *
+ * DESIGN: a singly linked list of blocks; small requests are carved from
+ * the head block, requests larger than a quarter block get a block of their
+ * own (inserted behind the head so the head keeps its free space).
+ */
+
+#define ARENA_BLOCK (64 * 1024)
+
+struct arena_block {
+    struct arena_block *next;
+    size_t used, size;
+    _Alignas(16) unsigned char data[];
+};
+
+struct as_arena {
+    struct arena_block *head;
+    size_t bytes;
+};
+
+as_arena *
+as_arena_new(void)
+{
+    return as_xcalloc(1, sizeof(as_arena));
+}
+
+void
+as_arena_free(as_arena *a)
+{
+    struct arena_block *b, *next;
+
+    if (a == NULL)
+        return;
+    for (b = a->head; b != NULL; b = next) {
+        next = b->next;
+        free(b);
+    }
+    free(a);
+}
+
+void *
+as_arena_alloc(as_arena *a, size_t n)
+{
+    struct arena_block *b;
+
+    n = (n + 15) & ~(size_t)15;
+    if (n == 0)
+        n = 16;
+    if (a->head != NULL && a->head->size - a->head->used >= n) {
+        void *p = a->head->data + a->head->used;
+        a->head->used += n;
+        return p;
+    }
+    if (n > ARENA_BLOCK / 4) {
+        b = as_xmalloc(sizeof *b + n);
+        b->size = b->used = n;
+        a->bytes += sizeof *b + n;
+        if (a->head != NULL) {
+            b->next = a->head->next;
+            a->head->next = b;
+        } else {
+            b->next = NULL;
+            a->head = b;
+        }
+        return b->data;
+    }
+    b = as_xmalloc(sizeof *b + ARENA_BLOCK);
+    b->size = ARENA_BLOCK;
+    b->used = n;
+    b->next = a->head;
+    a->head = b;
+    a->bytes += sizeof *b + ARENA_BLOCK;
+    return b->data;
+}
+
+void *
+as_arena_calloc(as_arena *a, size_t n, size_t size)
+{
+    void *p;
+
+    if (size != 0 && n > SIZE_MAX / size)
+        oom(SIZE_MAX);
+    p = as_arena_alloc(a, n * size);
+    memset(p, 0, n * size);
+    return p;
+}
+
+char *
+as_arena_strndup(as_arena *a, const char *s, size_t n)
+{
+    char *p = as_arena_alloc(a, n + 1);
+
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *
+as_arena_strdup(as_arena *a, const char *s)
+{
+    return as_arena_strndup(a, s, strlen(s));
+}
+
+void *
+as_arena_memdup(as_arena *a, const void *p, size_t n)
+{
+    void *q = as_arena_alloc(a, n);
+
+    if (n)
+        memcpy(q, p, n);
+    return q;
+}
+
+size_t
+as_arena_bytes(const as_arena *a)
+{
+    return a->bytes;
+}
+
+/* String maps (FNV-1a, linear probing, load <= 1/2). */
+
+static uint64_t
+strmap_hash(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+void
+as_strmap_init(as_strmap *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+void
+as_strmap_destroy(as_strmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+static void
+strmap_grow(as_strmap *m)
+{
+    size_t oldcap = m->cap, i;
+    const char **oldk = m->keys;
+    int64_t *oldv = m->vals;
+
+    m->cap = oldcap ? oldcap * 2 : 64;
+    m->keys = as_xcalloc(m->cap, sizeof *m->keys);
+    m->vals = as_xcalloc(m->cap, sizeof *m->vals);
+    m->n = 0;
+    for (i = 0; i < oldcap; i++)
+        if (oldk[i] != NULL)
+            as_strmap_put(m, oldk[i], oldv[i]);
+    free(oldk);
+    free(oldv);
+}
+
+void
+as_strmap_put(as_strmap *m, const char *key, int64_t val)
+{
+    size_t len = strlen(key), i;
+
+    if ((m->n + 1) * 2 > m->cap)
+        strmap_grow(m);
+    i = strmap_hash(key, len) & (m->cap - 1);
+    while (m->keys[i] != NULL) {
+        if (strcmp(m->keys[i], key) == 0) {
+            m->vals[i] = val;
+            return;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    m->keys[i] = key;
+    m->vals[i] = val;
+    m->n++;
+}
+
+int
+as_strmap_get(const as_strmap *m, const char *key, size_t len, int64_t *val)
+{
+    size_t i;
+
+    if (m->cap == 0)
+        return 0;
+    if (len == (size_t)-1)
+        len = strlen(key);
+    i = strmap_hash(key, len) & (m->cap - 1);
+    while (m->keys[i] != NULL) {
+        if (strncmp(m->keys[i], key, len) == 0 && m->keys[i][len] == '\0') {
+            if (val != NULL)
+                *val = m->vals[i];
+            return 1;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    return 0;
+}
+
+/* Logging. */
+
+void
+as_warn(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (as_verbosity < 1)
+        return;
+    fputs("autoshard: warning: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void
+as_info(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (as_verbosity < 1)
+        return;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void
+as_debug(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (as_verbosity < 2)
+        return;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* Misc. */
+
+double
+as_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+size_t
+as_peak_rss(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
+}
+
+int
+as_read_file(const char *path, char **buf, size_t *len, as_err *err)
+{
+    FILE *fp;
+    char *p = NULL;
+    size_t n = 0, cap = 0, got;
+    int is_stdin = strcmp(path, "-") == 0;
+
+    fp = is_stdin ? stdin : fopen(path, "rb");
+    if (fp == NULL)
+        return as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+    for (;;) {
+        if (cap - n < 65536) {
+            cap = cap ? cap * 2 : 131072;
+            p = as_xrealloc(p, cap + 1);
+        }
+        got = fread(p + n, 1, cap - n, fp);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(fp)) {
+        int e = errno;
+        free(p);
+        if (!is_stdin)
+            fclose(fp);
+        return as_errf(err, AS_EIO, "%s: read error: %s", path, strerror(e));
+    }
+    if (!is_stdin)
+        fclose(fp);
+    p[n] = '\0';
+    *buf = p;
+    if (len != NULL)
+        *len = n;
+    return AS_OK;
+}
+
+int
+as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *err)
+{
+    char *tmp;
+    int fd;
+    FILE *fp;
+
+    if (path == NULL || strcmp(path, "-") == 0) {
+        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)
+            return as_errf(err, AS_EIO, "<stdout>: write error: %s", strerror(errno));
+        return AS_OK;
+    }
+    tmp = as_xasprintf("%s.tmp.XXXXXX", path);
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+        free(tmp);
+        return AS_EIO;
+    }
+    fp = fdopen(fd, "wb");
+    if (fp == NULL || fwrite(buf, 1, len, fp) != len || fflush(fp) != 0 || fsync(fd) != 0) {
+        as_errf(err, AS_EIO, "%s: write error: %s", path, strerror(errno));
+        if (fp != NULL)
+            fclose(fp);
+        else
+            close(fd);
+        unlink(tmp);
+        free(tmp);
+        return AS_EIO;
+    }
+    if (fclose(fp) != 0 || rename(tmp, path) != 0) {
+        as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return AS_EIO;
+    }
+    free(tmp);
+    return AS_OK;
+}
+
+const char *
+as_fmt_bytes(double bytes, char *buf, size_t n)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+
+    while (bytes >= 1024.0 && u < 6) {
+        bytes /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, n, "%.0f B", bytes);
+    else
+        snprintf(buf, n, "%.2f %s", bytes, unit[u]);
+    return buf;
+}
+
+const char *
+as_fmt_si(double x, char *buf, size_t n)
+{
+    static const char *suf[] = {"", " k", " M", " G", " T", " P", " E", " Z"};
+    int u = 0;
+
+    while ((x >= 1000.0 || x <= -1000.0) && u < 7) {
+        x /= 1000.0;
+        u++;
+    }
+    snprintf(buf, n, u ? "%.3g%s" : "%.4g%s", x, suf[u]);
+    return buf;
+}
+
+static uint64_t
+splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void
+as_rng_seed(as_rng *r, uint64_t seed)
+{
+    int i;
+
+    for (i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t
+rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t
+as_rng_next(as_rng *r)
+{
+    uint64_t *s = r->s, result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double
+as_rng_uniform(as_rng *r)
+{
+    return (double)(as_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+int64_t
+as_rng_range(as_rng *r, int64_t lo, int64_t hi)
+{
+    uint64_t span = (uint64_t)(hi - lo) + 1;
+
+    if (span == 0)
+        return (int64_t)as_rng_next(r);
+    return lo + (int64_t)(as_rng_next(r) % span);
+}
+
+int
+as_mul_ok(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+int
+as_add_ok(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
