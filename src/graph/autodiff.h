@@ -16,6 +16,16 @@
 /** Append the backward pass and optimizer updates described by O to G. */
 int as_autodiff(as_graph *g, const as_train_opts *o, as_err *err);
 
+/**
+ * Reverse-mode core: given tensors YS[0..N) and their cotangents DYS (tensors
+ * of the same shapes already in G), append backward ops for every op that
+ * lies between a float parameter/input and a Y, in reverse program order.
+ * GRAD_OF (length = as_graph_ntensors(g) on entry) receives, per tensor, its
+ * gradient tensor id or -1.  Ops appended get AS_OF_BACKWARD.
+ */
+int as_grad_backward(as_graph *g, int n, const int32_t *ys, const int32_t *dys, int32_t *grad_of,
+                     as_err *err);
+
 /* For gradient rules (registry.h as_grad_fn). */
 /** The graph being extended. */
 as_graph *as_grad_graph(as_gradctx *c);

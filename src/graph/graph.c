@@ -387,7 +387,7 @@ as_graph_add_op(as_graph *g, const char *optype, const char *const *outnames, in
         if (names[i] != NULL) {
             nm = as_arena_strdup(g->arena, names[i]);
         } else if (i > 0 && names[0] != NULL) {
-            snprintf(buf, sizeof buf, "%s:%d", names[0], i);
+            snprintf(buf, sizeof buf, "%s.%d", names[0], i);
             nm = as_graph_fresh_name(g, buf);
         } else {
             snprintf(buf, sizeof buf, "%s", i > 0 ? g->tensors.v[outs[0]].name : "t");

@@ -173,7 +173,7 @@ int as_graph_add_tensor(as_graph *g, const char *name, const as_shape *shape, as
  * Append an op of type OPTYPE reading tensors IN[0..NIN) with attributes
  * ATTR[0..NATTR) (copied).  Output tensors are named OUTNAMES[0..NOUTNAMES);
  * a NULL name (or NOUTNAMES smaller than the op's output count) gets a fresh
- * name "OPNAME:k" / "t.N".  Arity, attributes and shapes are checked
+ * name "OUT0.k" / "t.N".  Arity, attributes and shapes are checked
  * (AS_EPARSE, message without file position: the caller prefixes it).
  * On success *OP_ID (may be NULL) is the new op's id.
  */

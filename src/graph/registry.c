@@ -33,6 +33,7 @@ reg_add(const as_op_def *defs, int n)
 static void
 reg_init(void)
 {
+    reg_add(as_ops_core, as_ops_core_count);
     reg_add(as_ops_elementwise, as_ops_elementwise_count);
     reg_add(as_ops_shape, as_ops_shape_count);
     reg_add(as_ops_nn, as_ops_nn_count);

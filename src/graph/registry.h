@@ -116,6 +116,8 @@ double as_op_flops(const as_opinfo *info);
 double as_op_bytes(const as_opinfo *info);
 
 /* Family tables (ops_<family>.c). */
+extern const as_op_def as_ops_core[];
+extern const int as_ops_core_count;
 extern const as_op_def as_ops_elementwise[];
 extern const int as_ops_elementwise_count;
 extern const as_op_def as_ops_shape[];

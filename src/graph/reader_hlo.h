@@ -1,0 +1,19 @@
+/* reader_hlo.h -- XLA HLO text import (the HloModule text that
+ * `jax.jit(f).lower(...).as_text(dialect="hlo")` or --xla_dump_to writes).
+ */
+#ifndef AS_READER_HLO_H
+#define AS_READER_HLO_H
+
+#include "graph.h"
+
+/**
+ * Parse HLO module text TEXT (LEN bytes, NUL-terminated) read from PATH
+ * (used in messages) into a new graph *OUT.  Errors are AS_EPARSE with
+ * "PATH:LINE:COL: message".  Unknown ops become opaque ops (counted in one
+ * warning line).
+ */
+int as_hlo_read(const char *path, const char *text, size_t len, as_graph **out, as_err *err);
+/** Does TEXT look like HLO module text (first token "HloModule")? */
+int as_hlo_detect(const char *text, size_t len);
+
+#endif /* AS_READER_HLO_H */
