@@ -94,7 +94,7 @@ gradcheck(const char *optype, const as_shape *in, int nin, const as_attr *attr, 
 {
     as_graph *g = as_graph_new("gradcheck");
     int32_t xs[16], ys[AS_MAX_OUTS], rs[AS_MAX_OUTS], *grad_of = NULL, op_id;
-    double **vals = NULL, worst = 0.0;
+    double **vals = NULL, *saved[16] = {NULL}, worst = 0.0;
     const as_op *op;
     int ny = 0, j, k, nt;
     as_err err;
@@ -141,45 +141,43 @@ gradcheck(const char *optype, const as_shape *in, int nin, const as_attr *attr, 
         }
     if (as_graph_eval(g, vals, &err) != AS_OK)
         goto fail;
+    /* Keep every analytic gradient first: re-evaluation overwrites produced tensors. */
+    for (j = 0; j < nin; j++) {
+        int64_t n = as_shape_numel(&in[j]);
+        saved[j] = as_xcalloc((size_t)n + 1, sizeof(double));
+        if (as_dtype_is_float(in[j].dtype) && grad_of[xs[j]] >= 0)
+            memcpy(saved[j], vals[grad_of[xs[j]]], (size_t)n * sizeof(double));
+    }
     for (j = 0; j < nin; j++) {
         int64_t i, n = as_shape_numel(&in[j]);
-        double *x, *an, *saved;
+        double *x = vals[xs[j]];
         if (!as_dtype_is_float(in[j].dtype))
             continue;
-        x = vals[xs[j]];
-        an = grad_of[xs[j]] >= 0 ? vals[grad_of[xs[j]]] : NULL;
-        /* Keep the analytic gradient: re-evaluation overwrites produced tensors. */
-        saved = as_xcalloc((size_t)n + 1, sizeof *saved);
-        if (an != NULL)
-            memcpy(saved, an, (size_t)n * sizeof *saved);
         for (i = 0; i < n; i++) {
             const double h = 1e-6, x0 = x[i];
             double fp, fm, fd, e;
             x[i] = x0 + h;
-            if (as_graph_eval(g, vals, &err) != AS_OK) {
-                free(saved);
+            if (as_graph_eval(g, vals, &err) != AS_OK)
                 goto fail;
-            }
             fp = gc_objective(g, vals, ys, rs, ny);
             x[i] = x0 - h;
-            if (as_graph_eval(g, vals, &err) != AS_OK) {
-                free(saved);
+            if (as_graph_eval(g, vals, &err) != AS_OK)
                 goto fail;
-            }
             fm = gc_objective(g, vals, ys, rs, ny);
             x[i] = x0;
             fd = (fp - fm) / (2 * h);
-            e = fabs(fd - saved[i]) / (fabs(saved[i]) > 1.0 ? fabs(saved[i]) : 1.0);
+            e = fabs(fd - saved[j][i]) / (fabs(saved[j][i]) > 1.0 ? fabs(saved[j][i]) : 1.0);
             if (e > worst)
                 worst = e;
         }
-        free(saved);
     }
     goto done;
 fail:
     diag("gradcheck %s: %s", optype, err.msg);
     worst = -1.0;
 done:
+    for (j = 0; j < 16; j++)
+        free(saved[j]);
     if (vals != NULL) {
         for (j = 0; j < as_graph_ntensors(g); j++)
             free(vals[j]);
