@@ -11,7 +11,17 @@
 
 #include "cmd.h"
 
+extern const struct as_cmd as_cmd_rules;
+extern const struct as_cmd as_cmd_solve, as_cmd_export;
+
 static const struct as_cmd *const cmd_table[] = {
+    &as_cmd_gen,
+    &as_cmd_hw,
+    &as_cmd_inspect,
+    &as_cmd_convert,
+    &as_cmd_rules,
+    &as_cmd_solve,
+    &as_cmd_export,
     NULL,
 };
 

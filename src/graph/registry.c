@@ -212,8 +212,8 @@ as_registry_bind_attrs(const as_op_def *def, const as_attr *attr, int n, as_aren
             if (strcmp(items[j].key, attr[i].key) == 0)
                 break;
         if (j == nitems)
-            return as_errf(err, AS_EPARSE, "'%s' has no attribute '%s'%s%s", def->name,
-                           attr[i].key, nitems ? " (it takes: " : " (it takes none)",
+            return as_errf(err, AS_EPARSE, "'%s' has no attribute '%s' (it takes %s%s)",
+                           def->name, attr[i].key, nitems ? "" : "none",
                            nitems ? def->attrs : "");
         for (j = 0; j < i; j++)
             if (strcmp(attr[j].key, attr[i].key) == 0)

@@ -1,0 +1,384 @@
+/* ilp.c -- lowering a choice problem to Alpa's ILP, solver-neutral.
+ *
+ * DESIGN: rows are assembled one at a time into a pending buffer that is
+ * sorted by column and merged (a node live twice at one point, or an alias
+ * of a node with itself, adds coefficients), then appended as triplets.  The
+ * CSC copy is built at the end for backends that load by column (CBC).
+ * Edge variables are continuous: with the equality marginals
+ *   sum_q e[p,q] = s_u[p],   sum_p e[p,q] = s_v[q]
+ * and s binary, e is the outer product of two unit vectors, hence integral
+ * (docs/ilp.md), so branching never needs them.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formulate/ilp.h"
+
+typedef struct term {
+    int col;
+    double val;
+} term;
+
+struct as_ilp {
+    as_arena *arena;
+    as_ilp_view view;
+    AS_VEC(double) obj, clb, cub;
+    AS_VEC(unsigned char) cint;
+    AS_VEC(const char *) cname;
+    AS_VEC(double) rlb, rub;
+    AS_VEC(const char *) rname;
+    AS_VEC(int) ti, tj;
+    AS_VEC(double) tv;
+    AS_VEC(term) pend;      /**< the row being assembled */
+    size_t *scol;           /**< first column of each node */
+    as_strmap names;        /**< column name -> index */
+    size_t nnodes;
+    const size_t *k;        /**< strategies per node (borrowed from the build) */
+    size_t *kk;
+};
+
+void
+as_ilp_opts_init(as_ilp_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+static void
+add_col(as_ilp *ilp, const char *name, double obj, double ub, int integer)
+{
+    AS_VEC_PUSH(&ilp->obj, obj);
+    AS_VEC_PUSH(&ilp->clb, 0.0);
+    AS_VEC_PUSH(&ilp->cub, ub);
+    AS_VEC_PUSH(&ilp->cint, (unsigned char)integer);
+    AS_VEC_PUSH(&ilp->cname, as_arena_strdup(ilp->arena, name));
+    as_strmap_put(&ilp->names, ilp->cname.v[ilp->cname.n - 1], (int64_t)(ilp->cname.n - 1));
+}
+
+static void
+row_add(as_ilp *ilp, size_t col, double val)
+{
+    term t = {(int)col, val};
+
+    AS_VEC_PUSH(&ilp->pend, t);
+}
+
+static int
+term_cmp(const void *a, const void *b)
+{
+    const term *x = a, *y = b;
+
+    return (x->col > y->col) - (x->col < y->col);
+}
+
+/* Close the pending row: merge duplicate columns, drop zeros, append. */
+static void
+row_end(as_ilp *ilp, const char *name, double lb, double ub)
+{
+    size_t i, n = 0;
+    int row = (int)ilp->rlb.n;
+
+    qsort(ilp->pend.v, ilp->pend.n, sizeof(term), term_cmp);
+    for (i = 0; i < ilp->pend.n; i++) {
+        if (n > 0 && ilp->pend.v[n - 1].col == ilp->pend.v[i].col)
+            ilp->pend.v[n - 1].val += ilp->pend.v[i].val;
+        else
+            ilp->pend.v[n++] = ilp->pend.v[i];
+    }
+    for (i = 0; i < n; i++) {
+        if (ilp->pend.v[i].val == 0)
+            continue;
+        AS_VEC_PUSH(&ilp->ti, row);
+        AS_VEC_PUSH(&ilp->tj, ilp->pend.v[i].col);
+        AS_VEC_PUSH(&ilp->tv, ilp->pend.v[i].val);
+    }
+    ilp->pend.n = 0;
+    AS_VEC_PUSH(&ilp->rlb, lb);
+    AS_VEC_PUSH(&ilp->rub, ub);
+    AS_VEC_PUSH(&ilp->rname, as_arena_strdup(ilp->arena, name));
+}
+
+static int
+is_const(const double *r, size_t n)
+{
+    size_t i;
+
+    for (i = 1; i < n; i++)
+        if (r[i] != r[0])
+            return 0;
+    return 1;
+}
+
+/* s columns and one_<id> rows. */
+static void
+build_nodes(as_ilp *ilp, const as_problem *p, const size_t *ids)
+{
+    char name[64];
+    size_t v, s;
+
+    for (v = 0; v < ilp->nnodes; v++) {
+        const as_pnode *nd = as_problem_node(p, v);
+        ilp->scol[v] = ilp->obj.n;
+        for (s = 0; s < nd->k; s++) {
+            snprintf(name, sizeof name, "s_%zu_%zu", ids ? ids[v] : v, s);
+            add_col(ilp, name, nd->c[s] + nd->d[s], 1.0, 1);
+        }
+    }
+    for (v = 0; v < ilp->nnodes; v++) {
+        for (s = 0; s < ilp->kk[v]; s++)
+            row_add(ilp, ilp->scol[v] + s, 1.0);
+        snprintf(name, sizeof name, "one_%zu", ids ? ids[v] : v);
+        row_end(ilp, name, 1.0, 1.0);
+    }
+}
+
+/* e columns and the marginal rows of every non-constant edge. */
+static void
+build_edges(as_ilp *ilp, const as_problem *p)
+{
+    char name[80];
+    size_t j, ku, kv, a, b, first, ne = 0;
+
+    for (j = 0; j < as_problem_nedges(p); j++) {
+        const as_pedge *e = as_problem_edge(p, j);
+        ku = ilp->kk[e->u];
+        kv = ilp->kk[e->v];
+        if (is_const(e->r, ku * kv)) {
+            ilp->view.offset += e->r[0];
+            continue;
+        }
+        first = ilp->obj.n;
+        for (a = 0; a < ku; a++)
+            for (b = 0; b < kv; b++) {
+                snprintf(name, sizeof name, "e_%zu_%zu_%zu", j, a, b);
+                add_col(ilp, name, e->r[a * kv + b], 1.0, 0);
+            }
+        for (a = 0; a < ku; a++) {
+            for (b = 0; b < kv; b++)
+                row_add(ilp, first + a * kv + b, 1.0);
+            row_add(ilp, ilp->scol[e->u] + a, -1.0);
+            snprintf(name, sizeof name, "eu_%zu_%zu", j, a);
+            row_end(ilp, name, 0.0, 0.0);
+        }
+        for (b = 0; b < kv; b++) {
+            for (a = 0; a < ku; a++)
+                row_add(ilp, first + a * kv + b, 1.0);
+            row_add(ilp, ilp->scol[e->v] + b, -1.0);
+            snprintf(name, sizeof name, "ev_%zu_%zu", j, b);
+            row_end(ilp, name, 0.0, 0.0);
+        }
+        ne++;
+    }
+}
+
+/* Memory, alias, follow and no-good rows. */
+static void
+build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
+{
+    char name[96];
+    size_t t, i, s, q, v;
+    double mem = as_problem_memory(p);
+
+    for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
+        const as_plive *l = as_problem_live(p, t);
+        for (i = 0; i < l->n; i++)
+            for (s = 0; s < ilp->kk[l->nodes[i]]; s++)
+                row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s]);
+        snprintf(name, sizeof name, "mem_%zu", t);
+        row_end(ilp, name, -HUGE_VAL, mem - l->resident);
+    }
+    for (i = 0; i < as_problem_naliases(p); i++) {
+        const as_palias *a = as_problem_alias(p, i);
+        for (s = 0; s < ilp->kk[a->a]; s++)
+            for (q = 0; q < ilp->kk[a->b]; q++) {
+                if (!a->bad[s * ilp->kk[a->b] + q])
+                    continue;
+                row_add(ilp, ilp->scol[a->a] + s, 1.0);
+                row_add(ilp, ilp->scol[a->b] + q, 1.0);
+                snprintf(name, sizeof name, "alias_%zu_%zu_%zu", i, s, q);
+                row_end(ilp, name, -HUGE_VAL, 1.0);
+            }
+    }
+    for (v = 0; v < ilp->nnodes; v++) {
+        size_t f = as_problem_node(p, v)->follow;
+        for (s = 0; f != AS_NO_FOLLOW && s < ilp->kk[v]; s++) {
+            row_add(ilp, ilp->scol[v] + s, 1.0);
+            row_add(ilp, ilp->scol[f] + s, -1.0);
+            snprintf(name, sizeof name, "fol_%zu_%zu", ids ? ids[v] : v, s);
+            row_end(ilp, name, 0.0, 0.0);
+        }
+    }
+    for (i = 0; i < as_problem_nnogoods(p); i++) {
+        const size_t *ng = as_problem_nogood(p, i);
+        for (v = 0; v < ilp->nnodes; v++)
+            row_add(ilp, ilp->scol[v] + ng[v], 1.0);
+        snprintf(name, sizeof name, "cut_%zu", i);
+        row_end(ilp, name, -HUGE_VAL, (double)ilp->nnodes - 1.0);
+    }
+}
+
+/* CSC copy of the triplets. */
+static void
+build_csc(as_ilp *ilp)
+{
+    size_t n = ilp->obj.n, nnz = ilp->tv.n, i;
+    int *beg = as_arena_calloc(ilp->arena, n + 1, sizeof *beg);
+    int *ind = as_arena_calloc(ilp->arena, nnz + 1, sizeof *ind);
+    double *val = as_arena_calloc(ilp->arena, nnz + 1, sizeof *val);
+    int *pos = as_xcalloc(n + 1, sizeof *pos);
+
+    for (i = 0; i < nnz; i++)
+        beg[ilp->tj.v[i] + 1]++;
+    for (i = 0; i < n; i++)
+        beg[i + 1] += beg[i];
+    memcpy(pos, beg, n * sizeof *pos);
+    for (i = 0; i < nnz; i++) {
+        int at = pos[ilp->tj.v[i]]++;
+        ind[at] = ilp->ti.v[i];
+        val[at] = ilp->tv.v[i];
+    }
+    free(pos);
+    ilp->view.cbeg = beg;
+    ilp->view.cind = ind;
+    ilp->view.cval = val;
+}
+
+/* Upper bound on the number of columns + nonzeros, to refuse int overflow early. */
+static double
+ilp_estimate(const as_problem *p)
+{
+    double x = 0;
+    size_t j;
+
+    for (j = 0; j < as_problem_nedges(p); j++)
+        x += 3.0 * (double)as_problem_node(p, as_problem_edge(p, j)->u)->k *
+             (double)as_problem_node(p, as_problem_edge(p, j)->v)->k;
+    return x;
+}
+
+int
+as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *err)
+{
+    as_ilp *ilp;
+    size_t v;
+
+    if (ilp_estimate(p) > (double)INT_MAX / 2)
+        return as_errf(err, AS_EUSAGE, "ILP too large (about %.3g non-zeros)", ilp_estimate(p));
+    ilp = as_xcalloc(1, sizeof *ilp);
+    ilp->arena = as_arena_new();
+    as_strmap_init(&ilp->names);
+    ilp->nnodes = as_problem_nnodes(p);
+    ilp->scol = as_xcalloc(ilp->nnodes + 1, sizeof *ilp->scol);
+    ilp->kk = as_xcalloc(ilp->nnodes + 1, sizeof *ilp->kk);
+    for (v = 0; v < ilp->nnodes; v++)
+        ilp->kk[v] = as_problem_node(p, v)->k;
+    ilp->view.offset = as_problem_offset(p);
+    build_nodes(ilp, p, o ? o->node_ids : NULL);
+    build_edges(ilp, p);
+    build_rows(ilp, p, o ? o->node_ids : NULL);
+    AS_VEC_FREE(&ilp->pend);
+    ilp->view.ncols = ilp->obj.n;
+    ilp->view.nrows = ilp->rlb.n;
+    ilp->view.nnz = ilp->tv.n;
+    ilp->view.obj = ilp->obj.v;
+    ilp->view.col_lb = ilp->clb.v;
+    ilp->view.col_ub = ilp->cub.v;
+    ilp->view.col_int = ilp->cint.v;
+    ilp->view.col_name = ilp->cname.v;
+    ilp->view.row_lb = ilp->rlb.v;
+    ilp->view.row_ub = ilp->rub.v;
+    ilp->view.row_name = ilp->rname.v;
+    ilp->view.ti = ilp->ti.v;
+    ilp->view.tj = ilp->tj.v;
+    ilp->view.tv = ilp->tv.v;
+    build_csc(ilp);
+    *out = ilp;
+    return AS_OK;
+}
+
+void
+as_ilp_free(as_ilp *ilp)
+{
+    if (ilp == NULL)
+        return;
+    AS_VEC_FREE(&ilp->obj);
+    AS_VEC_FREE(&ilp->clb);
+    AS_VEC_FREE(&ilp->cub);
+    AS_VEC_FREE(&ilp->cint);
+    AS_VEC_FREE(&ilp->cname);
+    AS_VEC_FREE(&ilp->rlb);
+    AS_VEC_FREE(&ilp->rub);
+    AS_VEC_FREE(&ilp->rname);
+    AS_VEC_FREE(&ilp->ti);
+    AS_VEC_FREE(&ilp->tj);
+    AS_VEC_FREE(&ilp->tv);
+    as_strmap_destroy(&ilp->names);
+    free(ilp->scol);
+    free(ilp->kk);
+    as_arena_free(ilp->arena);
+    free(ilp);
+}
+
+const as_ilp_view *
+as_ilp_data(const as_ilp *ilp)
+{
+    return &ilp->view;
+}
+
+void
+as_ilp_stats_get(const as_ilp *ilp, as_ilp_stats *st)
+{
+    size_t j;
+
+    st->cols = ilp->view.ncols;
+    st->rows = ilp->view.nrows;
+    st->nnz = ilp->view.nnz;
+    st->int_cols = 0;
+    for (j = 0; j < ilp->view.ncols; j++)
+        st->int_cols += ilp->view.col_int[j];
+}
+
+size_t
+as_ilp_scol(const as_ilp *ilp, size_t v, size_t s)
+{
+    return ilp->scol[v] + s;
+}
+
+int
+as_ilp_find_col(const as_ilp *ilp, const char *name, size_t *j)
+{
+    int64_t x;
+
+    if (!as_strmap_get(&ilp->names, name, (size_t)-1, &x))
+        return 0;
+    *j = (size_t)x;
+    return 1;
+}
+
+int
+as_ilp_assignment(const as_ilp *ilp, const double *x, size_t *choice, as_err *err)
+{
+    size_t v, s, col, ones;
+
+    for (v = 0; v < ilp->nnodes; v++) {
+        ones = 0;
+        for (s = 0; s < ilp->kk[v]; s++) {
+            col = ilp->scol[v] + s;
+            if (!isfinite(x[col]) || fabs(x[col] - round(x[col])) > 1e-6 ||
+                fabs(x[col]) > 1 + 1e-6 || x[col] < -1e-6)
+                return as_errf(err, AS_ESOLVER, "variable %s = %g is not 0 or 1",
+                               ilp->cname.v[col], x[col]);
+            if (x[col] > 0.5) {
+                choice[v] = s;
+                ones++;
+            }
+        }
+        if (ones != 1)
+            return as_errf(err, AS_ESOLVER, "node %zu has %zu strategies set (s_%zu_*), want 1",
+                           v, ones, v);
+    }
+    return AS_OK;
+}

@@ -1,0 +1,1133 @@
+/* problem.c -- the choice problem (cost graph): building, validation,
+ * evaluation of plans, and the JSON cost-graph file (docs/costgraph.md).
+ *
+ * DESIGN: records (as_pnode, as_pedge, ...) live in growable vectors and
+ * their arrays in the problem's arena, so a whole problem is released by one
+ * as_arena_free plus a few vector frees.  Node names are unique and indexed
+ * by a string map.  Plans are checked here, independently of any solver:
+ * the solve driver calls as_problem_check on every plan a backend returns.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "formulate/problem.h"
+
+struct as_problem {
+    as_arena *arena;
+    AS_VEC(as_pnode) nodes;
+    AS_VEC(as_pedge) edges;
+    AS_VEC(as_plive) live;
+    AS_VEC(as_palias) aliases;
+    AS_VEC(size_t *) nogoods;
+    as_strmap names;  /**< node name -> index */
+    double memory;    /**< bytes per device, 0 = none */
+    double offset;    /**< seconds */
+};
+
+#define MEM_TOL(x) (1e-9 * fabs(x) + 1e-6)
+
+as_problem *
+as_problem_new(void)
+{
+    as_problem *p = as_xcalloc(1, sizeof *p);
+
+    p->arena = as_arena_new();
+    as_strmap_init(&p->names);
+    return p;
+}
+
+void
+as_problem_free(as_problem *p)
+{
+    if (p == NULL)
+        return;
+    AS_VEC_FREE(&p->nodes);
+    AS_VEC_FREE(&p->edges);
+    AS_VEC_FREE(&p->live);
+    AS_VEC_FREE(&p->aliases);
+    AS_VEC_FREE(&p->nogoods);
+    as_strmap_destroy(&p->names);
+    as_arena_free(p->arena);
+    free(p);
+}
+
+static double *
+dup_vec(as_arena *a, const double *x, size_t n)
+{
+    double *y = as_arena_calloc(a, n ? n : 1, sizeof *y);
+
+    if (x != NULL)
+        memcpy(y, x, n * sizeof *y);
+    return y;
+}
+
+int
+as_problem_add_node(as_problem *p, const char *name, size_t k, const double *c, const double *d,
+                    const double *m, size_t *id, as_err *err)
+{
+    as_pnode nd = {0};
+    int64_t old;
+
+    if (name == NULL || name[0] == '\0')
+        return as_errf(err, AS_EUSAGE, "node %zu: empty name", p->nodes.n);
+    if (as_strmap_get(&p->names, name, (size_t)-1, &old))
+        return as_errf(err, AS_EUSAGE, "duplicate node name '%s' (nodes %lld and %zu)", name,
+                       (long long)old, p->nodes.n);
+    if (k == 0)
+        return as_errf(err, AS_EUSAGE, "node '%s': no strategies", name);
+    nd.name = as_arena_strdup(p->arena, name);
+    nd.k = k;
+    nd.c = dup_vec(p->arena, c, k);
+    nd.d = dup_vec(p->arena, d, k);
+    nd.m = dup_vec(p->arena, m, k);
+    nd.follow = AS_NO_FOLLOW;
+    as_strmap_put(&p->names, nd.name, (int64_t)p->nodes.n);
+    if (id != NULL)
+        *id = p->nodes.n;
+    AS_VEC_PUSH(&p->nodes, nd);
+    return AS_OK;
+}
+
+int
+as_problem_set_strategy_name(as_problem *p, size_t v, size_t s, const char *name, as_err *err)
+{
+    as_pnode *nd;
+    const char **names;
+
+    if (v >= p->nodes.n || s >= p->nodes.v[v].k || name == NULL)
+        return as_errf(err, AS_EUSAGE, "strategy name: node %zu strategy %zu out of range", v, s);
+    nd = &p->nodes.v[v];
+    if (nd->snames == NULL)
+        nd->snames = as_arena_calloc(p->arena, nd->k, sizeof(char *));
+    names = (const char **)nd->snames;
+    names[s] = as_arena_strdup(p->arena, name);
+    return AS_OK;
+}
+
+int
+as_problem_set_follow(as_problem *p, size_t v, size_t leader, as_err *err)
+{
+    if (v >= p->nodes.n || (leader != AS_NO_FOLLOW && leader >= p->nodes.n))
+        return as_errf(err, AS_EUSAGE, "follow: node %zu or leader %zu out of range", v, leader);
+    p->nodes.v[v].follow = leader;
+    return AS_OK;
+}
+
+int
+as_problem_add_edge(as_problem *p, size_t u, size_t v, const double *r, as_err *err)
+{
+    as_pedge e;
+
+    if (u >= p->nodes.n || v >= p->nodes.n)
+        return as_errf(err, AS_EUSAGE, "edge %zu: node index out of range (%zu -> %zu, %zu nodes)",
+                       p->edges.n, u, v, p->nodes.n);
+    e.u = u;
+    e.v = v;
+    e.r = dup_vec(p->arena, r, p->nodes.v[u].k * p->nodes.v[v].k);
+    AS_VEC_PUSH(&p->edges, e);
+    return AS_OK;
+}
+
+int
+as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
+                          double resident, as_err *err)
+{
+    as_plive l;
+    size_t i, *nv;
+    const double **mv;
+
+    nv = as_arena_calloc(p->arena, n ? n : 1, sizeof *nv);
+    mv = as_arena_calloc(p->arena, n ? n : 1, sizeof *mv);
+    for (i = 0; i < n; i++) {
+        if (nodes[i] >= p->nodes.n)
+            return as_errf(err, AS_EUSAGE, "liveness point %zu: node index %zu out of range",
+                           p->live.n, nodes[i]);
+        nv[i] = nodes[i];
+        mv[i] = m != NULL && m[i] != NULL ? dup_vec(p->arena, m[i], p->nodes.v[nodes[i]].k)
+                                          : p->nodes.v[nodes[i]].m;
+    }
+    l.n = n;
+    l.nodes = nv;
+    l.m = mv;
+    l.resident = resident;
+    AS_VEC_PUSH(&p->live, l);
+    return AS_OK;
+}
+
+int
+as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double resident,
+                        as_err *err)
+{
+    return as_problem_add_liveness_m(p, nodes, NULL, n, resident, err);
+}
+
+int
+as_problem_add_alias(as_problem *p, size_t a, size_t b, const unsigned char *bad, as_err *err)
+{
+    as_palias al;
+    size_t n;
+
+    if (a >= p->nodes.n || b >= p->nodes.n)
+        return as_errf(err, AS_EUSAGE, "alias %zu: node index out of range", p->aliases.n);
+    n = p->nodes.v[a].k * p->nodes.v[b].k;
+    al.a = a;
+    al.b = b;
+    al.bad = as_arena_calloc(p->arena, n, 1);
+    if (bad != NULL)
+        memcpy((unsigned char *)al.bad, bad, n);
+    AS_VEC_PUSH(&p->aliases, al);
+    return AS_OK;
+}
+
+int
+as_problem_add_nogood(as_problem *p, const size_t *choice, as_err *err)
+{
+    size_t *c = as_arena_memdup(p->arena, choice, (p->nodes.n ? p->nodes.n : 1) * sizeof *c);
+    size_t i;
+
+    for (i = 0; i < p->nodes.n; i++)
+        if (choice[i] >= p->nodes.v[i].k)
+            return as_errf(err, AS_EUSAGE, "no-good: strategy %zu of node '%s' out of range",
+                           choice[i], p->nodes.v[i].name);
+    AS_VEC_PUSH(&p->nogoods, c);
+    return AS_OK;
+}
+
+void
+as_problem_set_memory(as_problem *p, double bytes)
+{
+    p->memory = bytes;
+}
+
+void
+as_problem_set_offset(as_problem *p, double seconds)
+{
+    p->offset = seconds;
+}
+
+as_problem *
+as_problem_clone(const as_problem *p)
+{
+    as_problem *q = as_problem_new();
+    size_t i, s;
+
+    for (i = 0; i < p->nodes.n; i++) {
+        const as_pnode *nd = &p->nodes.v[i];
+        as_problem_add_node(q, nd->name, nd->k, nd->c, nd->d, nd->m, NULL, NULL);
+        q->nodes.v[i].follow = nd->follow;
+        for (s = 0; nd->snames != NULL && s < nd->k; s++)
+            if (nd->snames[s] != NULL)
+                as_problem_set_strategy_name(q, i, s, nd->snames[s], NULL);
+    }
+    for (i = 0; i < p->edges.n; i++)
+        as_problem_add_edge(q, p->edges.v[i].u, p->edges.v[i].v, p->edges.v[i].r, NULL);
+    for (i = 0; i < p->live.n; i++) {
+        const as_plive *l = &p->live.v[i];
+        const double **m = as_xcalloc(l->n + 1, sizeof *m);
+        for (s = 0; s < l->n; s++) /* NULL: the node's own vector, as in P */
+            m[s] = l->m[s] == p->nodes.v[l->nodes[s]].m ? NULL : l->m[s];
+        as_problem_add_liveness_m(q, l->nodes, m, l->n, l->resident, NULL);
+        free(m);
+    }
+    for (i = 0; i < p->aliases.n; i++)
+        as_problem_add_alias(q, p->aliases.v[i].a, p->aliases.v[i].b, p->aliases.v[i].bad, NULL);
+    for (i = 0; i < p->nogoods.n; i++)
+        as_problem_add_nogood(q, p->nogoods.v[i], NULL);
+    q->memory = p->memory;
+    q->offset = p->offset;
+    return q;
+}
+
+/* Queries. */
+
+size_t as_problem_nnodes(const as_problem *p) { return p->nodes.n; }
+size_t as_problem_nedges(const as_problem *p) { return p->edges.n; }
+size_t as_problem_nlive(const as_problem *p) { return p->live.n; }
+size_t as_problem_naliases(const as_problem *p) { return p->aliases.n; }
+size_t as_problem_nnogoods(const as_problem *p) { return p->nogoods.n; }
+const as_pnode *as_problem_node(const as_problem *p, size_t v) { return &p->nodes.v[v]; }
+const as_pedge *as_problem_edge(const as_problem *p, size_t j) { return &p->edges.v[j]; }
+const as_plive *as_problem_live(const as_problem *p, size_t t) { return &p->live.v[t]; }
+const as_palias *as_problem_alias(const as_problem *p, size_t i) { return &p->aliases.v[i]; }
+const size_t *as_problem_nogood(const as_problem *p, size_t i) { return p->nogoods.v[i]; }
+double as_problem_memory(const as_problem *p) { return p->memory; }
+double as_problem_offset(const as_problem *p) { return p->offset; }
+
+int
+as_problem_find(const as_problem *p, const char *name, size_t *v)
+{
+    int64_t x;
+
+    if (!as_strmap_get(&p->names, name, (size_t)-1, &x))
+        return 0;
+    *v = (size_t)x;
+    return 1;
+}
+
+const char *
+as_problem_strategy_name(const as_problem *p, size_t v, size_t s, char *buf, size_t n)
+{
+    const as_pnode *nd = &p->nodes.v[v];
+
+    if (nd->snames != NULL && s < nd->k && nd->snames[s] != NULL)
+        return nd->snames[s];
+    snprintf(buf, n, "S%zu", s);
+    return buf;
+}
+
+double
+as_problem_space(const as_problem *p)
+{
+    double x = 1;
+    size_t i;
+
+    for (i = 0; i < p->nodes.n; i++)
+        if (p->nodes.v[i].follow == AS_NO_FOLLOW)
+            x *= (double)p->nodes.v[i].k;
+    return x;
+}
+
+/* Validation. */
+
+static int
+check_vec(const double *x, size_t k, int mem, const char *what, const char *node, as_err *err)
+{
+    size_t s;
+
+    for (s = 0; s < k; s++) {
+        if (!isfinite(x[s]))
+            return as_errf(err, AS_EPARSE, "node '%s': %s[%zu] is not finite", node, what, s);
+        if (mem && x[s] < 0)
+            return as_errf(err, AS_EPARSE, "node '%s': memory %s[%zu] = %g is negative", node,
+                           what, s, x[s]);
+    }
+    return AS_OK;
+}
+
+static int
+validate_nodes(const as_problem *p, as_err *err)
+{
+    size_t i, j, hops;
+
+    for (i = 0; i < p->nodes.n; i++) {
+        const as_pnode *nd = &p->nodes.v[i];
+        AS_CHECK(check_vec(nd->c, nd->k, 0, "c", nd->name, err));
+        AS_CHECK(check_vec(nd->d, nd->k, 0, "d", nd->name, err));
+        AS_CHECK(check_vec(nd->m, nd->k, 1, "m", nd->name, err));
+        if (nd->follow == AS_NO_FOLLOW)
+            continue;
+        if (nd->follow >= p->nodes.n)
+            return as_errf(err, AS_EPARSE, "node '%s': follow index %zu out of range", nd->name,
+                           nd->follow);
+        if (p->nodes.v[nd->follow].k != nd->k)
+            return as_errf(err, AS_EPARSE,
+                           "node '%s' (%zu strategies) follows '%s' (%zu strategies): "
+                           "counts differ", nd->name, nd->k, p->nodes.v[nd->follow].name,
+                           p->nodes.v[nd->follow].k);
+        for (j = nd->follow, hops = 0; p->nodes.v[j].follow != AS_NO_FOLLOW; hops++) {
+            if (j == i || hops > p->nodes.n)
+                return as_errf(err, AS_EPARSE, "node '%s': follow cycle", nd->name);
+            j = p->nodes.v[j].follow;
+        }
+        if (j == i)
+            return as_errf(err, AS_EPARSE, "node '%s': follow cycle", nd->name);
+    }
+    return AS_OK;
+}
+
+static int
+validate_edges(const as_problem *p, as_err *err)
+{
+    as_strmap seen;
+    char **keys = as_xcalloc(p->edges.n + 1, sizeof *keys);
+    size_t j, q;
+    int rc = AS_OK;
+
+    as_strmap_init(&seen);
+    for (j = 0; j < p->edges.n && rc == AS_OK; j++) {
+        const as_pedge *e = &p->edges.v[j];
+        size_t a = e->u < e->v ? e->u : e->v, b = e->u < e->v ? e->v : e->u;
+        int64_t old;
+        size_t n = p->nodes.v[e->u].k * p->nodes.v[e->v].k;
+        if (e->u == e->v) {
+            rc = as_errf(err, AS_EPARSE, "edge %zu: self-loop on node '%s'", j,
+                         p->nodes.v[e->u].name);
+            break;
+        }
+        keys[j] = as_xasprintf("%zu %zu", a, b);
+        if (as_strmap_get(&seen, keys[j], (size_t)-1, &old)) {
+            rc = as_errf(err, AS_EPARSE, "edge %zu: duplicate of edge %lld ('%s' - '%s')", j,
+                         (long long)old, p->nodes.v[e->u].name, p->nodes.v[e->v].name);
+            break;
+        }
+        as_strmap_put(&seen, keys[j], (int64_t)j);
+        for (q = 0; q < n; q++)
+            if (!isfinite(e->r[q])) {
+                rc = as_errf(err, AS_EPARSE, "edge %zu ('%s' -> '%s'): r[%zu][%zu] is not finite",
+                             j, p->nodes.v[e->u].name, p->nodes.v[e->v].name,
+                             q / p->nodes.v[e->v].k, q % p->nodes.v[e->v].k);
+                break;
+            }
+    }
+    as_strmap_destroy(&seen);
+    for (j = 0; j < p->edges.n; j++)
+        free(keys[j]);
+    free(keys);
+    return rc;
+}
+
+int
+as_problem_validate(const as_problem *p, as_err *err)
+{
+    size_t t, i, s;
+
+    if (p->nodes.n == 0)
+        return as_errf(err, AS_EPARSE, "cost graph has no nodes");
+    if (!isfinite(p->memory) || p->memory < 0)
+        return as_errf(err, AS_EPARSE, "memory budget %g is not a finite number >= 0", p->memory);
+    if (!isfinite(p->offset))
+        return as_errf(err, AS_EPARSE, "objective offset is not finite");
+    AS_CHECK(validate_nodes(p, err));
+    AS_CHECK(validate_edges(p, err));
+    for (t = 0; t < p->live.n; t++) {
+        const as_plive *l = &p->live.v[t];
+        if (!isfinite(l->resident) || l->resident < 0)
+            return as_errf(err, AS_EPARSE, "liveness point %zu: resident bytes %g invalid", t,
+                           l->resident);
+        for (i = 0; i < l->n; i++)
+            for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
+                if (!isfinite(l->m[i][s]) || l->m[i][s] < 0)
+                    return as_errf(err, AS_EPARSE, "liveness point %zu: memory of '%s' invalid",
+                                   t, p->nodes.v[l->nodes[i]].name);
+    }
+    return AS_OK;
+}
+
+/* Plans. */
+
+double
+as_problem_eval(const as_problem *p, const size_t *x)
+{
+    double obj = p->offset;
+    size_t i;
+
+    for (i = 0; i < p->nodes.n; i++)
+        obj += p->nodes.v[i].c[x[i]] + p->nodes.v[i].d[x[i]];
+    for (i = 0; i < p->edges.n; i++) {
+        const as_pedge *e = &p->edges.v[i];
+        obj += e->r[x[e->u] * p->nodes.v[e->v].k + x[e->v]];
+    }
+    return obj;
+}
+
+double
+as_problem_peak(const as_problem *p, const size_t *x)
+{
+    double peak = 0, sum;
+    size_t t, i;
+
+    for (t = 0; t < p->live.n; t++) {
+        sum = p->live.v[t].resident;
+        for (i = 0; i < p->live.v[t].n; i++)
+            sum += p->live.v[t].m[i][x[p->live.v[t].nodes[i]]];
+        if (sum > peak)
+            peak = sum;
+    }
+    return peak;
+}
+
+double
+as_problem_peak_lower_bound(const as_problem *p)
+{
+    double peak = 0, sum, lo;
+    size_t t, i, s;
+
+    for (t = 0; t < p->live.n; t++) {
+        const as_plive *l = &p->live.v[t];
+        sum = l->resident;
+        for (i = 0; i < l->n; i++) {
+            lo = INFINITY;
+            for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
+                lo = fmin(lo, l->m[i][s]);
+            sum += lo;
+        }
+        peak = fmax(peak, sum);
+    }
+    return peak;
+}
+
+static int
+check_rows(const as_problem *p, const size_t *x, as_err *err)
+{
+    size_t t, i, j;
+    char b1[32], b2[32];
+
+    for (t = 0; p->memory > 0 && t < p->live.n; t++) {
+        double sum = p->live.v[t].resident;
+        for (i = 0; i < p->live.v[t].n; i++)
+            sum += p->live.v[t].m[i][x[p->live.v[t].nodes[i]]];
+        if (sum > p->memory + MEM_TOL(p->memory))
+            return as_errf(err, AS_EINFEAS, "liveness point %zu needs %s per device, budget %s", t,
+                           as_fmt_bytes(sum, b1, sizeof b1), as_fmt_bytes(p->memory, b2, sizeof b2));
+    }
+    for (i = 0; i < p->aliases.n; i++) {
+        const as_palias *a = &p->aliases.v[i];
+        if (a->bad[x[a->a] * p->nodes.v[a->b].k + x[a->b]])
+            return as_errf(err, AS_EINFEAS, "alias %zu: strategies %zu of '%s' and %zu of '%s' "
+                           "are incompatible", i, x[a->a], p->nodes.v[a->a].name, x[a->b],
+                           p->nodes.v[a->b].name);
+    }
+    for (i = 0; i < p->nogoods.n; i++) {
+        for (j = 0; j < p->nodes.n && p->nogoods.v[i][j] == x[j]; j++)
+            ;
+        if (j == p->nodes.n)
+            return as_errf(err, AS_EINFEAS, "plan equals excluded plan %zu", i);
+    }
+    return AS_OK;
+}
+
+int
+as_problem_check(const as_problem *p, const size_t *x, double *objective, double *peak,
+                 as_err *err)
+{
+    size_t i;
+
+    for (i = 0; i < p->nodes.n; i++) {
+        const as_pnode *nd = &p->nodes.v[i];
+        if (x[i] >= nd->k)
+            return as_errf(err, AS_EINFEAS, "strategy %zu for node '%s' out of range (%zu)", x[i],
+                           nd->name, nd->k);
+        if (nd->follow != AS_NO_FOLLOW && x[nd->follow] != x[i])
+            return as_errf(err, AS_EINFEAS, "node '%s' has strategy %zu but follows '%s' with %zu",
+                           nd->name, x[i], p->nodes.v[nd->follow].name, x[nd->follow]);
+    }
+    AS_CHECK(check_rows(p, x, err));
+    if (objective != NULL)
+        *objective = as_problem_eval(p, x);
+    if (peak != NULL)
+        *peak = as_problem_peak(p, x);
+    return AS_OK;
+}
+
+/* ---- Cost-graph files (JSON) ---- */
+
+/* Read a JSON array of K finite numbers at PATH into X. */
+static int
+json_vec(json_t *a, size_t k, double *x, int nonneg, const char *file, const char *path,
+         as_err *err)
+{
+    size_t s;
+
+    if (!json_is_array(a))
+        return as_errf(err, AS_EPARSE, "%s: %s: expected an array of %zu numbers", file, path, k);
+    if (json_array_size(a) != k)
+        return as_errf(err, AS_EPARSE, "%s: %s: expected %zu numbers, got %zu", file, path, k,
+                       json_array_size(a));
+    for (s = 0; s < k; s++) {
+        json_t *v = json_array_get(a, s);
+        if (!json_is_number(v))
+            return as_errf(err, AS_EPARSE, "%s: %s[%zu]: expected a number", file, path, s);
+        x[s] = json_number_value(v);
+        if (!isfinite(x[s]))
+            return as_errf(err, AS_EPARSE, "%s: %s[%zu]: not a finite number", file, path, s);
+        if (nonneg && x[s] < 0)
+            return as_errf(err, AS_EPARSE, "%s: %s[%zu]: memory %g is negative", file, path, s,
+                           x[s]);
+    }
+    return AS_OK;
+}
+
+/* Read a non-negative integer index below N. */
+static int
+json_index(json_t *v, size_t n, size_t *out, const char *file, const char *path, as_err *err)
+{
+    json_int_t i;
+
+    if (!json_is_integer(v))
+        return as_errf(err, AS_EPARSE, "%s: %s: expected a node index", file, path);
+    i = json_integer_value(v);
+    if (i < 0 || (size_t)i >= n)
+        return as_errf(err, AS_EPARSE, "%s: %s: node index %lld out of range (%zu nodes)", file,
+                       path, (long long)i, n);
+    *out = (size_t)i;
+    return AS_OK;
+}
+
+/* Read a K1 x K2 matrix (array of K1 arrays of K2) row-major into X. */
+static int
+json_mat(json_t *a, size_t k1, size_t k2, double *x, const char *file, const char *path,
+         as_err *err)
+{
+    char sub[96];
+    size_t i;
+
+    if (!json_is_array(a) || json_array_size(a) != k1)
+        return as_errf(err, AS_EPARSE, "%s: %s: expected %zu rows of %zu numbers", file, path, k1,
+                       k2);
+    for (i = 0; i < k1; i++) {
+        snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+        AS_CHECK(json_vec(json_array_get(a, i), k2, x + i * k2, 0, file, sub, err));
+    }
+    return AS_OK;
+}
+
+static int
+parse_nodes(as_problem *p, json_t *arr, const char *file, as_err *err)
+{
+    char path[96];
+    size_t i, k, s, id;
+    double *buf = NULL;
+    int rc = AS_OK;
+
+    if (!json_is_array(arr) || json_array_size(arr) == 0)
+        return as_errf(err, AS_EPARSE, "%s: nodes: expected a non-empty array", file);
+    for (i = 0; i < json_array_size(arr) && rc == AS_OK; i++) {
+        json_t *nd = json_array_get(arr, i), *c = json_object_get(nd, "c");
+        json_t *name = json_object_get(nd, "name"), *sn = json_object_get(nd, "strategies");
+        snprintf(path, sizeof path, "nodes[%zu]", i);
+        if (!json_is_object(nd) || !json_is_string(name) || !json_is_array(c)) {
+            rc = as_errf(err, AS_EPARSE, "%s: %s: expected an object with \"name\" and \"c\"",
+                         file, path);
+            break;
+        }
+        k = json_array_size(c);
+        if (k == 0) {
+            rc = as_errf(err, AS_EPARSE, "%s: %s.c: no strategies", file, path);
+            break;
+        }
+        buf = as_xreallocarray(buf, 3 * k, sizeof *buf);
+        memset(buf, 0, 3 * k * sizeof *buf);
+        snprintf(path, sizeof path, "nodes[%zu].c", i);
+        AS_CHECK_GOTO(rc, json_vec(c, k, buf, 0, file, path, err), out);
+        snprintf(path, sizeof path, "nodes[%zu].d", i);
+        if (json_object_get(nd, "d") != NULL)
+            AS_CHECK_GOTO(rc, json_vec(json_object_get(nd, "d"), k, buf + k, 0, file, path, err),
+                          out);
+        snprintf(path, sizeof path, "nodes[%zu].m", i);
+        if (json_object_get(nd, "m") != NULL)
+            AS_CHECK_GOTO(rc, json_vec(json_object_get(nd, "m"), k, buf + 2 * k, 1, file, path,
+                                       err), out);
+        rc = as_problem_add_node(p, json_string_value(name), k, buf, buf + k, buf + 2 * k, &id,
+                                 err);
+        if (rc != AS_OK) {
+            as_err_prefix(err, "%s: nodes[%zu]: ", file, i);
+            rc = err->code = AS_EPARSE;
+            break;
+        }
+        if (sn != NULL && (!json_is_array(sn) || json_array_size(sn) != k)) {
+            rc = as_errf(err, AS_EPARSE, "%s: nodes[%zu].strategies: expected %zu names", file, i,
+                         k);
+            break;
+        }
+        for (s = 0; sn != NULL && s < k; s++) {
+            if (!json_is_string(json_array_get(sn, s))) {
+                rc = as_errf(err, AS_EPARSE, "%s: nodes[%zu].strategies[%zu]: expected a string",
+                             file, i, s);
+                goto out;
+            }
+            as_problem_set_strategy_name(p, id, s, json_string_value(json_array_get(sn, s)), err);
+        }
+    }
+out:
+    free(buf);
+    return rc;
+}
+
+static int
+parse_follow(as_problem *p, json_t *arr, const char *file, as_err *err)
+{
+    char path[64];
+    size_t i, f;
+
+    for (i = 0; i < json_array_size(arr); i++) {
+        json_t *fv = json_object_get(json_array_get(arr, i), "follow");
+        if (fv == NULL || json_is_null(fv))
+            continue;
+        snprintf(path, sizeof path, "nodes[%zu].follow", i);
+        AS_CHECK(json_index(fv, p->nodes.n, &f, file, path, err));
+        if (f == i)
+            return as_errf(err, AS_EPARSE, "%s: %s: node follows itself", file, path);
+        if (p->nodes.v[f].k != p->nodes.v[i].k)
+            return as_errf(err, AS_EPARSE, "%s: %s: follows node %zu with %zu strategies, has %zu",
+                           file, path, f, p->nodes.v[f].k, p->nodes.v[i].k);
+        p->nodes.v[i].follow = f;
+    }
+    return AS_OK;
+}
+
+static int
+parse_edges(as_problem *p, json_t *arr, const char *file, as_err *err)
+{
+    char path[64];
+    size_t j, u, v;
+    double *r = NULL;
+    int rc = AS_OK;
+
+    if (arr != NULL && !json_is_array(arr))
+        return as_errf(err, AS_EPARSE, "%s: edges: expected an array", file);
+    for (j = 0; j < json_array_size(arr); j++) {
+        json_t *e = json_array_get(arr, j);
+        snprintf(path, sizeof path, "edges[%zu].u", j);
+        AS_CHECK_GOTO(rc, json_index(json_object_get(e, "u"), p->nodes.n, &u, file, path, err),
+                      out);
+        snprintf(path, sizeof path, "edges[%zu].v", j);
+        AS_CHECK_GOTO(rc, json_index(json_object_get(e, "v"), p->nodes.n, &v, file, path, err),
+                      out);
+        r = as_xreallocarray(r, p->nodes.v[u].k * p->nodes.v[v].k + 1, sizeof *r);
+        snprintf(path, sizeof path, "edges[%zu].r", j);
+        AS_CHECK_GOTO(rc, json_mat(json_object_get(e, "r"), p->nodes.v[u].k, p->nodes.v[v].k, r,
+                                   file, path, err), out);
+        as_problem_add_edge(p, u, v, r, err);
+    }
+out:
+    free(r);
+    return rc;
+}
+
+/* Liveness point T with explicit memory vectors: "m": [[...], ...], one per entry. */
+static int
+parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double resident, size_t t,
+             const char *file, as_err *err)
+{
+    char path[64];
+    double **m = as_xcalloc(n + 1, sizeof *m);
+    size_t i;
+    int rc = AS_OK;
+
+    if (!json_is_array(ms) || json_array_size(ms) != n) {
+        rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].m: expected %zu vectors", file, t, n);
+        goto out;
+    }
+    for (i = 0; i < n; i++) {
+        m[i] = as_xcalloc(p->nodes.v[nodes[i]].k, sizeof **m);
+        snprintf(path, sizeof path, "liveness[%zu].m[%zu]", t, i);
+        AS_CHECK_GOTO(rc, json_vec(json_array_get(ms, i), p->nodes.v[nodes[i]].k, m[i], 1, file,
+                                   path, err), out);
+    }
+    as_problem_add_liveness_m(p, nodes, (const double *const *)m, n, resident, err);
+out:
+    for (i = 0; i < n; i++)
+        free(m[i]);
+    free(m);
+    return rc;
+}
+
+static int
+parse_live(as_problem *p, json_t *arr, const char *file, as_err *err)
+{
+    char path[64];
+    size_t t, i, *nodes = NULL;
+    int rc = AS_OK;
+
+    if (arr != NULL && !json_is_array(arr))
+        return as_errf(err, AS_EPARSE, "%s: liveness: expected an array", file);
+    for (t = 0; t < json_array_size(arr); t++) {
+        json_t *l = json_array_get(arr, t), *ns = json_object_get(l, "nodes");
+        json_t *res = json_object_get(l, "resident");
+        double resident = 0;
+        if (!json_is_array(ns)) {
+            rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].nodes: expected an array", file, t);
+            break;
+        }
+        if (res != NULL) {
+            resident = json_number_value(res);
+            if (!json_is_number(res) || resident < 0) {
+                rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].resident: expected bytes >= 0",
+                             file, t);
+                break;
+            }
+        }
+        nodes = as_xreallocarray(nodes, json_array_size(ns) + 1, sizeof *nodes);
+        for (i = 0; i < json_array_size(ns); i++) {
+            snprintf(path, sizeof path, "liveness[%zu].nodes[%zu]", t, i);
+            AS_CHECK_GOTO(rc, json_index(json_array_get(ns, i), p->nodes.n, &nodes[i], file, path,
+                                         err), out);
+        }
+        if (json_object_get(l, "m") != NULL) {
+            AS_CHECK_GOTO(rc, parse_live_m(p, json_object_get(l, "m"), nodes,
+                                           json_array_size(ns), resident, t, file, err), out);
+            continue;
+        }
+        as_problem_add_liveness(p, nodes, json_array_size(ns), resident, err);
+    }
+out:
+    free(nodes);
+    return rc;
+}
+
+static int
+parse_aliases(as_problem *p, json_t *arr, const char *file, as_err *err)
+{
+    char path[64];
+    size_t i, a, b, s, n;
+    double *x = NULL;
+    unsigned char *bad = NULL;
+    int rc = AS_OK;
+
+    if (arr != NULL && !json_is_array(arr))
+        return as_errf(err, AS_EPARSE, "%s: aliases: expected an array", file);
+    for (i = 0; i < json_array_size(arr); i++) {
+        json_t *al = json_array_get(arr, i);
+        snprintf(path, sizeof path, "aliases[%zu].a", i);
+        AS_CHECK_GOTO(rc, json_index(json_object_get(al, "a"), p->nodes.n, &a, file, path, err),
+                      out);
+        snprintf(path, sizeof path, "aliases[%zu].b", i);
+        AS_CHECK_GOTO(rc, json_index(json_object_get(al, "b"), p->nodes.n, &b, file, path, err),
+                      out);
+        n = p->nodes.v[a].k * p->nodes.v[b].k;
+        x = as_xreallocarray(x, n, sizeof *x);
+        bad = as_xrealloc(bad, n);
+        snprintf(path, sizeof path, "aliases[%zu].incompatible", i);
+        AS_CHECK_GOTO(rc, json_mat(json_object_get(al, "incompatible"), p->nodes.v[a].k,
+                                   p->nodes.v[b].k, x, file, path, err), out);
+        for (s = 0; s < n; s++) {
+            if (x[s] != 0 && x[s] != 1) {
+                rc = as_errf(err, AS_EPARSE, "%s: %s: entries must be 0 or 1", file, path);
+                goto out;
+            }
+            bad[s] = x[s] != 0;
+        }
+        as_problem_add_alias(p, a, b, bad, err);
+    }
+out:
+    free(x);
+    free(bad);
+    return rc;
+}
+
+static int
+parse_root(as_problem *p, json_t *root, const char *file, as_err *err)
+{
+    json_t *mem = json_object_get(root, "memory"), *off = json_object_get(root, "offset");
+    json_t *fmt = json_object_get(root, "format");
+
+    if (!json_is_object(root))
+        return as_errf(err, AS_EPARSE, "%s: expected a JSON object at the top level", file);
+    if (fmt != NULL && (!json_is_string(fmt) ||
+                        strcmp(json_string_value(fmt), "autoshard-costgraph") != 0))
+        return as_errf(err, AS_EPARSE, "%s: format: expected \"autoshard-costgraph\"", file);
+    if (mem != NULL && (!json_is_number(mem) || json_number_value(mem) < 0))
+        return as_errf(err, AS_EPARSE, "%s: memory: expected bytes >= 0", file);
+    if (off != NULL && !json_is_number(off))
+        return as_errf(err, AS_EPARSE, "%s: offset: expected a number of seconds", file);
+    p->memory = mem != NULL ? json_number_value(mem) : 0;
+    p->offset = off != NULL ? json_number_value(off) : 0;
+    AS_CHECK(parse_nodes(p, json_object_get(root, "nodes"), file, err));
+    AS_CHECK(parse_follow(p, json_object_get(root, "nodes"), file, err));
+    AS_CHECK(parse_edges(p, json_object_get(root, "edges"), file, err));
+    AS_CHECK(parse_live(p, json_object_get(root, "liveness"), file, err));
+    AS_CHECK(parse_aliases(p, json_object_get(root, "aliases"), file, err));
+    return AS_OK;
+}
+
+int
+as_problem_parse(const char *text, size_t len, const char *name, as_problem **out, as_err *err)
+{
+    json_error_t jerr;
+    json_t *root;
+    as_problem *p;
+    int rc;
+
+    root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL)
+        return as_errf(err, AS_EPARSE, "%s:%d:%d: %s", name, jerr.line, jerr.column, jerr.text);
+    p = as_problem_new();
+    rc = parse_root(p, root, name, err);
+    if (rc == AS_OK && (rc = as_problem_validate(p, err)) != AS_OK)
+        as_err_prefix(err, "%s: ", name);
+    json_decref(root);
+    if (rc != AS_OK) {
+        as_problem_free(p);
+        return rc;
+    }
+    *out = p;
+    return AS_OK;
+}
+
+int
+as_problem_read(const char *path, as_problem **out, as_err *err)
+{
+    char *buf;
+    size_t len;
+    int rc;
+
+    AS_CHECK(as_read_file(path, &buf, &len, err));
+    rc = as_problem_parse(buf, len, path, out, err);
+    free(buf);
+    return rc;
+}
+
+/* Writing. */
+
+static json_t *
+jvec(const double *x, size_t k)
+{
+    json_t *a = json_array();
+    size_t s;
+
+    for (s = 0; s < k; s++)
+        json_array_append_new(a, json_real(x[s]));
+    return a;
+}
+
+static json_t *
+jmat(const double *x, size_t k1, size_t k2)
+{
+    json_t *a = json_array();
+    size_t i;
+
+    for (i = 0; i < k1; i++)
+        json_array_append_new(a, jvec(x + i * k2, k2));
+    return a;
+}
+
+static json_t *
+dump_nodes(const as_problem *p)
+{
+    json_t *arr = json_array(), *o, *sn;
+    size_t i, s;
+    char buf[32];
+
+    for (i = 0; i < p->nodes.n; i++) {
+        const as_pnode *nd = &p->nodes.v[i];
+        o = json_object();
+        json_object_set_new(o, "name", json_string(nd->name));
+        json_object_set_new(o, "c", jvec(nd->c, nd->k));
+        json_object_set_new(o, "d", jvec(nd->d, nd->k));
+        json_object_set_new(o, "m", jvec(nd->m, nd->k));
+        if (nd->follow != AS_NO_FOLLOW)
+            json_object_set_new(o, "follow", json_integer((json_int_t)nd->follow));
+        if (nd->snames != NULL) {
+            sn = json_array();
+            for (s = 0; s < nd->k; s++)
+                json_array_append_new(sn, json_string(as_problem_strategy_name(p, i, s, buf,
+                                                                               sizeof buf)));
+            json_object_set_new(o, "strategies", sn);
+        }
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static json_t *
+dump_rest(const as_problem *p, json_t *root)
+{
+    json_t *arr, *o, *ns;
+    size_t i, j, s;
+    double *x;
+
+    arr = json_array();
+    for (j = 0; j < p->edges.n; j++) {
+        const as_pedge *e = &p->edges.v[j];
+        o = json_pack("{s:I,s:I}", "u", (json_int_t)e->u, "v", (json_int_t)e->v);
+        json_object_set_new(o, "r", jmat(e->r, p->nodes.v[e->u].k, p->nodes.v[e->v].k));
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(root, "edges", arr);
+    arr = json_array();
+    for (i = 0; i < p->live.n; i++) {
+        ns = json_array();
+        for (j = 0; j < p->live.v[i].n; j++)
+            json_array_append_new(ns, json_integer((json_int_t)p->live.v[i].nodes[j]));
+        o = json_pack("{s:o,s:f}", "nodes", ns, "resident", p->live.v[i].resident);
+        for (j = 0; j < p->live.v[i].n; j++)
+            if (p->live.v[i].m[j] != p->nodes.v[p->live.v[i].nodes[j]].m)
+                break;
+        if (j < p->live.v[i].n) { /* explicit memory vectors (e.g. a reduced problem) */
+            json_t *ms = json_array();
+            for (j = 0; j < p->live.v[i].n; j++)
+                json_array_append_new(ms, jvec(p->live.v[i].m[j],
+                                               p->nodes.v[p->live.v[i].nodes[j]].k));
+            json_object_set_new(o, "m", ms);
+        }
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(root, "liveness", arr);
+    arr = json_array();
+    for (i = 0; i < p->aliases.n; i++) {
+        const as_palias *a = &p->aliases.v[i];
+        size_t n = p->nodes.v[a->a].k * p->nodes.v[a->b].k;
+        x = as_xcalloc(n, sizeof *x);
+        for (s = 0; s < n; s++)
+            x[s] = a->bad[s];
+        o = json_pack("{s:I,s:I}", "a", (json_int_t)a->a, "b", (json_int_t)a->b);
+        json_object_set_new(o, "incompatible", jmat(x, p->nodes.v[a->a].k, p->nodes.v[a->b].k));
+        json_array_append_new(arr, o);
+        free(x);
+    }
+    json_object_set_new(root, "aliases", arr);
+    return root;
+}
+
+char *
+as_problem_dumps(const as_problem *p)
+{
+    json_t *root = json_object();
+    char *s, *out;
+
+    json_object_set_new(root, "format", json_string("autoshard-costgraph"));
+    json_object_set_new(root, "version", json_integer(1));
+    json_object_set_new(root, "memory", json_real(p->memory));
+    json_object_set_new(root, "offset", json_real(p->offset));
+    json_object_set_new(root, "nodes", dump_nodes(p));
+    dump_rest(p, root);
+    s = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    out = as_xasprintf("%s\n", s);
+    free(s);
+    return out;
+}
+
+int
+as_problem_write(const as_problem *p, const char *path, as_err *err)
+{
+    char *s = as_problem_dumps(p);
+    int rc = as_write_file_atomic(path, s, strlen(s), err);
+
+    free(s);
+    return rc;
+}
+
+/* ---- random instances ---- */
+
+void
+as_random_opts_init(as_random_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->nodes = 10;
+    o->edges = 12;
+    o->kmin = 2;
+    o->kmax = 4;
+    o->seed = 1;
+}
+
+/* Node costs: label 0 is replicated (slow, big), others are sharded variants. */
+static void
+random_node(as_rng *r, size_t k, const int *label, double size, double *c, double *d, double *m)
+{
+    size_t s;
+
+    for (s = 0; s < k; s++) {
+        double shards = label[s] == 0 ? 1 : label[s] == 3 ? 4 : 2;
+        c[s] = size / shards * (0.8 + 0.4 * as_rng_uniform(r));
+        d[s] = label[s] == 0 ? 0 : size * 0.3 * as_rng_uniform(r) * (as_rng_uniform(r) < 0.5);
+        m[s] = floor(size * 1000 / shards);
+    }
+}
+
+static void
+random_edges(as_problem *p, as_rng *r, const as_random_opts *o, int **labels, const double *size)
+{
+    size_t i, added = 0, tries = 0, u, v, a, b;
+    double *mat;
+
+    for (i = 1; i < o->nodes; i++) {
+        size_t ku = p->nodes.v[i - 1].k, kv = p->nodes.v[i].k;
+        mat = as_xcalloc(ku * kv, sizeof *mat);
+        for (a = 0; a < ku; a++)
+            for (b = 0; b < kv; b++)
+                mat[a * kv + b] = labels[i - 1][a] == labels[i][b] ? 0
+                                  : size[i - 1] * (0.5 + as_rng_uniform(r));
+        as_problem_add_edge(p, i - 1, i, mat, NULL);
+        free(mat);
+        added++;
+    }
+    while (added < o->edges && tries++ < 20 * o->edges && o->nodes > 2) {
+        v = (size_t)as_rng_range(r, 2, (int64_t)o->nodes - 1);
+        u = v - (size_t)as_rng_range(r, 2, v < 6 ? (int64_t)v : 6);
+        for (i = 0; i < p->edges.n; i++)
+            if (p->edges.v[i].u == u && p->edges.v[i].v == v)
+                break;
+        if (i < p->edges.n)
+            continue;
+        mat = as_xcalloc(p->nodes.v[u].k * p->nodes.v[v].k, sizeof *mat);
+        for (a = 0; a < p->nodes.v[u].k; a++)
+            for (b = 0; b < p->nodes.v[v].k; b++)
+                mat[a * p->nodes.v[v].k + b] = labels[u][a] == labels[v][b] ? 0
+                                               : size[u] * (0.5 + as_rng_uniform(r));
+        as_problem_add_edge(p, u, v, mat, NULL);
+        free(mat);
+        added++;
+    }
+}
+
+static void
+random_rows(as_problem *p, as_rng *r, const as_random_opts *o, int **labels)
+{
+    size_t i, t, a, b, *nodes = as_xcalloc(o->live_window + 1, sizeof *nodes);
+    double maxpeak = 0, sum, hi;
+    unsigned char *bad;
+
+    for (t = 0; o->live_window > 0 && t < o->nodes; t++) {
+        size_t n = 0, first = t + 1 >= o->live_window ? t + 1 - o->live_window : 0;
+        sum = 500;
+        for (i = first; i <= t; i++) {
+            nodes[n++] = i;
+            for (a = 0, hi = 0; a < p->nodes.v[i].k; a++)
+                hi = fmax(hi, p->nodes.v[i].m[a]);
+            sum += hi;
+        }
+        maxpeak = fmax(maxpeak, sum);
+        as_problem_add_liveness(p, nodes, n, 500, NULL);
+    }
+    free(nodes);
+    if (o->memory_frac > 0 && o->live_window > 0) {
+        double lb = as_problem_peak_lower_bound(p);
+        p->memory = floor(lb + o->memory_frac * (maxpeak - lb));
+    }
+    for (i = 0; i < o->aliases && o->nodes > 1; i++) {
+        size_t x = (size_t)as_rng_range(r, 0, (int64_t)o->nodes - 1), y;
+        y = (size_t)as_rng_range(r, 0, (int64_t)o->nodes - 1);
+        if (x == y)
+            y = (x + 1) % o->nodes;
+        bad = as_xcalloc(p->nodes.v[x].k * p->nodes.v[y].k, 1);
+        for (a = 0; a < p->nodes.v[x].k; a++)
+            for (b = 0; b < p->nodes.v[y].k; b++)
+                bad[a * p->nodes.v[y].k + b] = labels[x][a] != labels[y][b];
+        as_problem_add_alias(p, x, y, bad, NULL);
+        free(bad);
+    }
+}
+
+as_problem *
+as_problem_random(const as_random_opts *o)
+{
+    as_problem *p = as_problem_new();
+    as_rng r;
+    size_t i, s, k;
+    int **labels = as_xcalloc(o->nodes + 1, sizeof *labels);
+    double *size = as_xcalloc(o->nodes + 1, sizeof *size), *c, *d, *m;
+    char name[32];
+
+    as_rng_seed(&r, o->seed);
+    for (i = 0; i < o->nodes; i++) {
+        int follows = i > 0 && as_rng_uniform(&r) < o->follow;
+        k = follows ? p->nodes.v[i - 1].k
+                    : (size_t)as_rng_range(&r, (int64_t)o->kmin, (int64_t)o->kmax);
+        labels[i] = as_xcalloc(k, sizeof **labels);
+        for (s = 0; s < k; s++) /* label 0 first, then a random mix */
+            labels[i][s] = follows ? labels[i - 1][s] : s < 4 ? (int)s : (int)as_rng_range(&r, 0, 3);
+        size[i] = 1 + 9 * as_rng_uniform(&r);
+        c = as_xcalloc(3 * k, sizeof *c);
+        d = c + k;
+        m = c + 2 * k;
+        random_node(&r, k, labels[i], size[i], c, d, m);
+        snprintf(name, sizeof name, "op%zu", i);
+        as_problem_add_node(p, name, k, c, d, m, NULL, NULL);
+        if (follows)
+            p->nodes.v[i].follow = i - 1;
+        free(c);
+    }
+    random_edges(p, &r, o, labels, size);
+    random_rows(p, &r, o, labels);
+    for (i = 0; i < o->nodes; i++)
+        free(labels[i]);
+    free(labels);
+    free(size);
+    return p;
+}

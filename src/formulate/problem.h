@@ -1,0 +1,203 @@
+/* problem.h -- the choice problem (cost graph): one strategy per node,
+ * node cost vectors, resharding matrices on edges, memory at liveness
+ * points, alias pairs, and the reductions that shrink it exactly.
+ *
+ * This is the input of every solver and of the ILP (formulate/ilp.h); it is
+ * what Alpa's solver takes (s_len, E, r, c, d, m, L, A, s_follow, M).  A
+ * problem is built node by node (as_problem_add_*), read from a cost-graph
+ * file (docs/costgraph.md), validated once, and then treated as immutable.
+ * All arrays are copied into the problem's arena.  Records returned by
+ * accessors borrow from the problem and stay valid until the next add call
+ * or as_problem_free().  Costs are seconds, memory is bytes per device.
+ */
+#ifndef AS_PROBLEM_H
+#define AS_PROBLEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autoshard.h"
+
+#define AS_NO_FOLLOW ((size_t)-1)
+
+typedef struct as_problem as_problem; /* opaque: owns an arena */
+
+/** A node (operator) and its strategies; read-only view. */
+typedef struct as_pnode {
+    const char *name;          /**< unique node name */
+    size_t k;                  /**< number of strategies, >= 1 */
+    const double *c;           /**< compute cost per strategy, seconds */
+    const double *d;           /**< communication cost per strategy, seconds */
+    const double *m;           /**< memory per strategy, bytes per device */
+    size_t follow;             /**< node whose strategy index this one copies, or AS_NO_FOLLOW */
+    const char *const *snames; /**< strategy names (k entries) or NULL: "S<i>" */
+} as_pnode;
+
+/** An edge u -> v with its resharding matrix; read-only view. */
+typedef struct as_pedge {
+    size_t u, v;       /**< node indices, u != v */
+    const double *r;   /**< k_u x k_v row-major, r[p * k_v + q], seconds */
+} as_pedge;
+
+/** The nodes live at one point of the schedule; read-only view. */
+typedef struct as_plive {
+    size_t n;                /**< number of entries */
+    const size_t *nodes;     /**< node of each entry */
+    const double *const *m;  /**< memory vector of each entry (k_node), bytes per device */
+    double resident;         /**< constant bytes per device (params, grads, optimizer state) */
+} as_plive;
+
+/** Alias pair: bad[p * k_b + q] != 0 forbids s_a = p together with s_b = q. */
+typedef struct as_palias {
+    size_t a, b;              /**< node indices (a == b allowed: p == q forbids p) */
+    const unsigned char *bad; /**< k_a x k_b row-major 0/1 */
+} as_palias;
+
+/* Build. */
+/** Create an empty problem (no memory budget, objective offset 0). */
+as_problem *as_problem_new(void);
+/** Free P and everything it owns; NULL is a no-op. */
+void as_problem_free(as_problem *p);
+/** Deep copy of P (nodes, edges, liveness, aliases, no-goods, budget, offset). */
+as_problem *as_problem_clone(const as_problem *p);
+/**
+ * Add a node with K strategies; C, D, M are copied (NULL means all zeros).
+ * Sets *id to its index.  AS_EUSAGE on an empty or duplicate name, K == 0.
+ */
+int as_problem_add_node(as_problem *p, const char *name, size_t k, const double *c,
+                        const double *d, const double *m, size_t *id, as_err *err);
+/** Name strategy S of node V (copied).  AS_EUSAGE if out of range. */
+int as_problem_set_strategy_name(as_problem *p, size_t v, size_t s, const char *name,
+                                 as_err *err);
+/** Node V copies the strategy index of LEADER (Alpa's s_follow); checked by validate. */
+int as_problem_set_follow(as_problem *p, size_t v, size_t leader, as_err *err);
+/** Add edge U -> V with the k_u x k_v row-major matrix R (copied). */
+int as_problem_add_edge(as_problem *p, size_t u, size_t v, const double *r, as_err *err);
+/** Add a liveness point: NODES[0..n) are live with their own m vectors, plus RESIDENT bytes. */
+int as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double resident,
+                            as_err *err);
+/** Like as_problem_add_liveness, with an explicit memory vector M[i] (k entries; NULL = the
+    node's own m) per entry. */
+int as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m,
+                              size_t n, double resident, as_err *err);
+/** Add an alias pair; BAD is k_a x k_b row-major 0/1 (copied). */
+int as_problem_add_alias(as_problem *p, size_t a, size_t b, const unsigned char *bad,
+                         as_err *err);
+/** Forbid one complete assignment CHOICE (n_nodes entries): a no-good cut for k-best. */
+int as_problem_add_nogood(as_problem *p, const size_t *choice, as_err *err);
+/** Memory budget in bytes per device; 0 = no memory rows. */
+void as_problem_set_memory(as_problem *p, double bytes);
+/** Constant added to every plan's objective, seconds (reductions fold costs into it). */
+void as_problem_set_offset(as_problem *p, double seconds);
+
+/* Queries. */
+size_t as_problem_nnodes(const as_problem *p);
+size_t as_problem_nedges(const as_problem *p);
+size_t as_problem_nlive(const as_problem *p);
+size_t as_problem_naliases(const as_problem *p);
+size_t as_problem_nnogoods(const as_problem *p);
+const as_pnode *as_problem_node(const as_problem *p, size_t v);
+const as_pedge *as_problem_edge(const as_problem *p, size_t j);
+const as_plive *as_problem_live(const as_problem *p, size_t t);
+const as_palias *as_problem_alias(const as_problem *p, size_t i);
+/** No-good I: an array of n_nodes strategy indices. */
+const size_t *as_problem_nogood(const as_problem *p, size_t i);
+double as_problem_memory(const as_problem *p);
+double as_problem_offset(const as_problem *p);
+/** Look up a node by name; returns 1 and sets *v if found. */
+int as_problem_find(const as_problem *p, const char *name, size_t *v);
+/** Strategy name S of node V, "S<s>" written into BUF (>= 32 bytes) when unnamed. */
+const char *as_problem_strategy_name(const as_problem *p, size_t v, size_t s, char *buf,
+                                     size_t n);
+/** Product of the strategy counts of the nodes that follow nobody (inf if huge). */
+double as_problem_space(const as_problem *p);
+
+/* Checks. */
+/**
+ * Check sizes and values: finite costs, non-negative memory, no self-loops,
+ * no duplicate edges (either direction), indices in range, follow chains
+ * without cycles between nodes of equal strategy counts.  AS_EPARSE with a
+ * message naming the node/edge.
+ */
+int as_problem_validate(const as_problem *p, as_err *err);
+/** Objective of a complete assignment CHOICE (no feasibility check), seconds. */
+double as_problem_eval(const as_problem *p, const size_t *choice);
+/** Peak over liveness points of resident + live memory under CHOICE, bytes per device. */
+double as_problem_peak(const as_problem *p, const size_t *choice);
+/** Smallest peak any plan could reach (per point minimum; a lower bound), bytes per device. */
+double as_problem_peak_lower_bound(const as_problem *p);
+/**
+ * Check that CHOICE is a valid plan: indices in range, follows respected,
+ * memory rows and alias rows hold, no no-good matched.  Sets *objective and
+ * *peak when non-NULL.  AS_EINFEAS with the first violation in err.
+ */
+int as_problem_check(const as_problem *p, const size_t *choice, double *objective, double *peak,
+                     as_err *err);
+
+/* Cost-graph files (JSON, docs/costgraph.md). */
+/** Read and validate PATH ("-" = stdin).  AS_EIO, or AS_EPARSE "FILE:LINE:COL: ..." / "FILE: nodes[3].c[1]: ...". */
+int as_problem_read(const char *path, as_problem **out, as_err *err);
+/** Parse a cost graph from TEXT; NAME is used in messages. */
+int as_problem_parse(const char *text, size_t len, const char *name, as_problem **out,
+                     as_err *err);
+/** Write P as a cost-graph file (atomically; "-" = stdout).  Round-trips exactly. */
+int as_problem_write(const as_problem *p, const char *path, as_err *err);
+/** Serialise P to a malloc'ed NUL-terminated JSON string. */
+char *as_problem_dumps(const as_problem *p);
+
+/* Random instances (tests, benchmarks). */
+/** Shape of a random Alpa-style cost graph; initialise with as_random_opts_init. */
+typedef struct as_random_opts {
+    size_t nodes;       /**< number of nodes */
+    size_t edges;       /**< total edges, >= nodes - 1: a chain plus skip edges */
+    size_t kmin, kmax;  /**< strategies per node */
+    double follow;      /**< fraction of nodes that follow their predecessor */
+    size_t live_window; /**< liveness point i holds nodes i-w+1..i; 0 = no liveness */
+    size_t aliases;     /**< alias pairs (must share a spec) */
+    double memory_frac; /**< budget = lb + frac * (max - lb) of the peak; 0 = no budget */
+    uint64_t seed;
+} as_random_opts;
+
+void as_random_opts_init(as_random_opts *o);
+/**
+ * Generate a random cost graph: each strategy has one of 4 spec labels;
+ * resharding is 0 between equal labels and proportional to a tensor size
+ * otherwise; sharded strategies compute faster and use less memory but may
+ * communicate.  Deterministic in O->seed.
+ */
+as_problem *as_problem_random(const as_random_opts *o);
+
+/* Reductions (reduce.c). */
+#define AS_REDUCE_FOLLOW 0x1u /**< merge followers into their leaders */
+#define AS_REDUCE_CONST 0x2u  /**< drop constant resharding matrices into the offset */
+#define AS_REDUCE_PBQP 0x4u   /**< eliminate degree 0/1/2 nodes outside memory/alias rows */
+#define AS_REDUCE_ALL 0x7u
+
+typedef struct as_reduction as_reduction; /* opaque: how to recover eliminated choices */
+
+/** Sizes before and after, for reports. */
+typedef struct as_reduce_stats {
+    size_t followers;     /**< nodes merged into a leader */
+    size_t const_edges;   /**< constant edges dropped */
+    size_t merged_edges;  /**< parallel edges merged */
+    size_t elim[3];       /**< PBQP eliminations of degree 0, 1, 2 */
+    size_t nodes, edges;  /**< what is left */
+} as_reduce_stats;
+
+/**
+ * Reduce P with the reductions in FLAGS into a new problem *OUT with no
+ * follow links, whose objective (offset included) equals P's on the
+ * recovered plan; *RED records how to recover.  Node names of *OUT are the
+ * leaders' names.  Exact: min over *OUT equals min over P.
+ * Time O(edges * k^3) for the eliminations.
+ */
+int as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **red,
+              as_err *err);
+/** Original index of node I of the reduced problem. */
+size_t as_reduction_origin(const as_reduction *red, size_t i);
+/** Turn an assignment of the reduced problem into one of the original (n_nodes entries). */
+void as_reduction_recover(const as_reduction *red, const size_t *reduced, size_t *full);
+const as_reduce_stats *as_reduction_stats(const as_reduction *red);
+void as_reduction_free(as_reduction *red);
+
+#endif /* AS_PROBLEM_H */

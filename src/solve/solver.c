@@ -1,0 +1,458 @@
+/* solver.c -- the solver registry and the driver around every backend:
+ * parameters, timing, validation of returned plans, reductions, recovery of
+ * eliminated choices and the k-best loop.
+ *
+ * DESIGN: a backend only ever sees the (reduced) problem and returns an
+ * assignment of it.  as_solve() checks that assignment against that problem
+ * (SCIP's heur.c does the same for heuristics); as_solve_problem() then
+ * recovers the full plan and checks it again against the original problem,
+ * recomputing the objective from the original cost vectors, so a wrong
+ * reduction is caught as surely as a wrong backend.  k-best adds one
+ * no-good cut per plan found on the reduced variables, with the PBQP
+ * eliminations switched off (see docs/ilp.md for why that is needed).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solve/solver.h"
+
+#define OBJ_RTOL 1e-6
+
+static const as_solver_ops *const solver_table[] = {
+    &as_solver_glpk,
+#ifdef HAVE_CBC
+    &as_solver_cbc,
+#endif
+    &as_solver_brute,
+    NULL,
+};
+
+const char *
+as_outcome_name(as_outcome o)
+{
+    switch (o) {
+    case AS_OUTCOME_OPTIMAL:
+        return "optimal";
+    case AS_OUTCOME_FEASIBLE:
+        return "feasible";
+    case AS_OUTCOME_INFEASIBLE:
+        return "infeasible";
+    case AS_OUTCOME_LIMIT:
+        return "limit";
+    default:
+        return "notrun";
+    }
+}
+
+void
+as_limits_init(as_limits *lim)
+{
+    memset(lim, 0, sizeof *lim);
+    lim->seed = 1;
+    lim->verbosity = 1;
+}
+
+void
+as_assignment_init(as_assignment *a, size_t n)
+{
+    memset(a, 0, sizeof *a);
+    a->n = n;
+    a->choice = as_xcalloc(n + 1, sizeof *a->choice);
+    a->bound = -HUGE_VAL;
+    a->nodes = -1;
+}
+
+void
+as_assignment_free(as_assignment *a)
+{
+    free(a->choice);
+    a->choice = NULL;
+}
+
+void
+as_solve_opts_init(as_solve_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->solver = "glpk";
+    as_limits_init(&o->lim);
+    o->reduce = AS_REDUCE_ALL;
+    o->top = 1;
+}
+
+const as_solver_ops *
+as_solver_find(const char *name, as_err *err)
+{
+    char names[256] = "";
+    size_t i;
+
+    for (i = 0; solver_table[i] != NULL; i++) {
+        if (strcmp(solver_table[i]->name, name) == 0)
+            return solver_table[i];
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 solver_table[i]->name);
+    }
+    as_errf(err, AS_EUSAGE, "unknown solver '%s' (built: %s)", name, names);
+    return NULL;
+}
+
+void
+as_solver_list(FILE *fp)
+{
+    size_t i;
+
+    for (i = 0; solver_table[i] != NULL; i++)
+        fprintf(fp, "  %-8s %s\n", solver_table[i]->name, solver_table[i]->desc);
+}
+
+/* Apply "name/key=value" parameters addressed to OPS. */
+static int
+solve_params(const as_solver_ops *ops, as_solver_data *data, const char *const *params,
+             size_t nparams, as_err *err)
+{
+    size_t i, len = strlen(ops->name);
+    char *key;
+    const char *eq;
+    int rc;
+
+    for (i = 0; i < nparams; i++) {
+        if (strncmp(params[i], ops->name, len) != 0 || params[i][len] != '/')
+            continue;
+        eq = strchr(params[i], '=');
+        if (eq == NULL)
+            return as_errf(err, AS_EUSAGE, "parameter '%s': expected KEY=VALUE", params[i]);
+        if (ops->set_param == NULL)
+            return as_errf(err, AS_EUSAGE, "solver '%s' has no parameters", ops->name);
+        key = as_xstrndup(params[i] + len + 1, (size_t)(eq - params[i] - (ptrdiff_t)len - 1));
+        rc = ops->set_param(data, key, eq + 1, err);
+        free(key);
+        AS_CHECK(rc);
+    }
+    return AS_OK;
+}
+
+static int
+obj_close(double a, double b, double rtol)
+{
+    return fabs(a - b) <= rtol * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
+
+/* Framework-side check of what a backend returned (SCIP's heur.c). */
+static int
+solve_validate(const as_solver_ops *ops, const as_problem *p, as_assignment *a,
+               as_outcome outcome, as_err *err)
+{
+    double obj;
+
+    if (outcome < AS_OUTCOME_NOTRUN || outcome > AS_OUTCOME_LIMIT)
+        return as_errf(err, AS_EINTERNAL, "solver '%s' returned unknown outcome %d", ops->name,
+                       (int)outcome);
+    if (outcome != AS_OUTCOME_OPTIMAL && outcome != AS_OUTCOME_FEASIBLE)
+        return AS_OK;
+    if (as_problem_check(p, a->choice, &obj, NULL, err) != AS_OK) {
+        as_err_prefix(err, "solver '%s' returned an invalid plan: ", ops->name);
+        err->code = AS_EINTERNAL;
+        return AS_EINTERNAL;
+    }
+    if (!obj_close(obj, a->objective, OBJ_RTOL))
+        return as_errf(err, AS_EINTERNAL, "solver '%s' reported objective %.17g, plan costs %.17g",
+                       ops->name, a->objective, obj);
+    a->objective = obj;
+    if (outcome == AS_OUTCOME_OPTIMAL) {
+        a->bound = isfinite(a->bound) ? fmin(a->bound, obj) : obj;
+        a->gap = 0;
+    } else if (isfinite(a->bound)) {
+        a->bound = fmin(a->bound, obj);
+        a->gap = (obj - a->bound) / fmax(fabs(obj), 1e-300);
+    } else {
+        a->gap = HUGE_VAL;
+    }
+    return AS_OK;
+}
+
+int
+as_solve(const as_solver_ops *ops, const as_problem *p, const as_limits *lim,
+         const char *const *params, size_t nparams, as_assignment *out, as_outcome *outcome,
+         as_err *err)
+{
+    as_solver_data *data = NULL;
+    double t0;
+    int rc;
+
+    as_assignment_init(out, as_problem_nnodes(p));
+    *outcome = AS_OUTCOME_NOTRUN;
+    AS_CHECK(as_problem_validate(p, err));
+    if (ops->new_data != NULL)
+        AS_CHECK(ops->new_data(&data, err));
+    AS_CHECK_GOTO(rc, solve_params(ops, data, params, nparams, err), out);
+    t0 = as_now();
+    rc = ops->solve(data, p, lim, out, outcome, err);
+    out->time_s = as_now() - t0;
+    if (rc != AS_OK) {
+        if (strncmp(err->msg, ops->name, strlen(ops->name)) != 0)
+            as_err_prefix(err, "solver '%s': ", ops->name);
+        goto out;
+    }
+    rc = solve_validate(ops, p, out, *outcome, err);
+out:
+    if (ops->free_data != NULL)
+        ops->free_data(data);
+    return rc;
+}
+
+/* ---- top level ---- */
+
+int
+as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_reduction **red,
+                   as_ilp **ilp, as_err *err)
+{
+    as_ilp_opts io;
+    size_t *ids = NULL, i;
+    int rc;
+
+    *rp = NULL;
+    *red = NULL;
+    as_ilp_opts_init(&io);
+    if (reduce != 0) {
+        AS_CHECK(as_reduce(p, reduce, rp, red, err));
+        ids = as_xcalloc(as_problem_nnodes(*rp) + 1, sizeof *ids);
+        for (i = 0; i < as_problem_nnodes(*rp); i++)
+            ids[i] = as_reduction_origin(*red, i);
+        io.node_ids = ids;
+    } else {
+        AS_CHECK(as_problem_validate(p, err));
+    }
+    rc = as_ilp_build(*rp != NULL ? *rp : p, &io, ilp, err);
+    free(ids);
+    if (rc != AS_OK) {
+        as_problem_free(*rp);
+        as_reduction_free(*red);
+        *rp = NULL;
+        *red = NULL;
+    }
+    return rc;
+}
+
+void
+as_plan_free(as_plan *plan)
+{
+    free(plan->choice);
+    plan->choice = NULL;
+}
+
+void
+as_solve_result_free(as_solve_result *res)
+{
+    size_t i;
+
+    for (i = 0; i < res->nplans; i++)
+        as_plan_free(&res->plans[i]);
+    free(res->plans);
+    res->plans = NULL;
+    res->nplans = 0;
+}
+
+static int
+ilp_stats_of(const as_problem *p, as_ilp_stats *st, as_err *err)
+{
+    as_ilp *ilp;
+
+    AS_CHECK(as_ilp_build(p, NULL, &ilp, err));
+    as_ilp_stats_get(ilp, st);
+    as_ilp_free(ilp);
+    return AS_OK;
+}
+
+/* Recover the full plan of A, check it on the original P, and append it to RES. */
+static int
+solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
+           as_outcome outcome, as_solve_result *res, as_err *err)
+{
+    as_plan pl = {0};
+    size_t n = as_problem_nnodes(p);
+
+    pl.choice = as_xcalloc(n + 1, sizeof *pl.choice);
+    if (red != NULL)
+        as_reduction_recover(red, a->choice, pl.choice);
+    else
+        memcpy(pl.choice, a->choice, n * sizeof *pl.choice);
+    if (as_problem_check(p, pl.choice, &pl.objective, &pl.peak, err) != AS_OK) {
+        as_err_prefix(err, "recovered plan is invalid: ");
+        err->code = AS_EINTERNAL;
+        free(pl.choice);
+        return AS_EINTERNAL;
+    }
+    if (!obj_close(pl.objective, a->objective, OBJ_RTOL)) {
+        free(pl.choice);
+        return as_errf(err, AS_EINTERNAL, "recovered plan costs %.17g, reduced problem said %.17g",
+                       pl.objective, a->objective);
+    }
+    pl.bound = a->bound;
+    pl.gap = a->gap;
+    pl.time_s = a->time_s;
+    pl.nodes = a->nodes;
+    pl.status = outcome;
+    res->plans = as_xreallocarray(res->plans, res->nplans + 1, sizeof *res->plans);
+    res->plans[res->nplans++] = pl;
+    return AS_OK;
+}
+
+/* Everything was eliminated: the offset is the optimum and recovery gives the plan. */
+static int
+solve_trivial(const as_problem *p, const as_problem *rp, const as_reduction *red,
+              as_solve_result *res, as_err *err)
+{
+    as_assignment a;
+    int rc;
+
+    as_assignment_init(&a, 0);
+    a.objective = a.bound = as_problem_offset(rp);
+    a.nodes = 0;
+    res->outcome = AS_OUTCOME_OPTIMAL;
+    rc = solve_keep(p, red, &a, AS_OUTCOME_OPTIMAL, res, err);
+    as_assignment_free(&a);
+    return rc;
+}
+
+/* The k-best loop on the (reduced, mutable) problem RP. */
+static int
+solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const as_solve_opts *o,
+           as_solve_result *res, as_err *err)
+{
+    const as_solver_ops *ops = as_solver_find(o->solver ? o->solver : "glpk", err);
+    as_limits lim = o->lim;
+    as_assignment a;
+    as_outcome outcome;
+    double t0 = as_now();
+    size_t i;
+    int rc = AS_OK;
+
+    if (ops == NULL)
+        return AS_EUSAGE;
+    for (i = 0; i < (o->top ? o->top : 1); i++) {
+        if (o->lim.time_limit_s > 0) {
+            lim.time_limit_s = o->lim.time_limit_s - (as_now() - t0);
+            if (lim.time_limit_s <= 0.01)
+                break;
+        }
+        rc = as_solve(ops, rp, &lim, o->params, o->nparams, &a, &outcome, err);
+        if (i == 0)
+            res->outcome = outcome;
+        if (rc == AS_OK && (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE))
+            rc = solve_keep(p, red, &a, outcome, res, err);
+        else
+            i = o->top; /* no (further) plan */
+        if (rc == AS_OK && i + 1 < o->top)
+            rc = as_problem_add_nogood(rp, a.choice, err);
+        as_assignment_free(&a);
+        if (rc != AS_OK)
+            break;
+    }
+    return rc;
+}
+
+int
+as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *res, as_err *err)
+{
+    unsigned flags = o->reduce;
+    as_problem *rp = NULL;
+    as_reduction *red = NULL;
+    double t0 = as_now();
+    int rc;
+
+    memset(res, 0, sizeof *res);
+    if (o->top > 1)
+        flags &= ~AS_REDUCE_PBQP; /* k-best needs every plan to stay distinguishable */
+    AS_CHECK(as_problem_validate(p, err));
+    AS_CHECK(ilp_stats_of(p, &res->before, err));
+    if (flags != 0) {
+        AS_CHECK(as_reduce(p, flags, &rp, &red, err));
+        res->red = *as_reduction_stats(red);
+    } else {
+        rp = as_problem_clone(p);
+        res->red.nodes = as_problem_nnodes(p);
+        res->red.edges = as_problem_nedges(p);
+    }
+    if (as_problem_nnodes(rp) > 0)
+        AS_CHECK_GOTO(rc, ilp_stats_of(rp, &res->after, err), out);
+    res->build_s = as_now() - t0;
+    if (as_problem_nnodes(rp) == 0)
+        rc = solve_trivial(p, rp, red, res, err);
+    else
+        rc = solve_loop(p, rp, red, o, res, err);
+out:
+    res->total_s = as_now() - t0;
+    if (rc != AS_OK)
+        as_solve_result_free(res);
+    as_reduction_free(red);
+    as_problem_free(rp);
+    return rc;
+}
+
+/* ---- external solutions ---- */
+
+/*
+ * Compare the objective a solution file states with the plan's.  The MPS
+ * objective constant (GLPK writes it as the objective row's RHS) is read
+ * with either sign or ignored by other solvers, so accept all three.
+ */
+static int
+file_obj_ok(double fobj, double obj, double offset)
+{
+    return isnan(fobj) || obj_close(fobj, obj, 1e-5) || obj_close(fobj + offset, obj, 1e-5) ||
+           obj_close(fobj + 2 * offset, obj, 1e-5);
+}
+
+int
+as_solve_from_values(const as_problem *p, unsigned reduce, const char *solpath, as_plan *plan,
+                     as_sol_status *status, as_err *err)
+{
+    as_problem *rp = NULL;
+    as_reduction *red = NULL;
+    as_ilp *ilp = NULL;
+    double *x = NULL, fobj = NAN;
+    size_t *rc_choice = NULL, n = as_problem_nnodes(p);
+    int rc;
+
+    memset(plan, 0, sizeof *plan);
+    AS_CHECK(as_solve_build_ilp(p, reduce, &rp, &red, &ilp, err));
+    x = as_xcalloc(as_ilp_data(ilp)->ncols + 1, sizeof *x);
+    AS_CHECK_GOTO(rc, as_ilp_read_solution(ilp, solpath, x, status, &fobj, err), out);
+    if (*status == AS_SOL_INFEASIBLE || *status == AS_SOL_NONE)
+        goto out;
+    rc_choice = as_xcalloc(as_problem_nnodes(rp ? rp : p) + 1, sizeof *rc_choice);
+    if ((rc = as_ilp_assignment(ilp, x, rc_choice, err)) != AS_OK) {
+        as_err_prefix(err, "%s: ", solpath);
+        rc = err->code = AS_EPARSE;
+        goto out;
+    }
+    plan->choice = as_xcalloc(n + 1, sizeof *plan->choice);
+    if (red != NULL)
+        as_reduction_recover(red, rc_choice, plan->choice);
+    else
+        memcpy(plan->choice, rc_choice, n * sizeof *rc_choice);
+    if ((rc = as_problem_check(p, plan->choice, &plan->objective, &plan->peak, err)) != AS_OK) {
+        as_err_prefix(err, "%s: not a valid plan: ", solpath);
+        rc = err->code = AS_EPARSE;
+        goto out;
+    }
+    if (!file_obj_ok(fobj, plan->objective, as_ilp_data(ilp)->offset)) {
+        rc = as_errf(err, AS_EPARSE, "%s: states objective %.10g but the plan costs %.10g "
+                     "(solution of another model?)", solpath, fobj, plan->objective);
+        goto out;
+    }
+    plan->status = *status == AS_SOL_OPTIMAL ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
+    plan->bound = *status == AS_SOL_OPTIMAL ? plan->objective : -HUGE_VAL;
+    plan->nodes = -1;
+out:
+    if (rc != AS_OK)
+        as_plan_free(plan);
+    free(rc_choice);
+    free(x);
+    as_ilp_free(ilp);
+    as_reduction_free(red);
+    as_problem_free(rp);
+    return rc;
+}

@@ -1,0 +1,160 @@
+/* solver.h -- one interface for every search backend (SCIP's plugin style).
+ *
+ * A backend turns an as_problem (formulate/problem.h) into an assignment:
+ * one strategy per node.  ILP backends (glpk, cbc) lower it with
+ * as_ilp_build(); brute enumerates.  The driver as_solve() applies
+ * namespaced parameters, times the call and validates what comes back; the
+ * top-level as_solve_problem() adds reductions, k-best no-good cuts,
+ * recovery of eliminated choices and a final check against the original
+ * problem.  Error codes (as_status) are kept apart from outcomes.
+ * Arrays in results are malloc'ed and released by the matching *_free.
+ */
+#ifndef AS_SOLVER_H
+#define AS_SOLVER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "autoshard.h"
+#include "formulate/ilp.h"
+#include "formulate/problem.h"
+
+typedef enum as_outcome {
+    AS_OUTCOME_NOTRUN = 0, /**< did not run (zero limit, unsupported size) */
+    AS_OUTCOME_OPTIMAL,    /**< proven optimal (exact backends only) */
+    AS_OUTCOME_FEASIBLE,   /**< plan found, optimality not proven */
+    AS_OUTCOME_INFEASIBLE, /**< proven: no plan fits the memory caps */
+    AS_OUTCOME_LIMIT       /**< stopped by a limit without a plan */
+} as_outcome;
+
+/** "optimal", "feasible", ... */
+const char *as_outcome_name(as_outcome o);
+
+/** Limits every backend honours (as far as it can). */
+typedef struct as_limits {
+    double time_limit_s; /**< seconds, 0 = no limit */
+    double gap;          /**< relative MIP gap at which to stop, 0 = prove optimality */
+    int threads;         /**< 0 = backend default */
+    uint64_t seed;       /**< for seeded backends */
+    int verbosity;       /**< 0 quiet, 1 normal, 2 backend log on stderr */
+} as_limits;
+
+void as_limits_init(as_limits *lim);
+
+/** What a backend returns besides the outcome. */
+typedef struct as_assignment {
+    size_t n;          /**< nodes of the problem solved */
+    size_t *choice;    /**< n strategy indices (valid for optimal/feasible) */
+    double objective;  /**< seconds, offset included */
+    double bound;      /**< best lower bound, seconds; -HUGE_VAL when unknown */
+    double gap;        /**< relative gap (objective - bound) / |objective|; 0 when optimal */
+    double time_s;     /**< wall seconds (set by the driver) */
+    long nodes;        /**< branch-and-bound nodes (or enumerated plans), -1 unknown */
+} as_assignment;
+
+/** Allocate choice for N nodes and reset the numbers. */
+void as_assignment_init(as_assignment *a, size_t n);
+void as_assignment_free(as_assignment *a);
+
+typedef struct as_solver_data as_solver_data; /* completed privately in each solver_*.c */
+
+#define AS_DECL_SOLVER_NEW(x) int x(as_solver_data **data, as_err *err)
+#define AS_DECL_SOLVER_FREE(x) void x(as_solver_data *data)
+#define AS_DECL_SOLVER_PARAM(x)                                                                    \
+    int x(as_solver_data *data, const char *key, const char *value, as_err *err)
+#define AS_DECL_SOLVER_SOLVE(x)                                                                    \
+    int x(as_solver_data *data, const as_problem *p, const as_limits *lim, as_assignment *out,     \
+          as_outcome *outcome, as_err *err)
+
+#define AS_SOLVER_EXACT 0x1u  /* can prove optimality/infeasibility */
+#define AS_SOLVER_SEEDED 0x2u /* uses lim->seed; results vary with it */
+
+typedef struct as_solver_ops {
+    const char *name;                  /**< "glpk", "cbc", "brute" */
+    const char *desc;                  /**< one line for `autoshard solve --help` */
+    unsigned flags;                    /**< AS_SOLVER_* */
+    AS_DECL_SOLVER_NEW((*new_data));   /**< may be NULL: no private data */
+    AS_DECL_SOLVER_FREE((*free_data)); /**< may be NULL */
+    AS_DECL_SOLVER_PARAM((*set_param)); /**< may be NULL: backend has no params */
+    AS_DECL_SOLVER_SOLVE((*solve));    /**< required; out->choice is preallocated */
+} as_solver_ops;
+
+extern const as_solver_ops as_solver_glpk, as_solver_brute, as_solver_xyz;
+#ifdef HAVE_CBC
+extern const as_solver_ops as_solver_cbc;
+#endif
+
+/* Registry and driver (solver.c). */
+/** Look up a registered backend; AS_EUSAGE listing the names if unknown. */
+const as_solver_ops *as_solver_find(const char *name, as_err *err);
+/** One line per registered backend: "  name  description". */
+void as_solver_list(FILE *fp);
+/**
+ * Run backend OPS on P (valid, any follow links respected) with PARAMS
+ * ("name/key=value"; others' names are ignored), time it and validate the
+ * result: a plan must pass as_problem_check on P and its objective must
+ * match the recomputed one within 1e-6 relative, else AS_EINTERNAL
+ * ("solver 'x' returned ...").  OUT is initialised here; free it.
+ */
+int as_solve(const as_solver_ops *ops, const as_problem *p, const as_limits *lim,
+             const char *const *params, size_t nparams, as_assignment *out, as_outcome *outcome,
+             as_err *err);
+
+/* Top level: reductions, k-best, recovery. */
+typedef struct as_solve_opts {
+    const char *solver;          /**< backend name, default "glpk" */
+    as_limits lim;
+    unsigned reduce;             /**< AS_REDUCE_* flags, default AS_REDUCE_ALL */
+    size_t top;                  /**< plans wanted (k-best), default 1 */
+    const char *const *params;   /**< "solver/key=value" */
+    size_t nparams;
+} as_solve_opts;
+
+void as_solve_opts_init(as_solve_opts *o);
+
+/** One plan of the original problem. */
+typedef struct as_plan {
+    size_t *choice;    /**< strategy per original node */
+    double objective;  /**< seconds, recomputed on the original problem */
+    double bound;      /**< seconds, -HUGE_VAL when unknown */
+    double gap;        /**< relative */
+    double peak;       /**< bytes per device, max over liveness points */
+    double time_s;     /**< seconds in the backend */
+    long nodes;        /**< branch-and-bound nodes, -1 unknown */
+    as_outcome status; /**< optimal or feasible */
+} as_plan;
+
+typedef struct as_solve_result {
+    as_outcome outcome;       /**< of the first solve (infeasible / limit: no plans) */
+    size_t nplans;            /**< <= top: fewer when no more feasible plans exist */
+    as_plan *plans;           /**< in order of objective */
+    as_ilp_stats before;      /**< ILP of the original problem */
+    as_ilp_stats after;       /**< ILP that reached the backend */
+    as_reduce_stats red;      /**< what the reductions did */
+    double build_s;           /**< seconds spent reducing and building */
+    double total_s;           /**< seconds in total */
+} as_solve_result;
+
+/**
+ * Solve P with O: reduce (PBQP eliminations are switched off when top > 1,
+ * see docs/ilp.md), solve, recover, validate every plan on P, and repeat
+ * with a no-good cut for each further plan.  AS_OK also when the outcome is
+ * infeasible or limit (nplans == 0).
+ */
+int as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *res,
+                     as_err *err);
+void as_solve_result_free(as_solve_result *res);
+
+/**
+ * Turn column values X of the ILP of P (built with the same REDUCE flags,
+ * as by `autoshard export`) into a plan of P, checked on P.  AS_EPARSE when
+ * the values do not form a valid plan.
+ */
+int as_solve_from_values(const as_problem *p, unsigned reduce, const char *solpath,
+                         as_plan *plan, as_sol_status *status, as_err *err);
+/** Build the (reduced) ILP of P as export and --solution see it. */
+int as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_reduction **red,
+                       as_ilp **ilp, as_err *err);
+void as_plan_free(as_plan *plan);
+
+#endif /* AS_SOLVER_H */

@@ -1,0 +1,207 @@
+/* solver_glpk.c -- the default backend: GLPK's simplex and branch-and-cut.
+ *
+ * The ILP (formulate/ilp.h) is loaded into a glp_prob by as_ilp_load_glpk
+ * (export.c, shared with the MPS/LP writers), then solved in two steps:
+ * glp_simplex with presolve for the LP relaxation (its value is the root
+ * bound, and an infeasible relaxation proves the ILP infeasible), then
+ * glp_intopt with presolve, the time limit and the relative gap.  A
+ * callback records the best open node's bound and the tree size.  GLPK
+ * aborts on misuse, so every input is checked before a glp_* call
+ * (as_ilp_load_glpk does that), and its return code and solution status are
+ * mapped to as_status and as_outcome here only.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glpk.h>
+
+#include "solve/solver.h"
+
+#define SOLVER_NAME "glpk"
+#define SOLVER_DESC "GLPK simplex + branch-and-cut (exact; default)"
+
+struct as_solver_data {
+    int presolve;  /**< "glpk/presolve" 0/1, default 1 */
+    int cuts;      /**< "glpk/cuts" 0/1: Gomory, MIR, cover and clique cuts, default 1 */
+};
+
+typedef struct glpk_cb_info {
+    double bound;  /**< best open node's bound, -HUGE_VAL until known */
+    long nodes;
+} glpk_cb_info;
+
+static int
+glpk_term(void *info, const char *s)
+{
+    (void)info;
+    if (as_verbosity >= 2)
+        fputs(s, stderr);
+    return 1; /* never to stdout */
+}
+
+static void
+glpk_cb(glp_tree *tree, void *info)
+{
+    glpk_cb_info *ci = info;
+    int a, n, t, best;
+
+    glp_ios_tree_size(tree, &a, &n, &t);
+    ci->nodes = t;
+    best = glp_ios_best_node(tree);
+    if (best != 0)
+        ci->bound = glp_ios_node_bound(tree, best);
+}
+
+static AS_DECL_SOLVER_NEW(glpk_new)
+{
+    *data = as_xcalloc(1, sizeof **data);
+    (*data)->presolve = 1;
+    (*data)->cuts = 1;
+    return AS_OK;
+}
+
+static AS_DECL_SOLVER_FREE(glpk_free)
+{
+    free(data);
+}
+
+static AS_DECL_SOLVER_PARAM(glpk_param)
+{
+    int *dst = strcmp(key, "presolve") == 0 ? &data->presolve
+               : strcmp(key, "cuts") == 0   ? &data->cuts
+                                            : NULL;
+
+    if (dst == NULL)
+        return as_errf(err, AS_EUSAGE, "unknown parameter '%s/%s'", SOLVER_NAME, key);
+    if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+        return as_errf(err, AS_EUSAGE, "parameter '%s/%s' must be 0 or 1", SOLVER_NAME, key);
+    *dst = value[0] == '1';
+    return AS_OK;
+}
+
+static int
+glpk_ms(double seconds)
+{
+    if (seconds <= 0)
+        return INT32_MAX;
+    return seconds * 1000 >= INT32_MAX ? INT32_MAX : (int)fmax(1, seconds * 1000);
+}
+
+/* LP relaxation: sets *outcome on infeasible/limit, *root to its value. */
+static int
+glpk_relax(glp_prob *lp, const as_limits *lim, double *root, as_outcome *outcome, as_err *err)
+{
+    glp_smcp sm;
+    int ret;
+
+    glp_init_smcp(&sm);
+    sm.presolve = GLP_ON;
+    sm.msg_lev = as_verbosity >= 2 ? GLP_MSG_ON : GLP_MSG_OFF;
+    sm.tm_lim = glpk_ms(lim->time_limit_s);
+    ret = glp_simplex(lp, &sm);
+    if (ret == GLP_ENOPFS || (ret == 0 && glp_get_status(lp) == GLP_NOFEAS)) {
+        *outcome = AS_OUTCOME_INFEASIBLE;
+        return AS_OK;
+    }
+    if (ret == GLP_ETMLIM || ret == GLP_EITLIM) {
+        *outcome = AS_OUTCOME_LIMIT;
+        return AS_OK;
+    }
+    if (ret != 0 || glp_get_status(lp) != GLP_OPT)
+        return as_errf(err, AS_ESOLVER, "glp_simplex failed (code %d, status %d)", ret,
+                       glp_get_status(lp));
+    *root = glp_get_obj_val(lp);
+    return AS_OK;
+}
+
+/* Map glp_intopt's return code and glp_mip_status to an outcome. */
+static int
+glpk_mip_outcome(glp_prob *lp, int ret, as_outcome *outcome, as_err *err)
+{
+    int st = glp_mip_status(lp);
+
+    if (ret == GLP_ENOPFS || st == GLP_NOFEAS) {
+        *outcome = AS_OUTCOME_INFEASIBLE;
+        return AS_OK;
+    }
+    if (ret != 0 && ret != GLP_ETMLIM && ret != GLP_EMIPGAP && ret != GLP_ESTOP)
+        return as_errf(err, AS_ESOLVER, "glp_intopt failed (code %d)", ret);
+    if (st == GLP_OPT)
+        *outcome = ret == 0 ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
+    else if (st == GLP_FEAS)
+        *outcome = AS_OUTCOME_FEASIBLE;
+    else
+        *outcome = AS_OUTCOME_LIMIT;
+    return AS_OK;
+}
+
+static int
+glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits *lim,
+         as_assignment *out, as_outcome *outcome, as_err *err)
+{
+    const as_ilp_view *iv = as_ilp_data(ilp);
+    glpk_cb_info ci = {-HUGE_VAL, 0};
+    double t0 = as_now(), root = -HUGE_VAL, *x;
+    glp_iocp io;
+    size_t j;
+    int ret;
+
+    AS_CHECK(glpk_relax(lp, lim, &root, outcome, err));
+    if (*outcome != AS_OUTCOME_NOTRUN)
+        return AS_OK;
+    glp_init_iocp(&io);
+    io.presolve = data->presolve ? GLP_ON : GLP_OFF;
+    io.msg_lev = as_verbosity >= 2 ? GLP_MSG_ON : GLP_MSG_OFF;
+    io.mip_gap = lim->gap;
+    io.gmi_cuts = io.mir_cuts = io.cov_cuts = io.clq_cuts = data->cuts ? GLP_ON : GLP_OFF;
+    if (lim->time_limit_s > 0) {
+        double left = lim->time_limit_s - (as_now() - t0);
+        io.tm_lim = glpk_ms(fmax(left, 0.001));
+    }
+    io.cb_func = glpk_cb;
+    io.cb_info = &ci;
+    ret = glp_intopt(lp, &io);
+    AS_CHECK(glpk_mip_outcome(lp, ret, outcome, err));
+    out->nodes = ci.nodes;
+    out->bound = fmax(root, ci.bound);
+    if (*outcome != AS_OUTCOME_OPTIMAL && *outcome != AS_OUTCOME_FEASIBLE)
+        return AS_OK;
+    x = as_xcalloc(iv->ncols + 1, sizeof *x);
+    for (j = 0; j < iv->ncols; j++)
+        x[j] = glp_mip_col_val(lp, (int)j + 1);
+    ret = as_ilp_assignment(ilp, x, out->choice, err);
+    free(x);
+    AS_CHECK(ret);
+    out->objective = glp_mip_obj_val(lp);
+    return AS_OK;
+}
+
+static AS_DECL_SOLVER_SOLVE(glpk_solve)
+{
+    as_ilp *ilp = NULL;
+    glp_prob *lp = NULL;
+    int rc;
+
+    glp_term_hook(glpk_term, NULL);
+    AS_CHECK(as_ilp_build(p, NULL, &ilp, err));
+    lp = glp_create_prob();
+    AS_CHECK_GOTO(rc, as_ilp_load_glpk(ilp, lp, err), out);
+    rc = glpk_run(data, lp, ilp, lim, out, outcome, err);
+out:
+    glp_delete_prob(lp);
+    as_ilp_free(ilp);
+    return rc;
+}
+
+const as_solver_ops as_solver_glpk = {
+    .name = SOLVER_NAME,
+    .desc = SOLVER_DESC,
+    .flags = AS_SOLVER_EXACT,
+    .new_data = glpk_new,
+    .free_data = glpk_free,
+    .set_param = glpk_param,
+    .solve = glpk_solve,
+};

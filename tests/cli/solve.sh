@@ -1,0 +1,3 @@
+#!/bin/sh
+. "${top_srcdir:-.}/tests/cli/lib.sh"
+done_testing

@@ -1,0 +1,266 @@
+/* test_formulate.c -- the cost graph (build, validation, JSON file round
+ * trip and errors), the ILP (sizes, names) and the reductions (exact: the
+ * optimum of the reduced problem, recovered, equals the original optimum on
+ * random instances, checked by enumeration).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formulate/ilp.h"
+#include "formulate/problem.h"
+#include "tap.h"
+
+/* Exhaustive optimum of P (HUGE_VAL if infeasible), plan in X. */
+static double
+best_of(const as_problem *p, size_t *best)
+{
+    size_t n = as_problem_nnodes(p), v, *x = calloc(n + 1, sizeof *x);
+    double obj, min = HUGE_VAL;
+
+    for (;;) {
+        if (as_problem_check(p, x, &obj, NULL, NULL) == AS_OK && obj < min) {
+            min = obj;
+            if (best != NULL)
+                memcpy(best, x, n * sizeof *x);
+        }
+        for (v = 0; v < n; v++) {
+            if (++x[v] < as_problem_node(p, v)->k)
+                break;
+            x[v] = 0;
+        }
+        if (v == n)
+            break;
+    }
+    free(x);
+    return min;
+}
+
+static void
+test_build_errors(void)
+{
+    as_problem *p = as_problem_new();
+    double c[3] = {1, 2, 3}, r[9] = {0};
+    size_t a, b, id;
+    as_err err = {0};
+
+    is_int(as_problem_add_node(p, "a", 3, c, NULL, NULL, &a, &err), AS_OK, "add node a");
+    is_int(as_problem_add_node(p, "a", 3, c, NULL, NULL, &id, &err), AS_EUSAGE,
+           "duplicate node name rejected");
+    is_int(as_problem_add_node(p, "z", 0, c, NULL, NULL, &id, &err), AS_EUSAGE,
+           "node without strategies rejected");
+    as_problem_add_node(p, "b", 3, c, NULL, NULL, &b, &err);
+    is_int(as_problem_add_edge(p, a, 7, r, &err), AS_EUSAGE, "edge to a missing node rejected");
+    as_problem_add_edge(p, a, b, r, &err);
+    is_int(as_problem_validate(p, &err), AS_OK, "valid problem");
+    as_problem_add_edge(p, b, a, r, &err);
+    is_int(as_problem_validate(p, &err), AS_EPARSE, "duplicate (reversed) edge rejected");
+    ok(strstr(err.msg, "duplicate") != NULL, "message: %s", err.msg);
+    as_problem_free(p);
+
+    p = as_problem_new();
+    as_problem_add_node(p, "a", 3, c, NULL, NULL, &a, &err);
+    as_problem_add_node(p, "b", 3, c, NULL, NULL, &b, &err);
+    as_problem_set_follow(p, a, b, &err);
+    as_problem_set_follow(p, b, a, &err);
+    is_int(as_problem_validate(p, &err), AS_EPARSE, "follow cycle rejected");
+    ok(strstr(err.msg, "cycle") != NULL, "message: %s", err.msg);
+    as_problem_free(p);
+
+    p = as_problem_new();
+    c[1] = NAN;
+    as_problem_add_node(p, "a", 3, c, NULL, NULL, &a, &err);
+    is_int(as_problem_validate(p, &err), AS_EPARSE, "NaN cost rejected");
+    ok(strstr(err.msg, "not finite") != NULL, "message: %s", err.msg);
+    as_problem_free(p);
+    c[1] = 2;
+    p = as_problem_new();
+    as_problem_add_node(p, "a", 3, c, NULL, c, &a, &err);
+    as_problem_add_node(p, "b", 2, c, NULL, NULL, &b, &err);
+    as_problem_set_follow(p, b, a, &err);
+    is_int(as_problem_validate(p, &err), AS_EPARSE, "follow with different strategy counts");
+    as_problem_add_edge(p, a, a, r, &err);
+    as_problem_free(p);
+}
+
+/* Each malformed text must fail with AS_EPARSE and a message containing WANT. */
+static void
+test_parse_errors(void)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1, 2]}", "<t>:1:"},
+        {"garbage", "<t>:1:"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1, NaN]}]}", "<t>:1:"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1, 1e999]}]}", "<t>:1:"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1, 2], \"d\": [1]}]}",
+         "nodes[0].d: expected 2 numbers, got 1"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1, 2], \"m\": [1, -4]}]}",
+         "nodes[0].m[1]: memory -4 is negative"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1]}], \"edges\": [{\"u\": 0, \"v\": 3, "
+         "\"r\": [[0]]}]}", "edges[0].v: node index 3 out of range"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1]}, {\"name\": \"b\", \"c\": [1, 2]}], "
+         "\"edges\": [{\"u\": 0, \"v\": 1, \"r\": [[0]]}]}", "edges[0].r[0]: expected 2 numbers"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1]}, {\"name\": \"b\", \"c\": [1]}], \"edges\": "
+         "[{\"u\": 0, \"v\": 1, \"r\": [[0]]}, {\"u\": 1, \"v\": 0, \"r\": [[1]]}]}",
+         "duplicate of edge 0"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1]}], \"edges\": [{\"u\": 0, \"v\": 0, "
+         "\"r\": [[0]]}]}", "self-loop"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1]}, {\"name\": \"a\", \"c\": [1]}]}",
+         "duplicate node name 'a'"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1], \"follow\": 0}]}", "follows itself"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1, 2]}, {\"name\": \"b\", \"c\": [1], "
+         "\"follow\": 0}]}", "follows node 0 with 2 strategies"},
+        {"{\"nodes\": [{\"name\": \"a\", \"c\": [1]}], \"aliases\": [{\"a\": 0, \"b\": 0, "
+         "\"incompatible\": [[2]]}]}", "entries must be 0 or 1"},
+        {"{\"nodes\": []}", "nodes: expected a non-empty array"},
+        {"{\"memory\": -1, \"nodes\": [{\"name\": \"a\", \"c\": [1]}]}", "memory: expected"},
+        {"[1, 2]", "expected a JSON object"},
+    };
+    size_t i;
+    as_problem *p;
+    as_err err;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&err, 0, sizeof err);
+        p = NULL;
+        is_int(as_problem_parse(cases[i].text, strlen(cases[i].text), "<t>", &p, &err),
+               AS_EPARSE, "malformed cost graph %zu rejected", i);
+        ok(p == NULL && strstr(err.msg, cases[i].want) != NULL, "message '%s' contains '%s'",
+           err.msg, cases[i].want);
+    }
+}
+
+static void
+test_roundtrip(void)
+{
+    as_random_opts o;
+    as_problem *p, *q = NULL, *r;
+    char *s1, *s2;
+    as_err err = {0};
+    size_t a;
+    double m1[3] = {1, 2, 3};
+    const double *mv[1] = {m1};
+
+    as_random_opts_init(&o);
+    o.nodes = 12;
+    o.edges = 16;
+    o.follow = 0.3;
+    o.live_window = 3;
+    o.aliases = 2;
+    o.memory_frac = 0.5;
+    p = as_problem_random(&o);
+    as_problem_set_strategy_name(p, 0, 1, "S(0)", &err);
+    as_problem_find(p, "op0", &a);
+    as_problem_add_liveness_m(p, &a, mv, 1, 7, &err);
+    as_problem_set_offset(p, 0.25);
+    s1 = as_problem_dumps(p);
+    is_int(as_problem_parse(s1, strlen(s1), "rt", &q, &err), AS_OK, "written cost graph reads back");
+    s2 = q ? as_problem_dumps(q) : as_xstrdup("");
+    ok(strcmp(s1, s2) == 0, "write -> read -> write is identical (%zu bytes)", strlen(s1));
+    r = as_problem_clone(p);
+    free(s2);
+    s2 = as_problem_dumps(r);
+    ok(strcmp(s1, s2) == 0, "clone is identical");
+    free(s1);
+    free(s2);
+    as_problem_free(r);
+    as_problem_free(q);
+    as_problem_free(p);
+}
+
+static void
+test_ilp(void)
+{
+    const char *top = getenv("top_srcdir");
+    char *path = as_xasprintf("%s/tests/data/costgraph/tiny.json", top ? top : ".");
+    as_problem *p = NULL;
+    as_ilp *ilp = NULL;
+    as_ilp_stats st;
+    as_err err = {0};
+    size_t j;
+
+    is_int(as_problem_read(path, &p, &err), AS_OK, "read tiny.json");
+    free(path);
+    if (p == NULL)
+        return;
+    is_int(as_ilp_build(p, NULL, &ilp, &err), AS_OK, "build its ILP");
+    as_ilp_stats_get(ilp, &st);
+    /* s: 3+2+2+3; e: 3x2 + 2x3 + 3x3 (edge 2 is constant); rows: 4 one_, 5+5+6 marginals, 2 fol_ */
+    is_int(st.cols, 31, "31 columns");
+    is_int(st.int_cols, 10, "10 binary");
+    is_int(st.rows, 22, "22 rows");
+    is_double(as_ilp_data(ilp)->offset, 1.0, 1e-12, "constant edge folded into the offset");
+    ok(as_ilp_find_col(ilp, "s_3_2", &j) && j == as_ilp_scol(ilp, 3, 2), "s_3_2 names column");
+    ok(as_ilp_find_col(ilp, "e_3_2_1", &j) && !as_ilp_data(ilp)->col_int[j], "edge columns are "
+       "continuous");
+    ok(!as_ilp_find_col(ilp, "e_2_0_0", &j), "no columns for a constant edge");
+    as_ilp_free(ilp);
+    as_problem_set_memory(p, 10);
+    as_ilp_build(p, NULL, &ilp, &err);
+    as_ilp_stats_get(ilp, &st);
+    is_int(st.rows, 24, "one memory row per liveness point");
+    as_ilp_free(ilp);
+    as_problem_free(p);
+}
+
+/* Reduced optimum (recovered) equals the original optimum. */
+static void
+test_reduce_exact(int seed)
+{
+    as_random_opts o;
+    as_problem *p, *rp;
+    as_reduction *red;
+    as_err err = {0};
+    size_t *x, *full;
+    double want, got, obj;
+    const as_reduce_stats *st;
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)seed;
+    o.nodes = 6 + seed % 4;
+    o.edges = o.nodes + seed % 5;
+    o.kmax = 3 + seed % 2;
+    o.follow = seed % 3 ? 0.25 : 0;
+    o.live_window = seed % 4 == 0 ? 2 : 0;
+    o.memory_frac = seed % 4 == 0 ? 0.2 : 0;
+    o.aliases = seed % 5 == 0;
+    p = as_problem_random(&o);
+    want = best_of(p, NULL);
+    is_int(as_reduce(p, AS_REDUCE_ALL, &rp, &red, &err), AS_OK, "seed %d: reduce", seed);
+    x = calloc(as_problem_nnodes(rp) + 1, sizeof *x);
+    full = calloc(as_problem_nnodes(p) + 1, sizeof *full);
+    got = as_problem_nnodes(rp) > 0 ? best_of(rp, x) : as_problem_offset(rp);
+    st = as_reduction_stats(red);
+    is_double(got, want, 1e-9, "seed %d: reduced optimum = original (%zu -> %zu nodes, elim "
+              "%zu/%zu/%zu, %zu followers)", seed, as_problem_nnodes(p), as_problem_nnodes(rp),
+              st->elim[0], st->elim[1], st->elim[2], st->followers);
+    if (isfinite(want)) {
+        as_reduction_recover(red, x, full);
+        ok(as_problem_check(p, full, &obj, NULL, &err) == AS_OK && fabs(obj - want) <= 1e-9 *
+           fmax(1, fabs(want)), "seed %d: recovered plan is valid and optimal", seed);
+    }
+    free(x);
+    free(full);
+    as_reduction_free(red);
+    as_problem_free(rp);
+    as_problem_free(p);
+}
+
+int
+main(void)
+{
+    int s;
+
+    plan_lazy();
+    test_build_errors();
+    test_parse_errors();
+    test_roundtrip();
+    test_ilp();
+    for (s = 1; s <= 30; s++)
+        test_reduce_exact(s);
+    return done_testing();
+}

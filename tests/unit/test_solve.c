@@ -1,0 +1,254 @@
+/* test_solve.c -- solver backends and the driver: brute force, GLPK and CBC
+ * agree on random and hand-made cost graphs (with and without memory rows,
+ * aliases, follow links, reductions); k-best equals brute-force
+ * enumeration; the driver rejects invalid plans from a backend.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solve/solver.h"
+#include "tap.h"
+
+static const char *const backends[] = {"glpk",
+#ifdef HAVE_CBC
+                                       "cbc",
+#endif
+                                       NULL};
+
+static as_problem *
+instance(int i)
+{
+    as_random_opts o;
+    as_problem *p;
+    as_err err;
+
+    if (i == 0) {
+        const char *top = getenv("top_srcdir");
+        char *path = as_xasprintf("%s/tests/data/costgraph/tiny.json", top ? top : ".");
+        if (as_problem_read(path, &p, &err) != AS_OK) {
+            diag("%s", err.msg);
+            exit(1);
+        }
+        free(path);
+        return p;
+    }
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)i;
+    o.nodes = 5 + (size_t)(i % 4);
+    o.edges = o.nodes + (size_t)(i % 3);
+    o.kmin = 2;
+    o.kmax = i % 2 ? 4 : 3;
+    o.follow = i % 3 == 0 ? 0.3 : 0;
+    o.live_window = i % 4 == 1 ? 0 : 3;
+    o.memory_frac = i % 4 == 1 ? 0 : 0.05 + 0.1 * (i % 3);
+    o.aliases = i % 5 == 2 ? 1 : 0;
+    p = as_problem_random(&o);
+    if (i == 14) /* below what any plan needs: infeasible */
+        as_problem_set_memory(p, as_problem_peak_lower_bound(p) - 1);
+    return p;
+}
+
+/* Solve with one configuration; returns the outcome and sets *obj. */
+static as_outcome
+run(const as_problem *p, const char *solver, unsigned reduce, size_t top, as_solve_result *res)
+{
+    as_solve_opts o;
+    as_err err = {0};
+
+    as_solve_opts_init(&o);
+    o.solver = solver;
+    o.reduce = reduce;
+    o.top = top;
+    if (as_solve_problem(p, &o, res, &err) != AS_OK) {
+        diag("%s: %s", solver, err.msg);
+        memset(res, 0, sizeof *res);
+        return AS_OUTCOME_NOTRUN;
+    }
+    return res->outcome;
+}
+
+static void
+test_agree(int i)
+{
+    as_problem *p = instance(i);
+    as_solve_result ref, r;
+    as_outcome want = run(p, "brute", 0, 1, &ref), got;
+    size_t b;
+    unsigned red;
+
+    ok(want == AS_OUTCOME_OPTIMAL || want == AS_OUTCOME_INFEASIBLE,
+       "instance %d: brute force %s (%zu nodes, %zu aliases, budget %g)", i,
+       as_outcome_name(want), as_problem_nnodes(p), as_problem_naliases(p),
+       as_problem_memory(p));
+    for (b = 0; backends[b] != NULL; b++)
+        for (red = 0; red <= 1; red++) {
+            got = run(p, backends[b], red ? AS_REDUCE_ALL : 0, 1, &r);
+            if (want == AS_OUTCOME_OPTIMAL && got == AS_OUTCOME_OPTIMAL)
+                is_double(r.plans[0].objective, ref.plans[0].objective, 1e-6,
+                          "instance %d: %s %s = brute force", i, backends[b],
+                          red ? "reduced" : "plain");
+            else
+                is_int(got, want, "instance %d: %s %s outcome = brute force", i, backends[b],
+                       red ? "reduced" : "plain");
+            as_solve_result_free(&r);
+        }
+    as_solve_result_free(&ref);
+    as_problem_free(p);
+}
+
+static int
+dbl_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* All feasible objectives, sorted. */
+static double *
+enumerate(const as_problem *p, size_t *n)
+{
+    size_t nn = as_problem_nnodes(p), v, *x = calloc(nn, sizeof *x);
+    double *objs = NULL, obj;
+    size_t cnt = 0;
+
+    for (;;) {
+        if (as_problem_check(p, x, &obj, NULL, NULL) == AS_OK) {
+            objs = realloc(objs, (cnt + 1) * sizeof *objs);
+            objs[cnt++] = obj;
+        }
+        for (v = 0; v < nn; v++) {
+            if (++x[v] < as_problem_node(p, v)->k)
+                break;
+            x[v] = 0;
+        }
+        if (v == nn)
+            break;
+    }
+    free(x);
+    qsort(objs, cnt, sizeof *objs, dbl_cmp);
+    *n = cnt;
+    return objs;
+}
+
+static void
+test_kbest(int i, size_t k)
+{
+    as_problem *p = instance(i);
+    size_t n, b, j, q, distinct;
+    double *all = enumerate(p, &n);
+    as_solve_result r;
+
+    for (b = 0; backends[b] != NULL; b++) {
+        run(p, backends[b], AS_REDUCE_ALL, k, &r);
+        is_int(r.nplans, n < k ? n : k, "instance %d: %s --top %zu gives min(k, feasible) plans",
+               i, backends[b], k);
+        for (j = 0; j < r.nplans && j < n; j++)
+            is_double(r.plans[j].objective, all[j], 1e-6, "instance %d: %s plan %zu = %zu-th "
+                      "best by enumeration", i, backends[b], j + 1, j + 1);
+        distinct = 1;
+        for (j = 0; j < r.nplans; j++)
+            for (q = 0; q < j; q++)
+                if (memcmp(r.plans[j].choice, r.plans[q].choice,
+                           as_problem_nnodes(p) * sizeof(size_t)) == 0)
+                    distinct = 0;
+        ok(distinct, "instance %d: %s k-best plans are distinct", i, backends[b]);
+        as_solve_result_free(&r);
+    }
+    free(all);
+    as_problem_free(p);
+}
+
+/* A backend that lies about the objective, or returns an index out of range. */
+static int bad_mode;
+static AS_DECL_SOLVER_SOLVE(bad_solve)
+{
+    (void)data;
+    (void)lim;
+    (void)err;
+    if (bad_mode == 0) {
+        out->objective = as_problem_eval(p, out->choice) + 1;
+    } else {
+        out->choice[0] = as_problem_node(p, 0)->k;
+        out->objective = 0;
+    }
+    *outcome = AS_OUTCOME_FEASIBLE;
+    return AS_OK;
+}
+
+static void
+test_validation(void)
+{
+    static const as_solver_ops bad = {.name = "bad", .desc = "lies", .solve = bad_solve};
+    as_problem *p = instance(4);
+    as_assignment a;
+    as_outcome oc;
+    as_limits lim;
+    as_err err = {0};
+    const char *params[] = {"glpk/presolve=2"};
+
+    as_limits_init(&lim);
+    as_problem_set_memory(p, 0);
+    bad_mode = 0;
+    is_int(as_solve(&bad, p, &lim, NULL, 0, &a, &oc, &err), AS_EINTERNAL,
+           "driver rejects a wrong objective");
+    ok(strstr(err.msg, "solver 'bad' reported objective") != NULL, "message: %s", err.msg);
+    as_assignment_free(&a);
+    bad_mode = 1;
+    is_int(as_solve(&bad, p, &lim, NULL, 0, &a, &oc, &err), AS_EINTERNAL,
+           "driver rejects a strategy out of range");
+    ok(strstr(err.msg, "out of range") != NULL, "message: %s", err.msg);
+    as_assignment_free(&a);
+    is_int(as_solve(&as_solver_glpk, p, &lim, params, 1, &a, &oc, &err), AS_EUSAGE,
+           "bad parameter value rejected");
+    as_assignment_free(&a);
+    is_int(as_solve(&as_solver_xyz, p, &lim, NULL, 0, &a, &oc, &err), AS_OK,
+           "template solver runs and its plan is validated");
+    ok(oc == AS_OUTCOME_FEASIBLE, "template solver: feasible plan");
+    as_assignment_free(&a);
+    ok(as_solver_find("xyz", &err) == NULL, "template solver is not registered");
+    ok(as_solver_find("glpk", &err) != NULL, "glpk is registered");
+    as_problem_free(p);
+}
+
+static void
+test_brute_cap(void)
+{
+    as_random_opts o;
+    as_problem *p;
+    as_assignment a;
+    as_outcome oc;
+    as_limits lim;
+    as_err err = {0};
+
+    as_random_opts_init(&o);
+    o.nodes = 40;
+    o.edges = 50;
+    p = as_problem_random(&o);
+    as_limits_init(&lim);
+    is_int(as_solve(&as_solver_brute, p, &lim, NULL, 0, &a, &oc, &err), AS_EUSAGE,
+           "brute refuses more than 1e7 plans");
+    ok(strstr(err.msg, "more than the limit") != NULL, "message: %s", err.msg);
+    as_assignment_free(&a);
+    as_problem_free(p);
+}
+
+int
+main(void)
+{
+    int i;
+
+    plan_lazy();
+    for (i = 0; i < 15; i++)
+        test_agree(i);
+    test_kbest(0, 5);
+    test_kbest(3, 6);
+    test_kbest(4, 4);
+    test_kbest(6, 8);
+    test_validation();
+    test_brute_cap();
+    return done_testing();
+}
