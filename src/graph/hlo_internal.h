@@ -35,6 +35,7 @@ typedef struct hlo_instr {
     const char **opname; /**< operand names (without '%') */
     int *opidx;          /**< operand instruction index in the computation */
     int *opline, *opcol; /**< operand positions */
+    const char **optype; /**< where the operand's written type starts in the text, or NULL */
     const char *args;    /**< raw text inside the parens (constant, parameter) */
     size_t argslen;
     int nattr;
@@ -53,6 +54,7 @@ typedef struct hlo_comp {
     int ncalls;     /**< computations referenced by attributes */
     int *calls;     /**< their indices */
     int *call_attr; /**< per reference: instruction index << 8 | attribute index */
+    int nextern;    /**< leading instructions that stand for undefined, typed operands */
 } hlo_comp;
 
 typedef struct hlo_module {
@@ -65,7 +67,20 @@ typedef struct hlo_module {
     int *alias_out;  /**< output tuple index ({} = -1) */
     int *alias_param; /**< parameter number */
     as_strmap comp_names; /**< computation name -> index */
+    int nextern;          /**< undefined, typed operands over all computations */
+    const char *extern_name; /**< the first of them (in text order) and its position */
+    int extern_line, extern_col;
 } hlo_module;
+
+/*
+ * Opcode of the instructions the parser adds, at the start of a computation,
+ * for an operand that names no instruction of the module but has its type
+ * written with it (`(f32[10], f32[]) %all-reduce.307` in a fragment of a
+ * dump): the importer makes it a graph input of that type.  Real opcodes
+ * cannot contain '('.
+ */
+#define AS_HLO_EXTERN "(extern)"
+
 
 /**
  * Parse TEXT (LEN bytes) read from PATH into *OUT: lines, types, operands,

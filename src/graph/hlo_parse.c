@@ -326,12 +326,12 @@ out:
 static int
 parse_operands(parser *ps, hlo_instr *ins)
 {
-    AS_VEC(const char *) names = {0};
+    AS_VEC(const char *) names = {0}, types = {0};
     AS_VEC(int) cols = {0};
     int rc = AS_OK;
 
     for (;;) {
-        const char *q;
+        const char *q, *ty = NULL;
         AS_CHECK_GOTO(rc, parse_ws(ps), out);
         if (ps->p < ps->le && *ps->p == ')' && names.n == 0)
             break;
@@ -339,7 +339,8 @@ parse_operands(parser *ps, hlo_instr *ins)
         while (q < ps->le && is_name_char(*q))
             q++;
         if (ps->p < ps->le && (*ps->p == '(' || (q < ps->le && *q == '[' && q > ps->p))) {
-            hlo_type t; /* the operand's type: checked for syntax, not kept */
+            hlo_type t; /* checked for syntax; only its position is kept (parse_externs) */
+            ty = ps->p;
             AS_CHECK_GOTO(rc, parse_type(ps, &t, 0), out);
             AS_CHECK_GOTO(rc, parse_ws(ps), out);
         }
@@ -355,6 +356,7 @@ parse_operands(parser *ps, hlo_instr *ins)
         }
         AS_VEC_PUSH(&names, as_arena_strndup(ps->m->arena, q, (size_t)(ps->p - q)));
         AS_VEC_PUSH(&cols, (int)(q - ps->ls) + 1);
+        AS_VEC_PUSH(&types, ty);
         AS_CHECK_GOTO(rc, parse_ws(ps), out);
         if (ps->p < ps->le && *ps->p == ',') {
             ps->p++;
@@ -369,12 +371,14 @@ parse_operands(parser *ps, hlo_instr *ins)
     ins->nops = (int)names.n;
     ins->opname = parse_dup(ps->m->arena, names.v, names.n * sizeof(char *));
     ins->opcol = parse_dup(ps->m->arena, cols.v, cols.n * sizeof(int));
+    ins->optype = parse_dup(ps->m->arena, types.v, types.n * sizeof(char *));
     ins->opline = as_arena_alloc(ps->m->arena, names.n * sizeof(int) + 1);
     ins->opidx = as_arena_alloc(ps->m->arena, names.n * sizeof(int) + 1);
     for (size_t i = 0; i < names.n; i++)
         ins->opline[i] = ps->line;
 out:
     free(names.v);
+    free(types.v);
     free(cols.v);
     return rc;
 }
@@ -449,14 +453,125 @@ line_blank(const parser *ps)
     return q == ps->le || (ps->le - q >= 2 && q[0] == '/' && q[1] == '/');
 }
 
+/* Parse again the operand type written at AT on line LINE (it parsed once already). */
+static int
+parse_type_at(parser *ps, const char *at, int line, hlo_type *t)
+{
+    parser saved = *ps;
+    const char *nl;
+    int rc;
+
+    ps->ls = at;
+    while (ps->ls > ps->text && ps->ls[-1] != '\n')
+        ps->ls--;
+    nl = memchr(at, '\n', (size_t)(ps->end - at));
+    ps->le = nl != NULL ? nl : ps->end;
+    ps->p = at;
+    ps->line = line;
+    memset(t, 0, sizeof *t);
+    rc = parse_type(ps, t, 0);
+    ps->ls = saved.ls;
+    ps->le = saved.le;
+    ps->p = saved.p;
+    ps->line = saved.line;
+    return rc;
+}
+
+static int
+type_equal(const hlo_type *a, const hlo_type *b)
+{
+    int i;
+
+    if (a->ntuple != b->ntuple)
+        return 0;
+    if (a->ntuple < 0)
+        return as_shape_equal(&a->shape, &b->shape);
+    for (i = 0; i < a->ntuple; i++)
+        if (!type_equal(&a->elts[i], &b->elts[i]))
+            return 0;
+    return 1;
+}
+
+/*
+ * Operands of C that name no instruction of C but have their type written
+ * with them become AS_HLO_EXTERN instructions placed before all others (so
+ * the importer makes them inputs); untyped ones stay errors in
+ * parse_finish_comp.  A name written twice must have the same type.
+ */
+static int
+parse_externs(parser *ps, hlo_comp *c)
+{
+    as_strmap defined, ext;
+    AS_VEC(hlo_instr) v = {0};
+    hlo_instr *all;
+    int i, j, rc = AS_OK;
+
+    as_strmap_init(&defined);
+    as_strmap_init(&ext);
+    for (i = 0; i < c->nins; i++)
+        if (!as_strmap_get(&defined, c->ins[i].name, (size_t)-1, NULL))
+            as_strmap_put(&defined, c->ins[i].name, i);
+    for (i = 0; i < c->nins; i++) {
+        const hlo_instr *in = &c->ins[i];
+        for (j = 0; j < in->nops; j++) {
+            hlo_type t;
+            int64_t k;
+            if (in->optype[j] == NULL ||
+                as_strmap_get(&defined, in->opname[j], (size_t)-1, NULL))
+                continue;
+            AS_CHECK_GOTO(rc, parse_type_at(ps, in->optype[j], in->opline[j], &t), out);
+            if (as_strmap_get(&ext, in->opname[j], (size_t)-1, &k)) {
+                if (!type_equal(&t, &v.v[k].type)) {
+                    rc = as_errf(ps->err, AS_EPARSE, "%s:%d:%d: undefined instruction '%s' is "
+                                 "written with another type than at line %d", ps->path,
+                                 in->opline[j], in->opcol[j], in->opname[j], v.v[k].line);
+                    goto out;
+                }
+                continue;
+            }
+            {
+                hlo_instr e;
+                memset(&e, 0, sizeof e);
+                e.name = in->opname[j];
+                e.opcode = AS_HLO_EXTERN;
+                e.type = t;
+                e.line = in->opline[j];
+                e.col = in->opcol[j];
+                as_strmap_put(&ext, e.name, (int64_t)v.n);
+                AS_VEC_PUSH(&v, e);
+            }
+            if (ps->m->nextern++ == 0) {
+                ps->m->extern_name = in->opname[j];
+                ps->m->extern_line = in->opline[j];
+                ps->m->extern_col = in->opcol[j];
+            }
+        }
+    }
+    if (v.n > 0) {
+        all = as_arena_alloc(ps->m->arena, (v.n + (size_t)c->nins) * sizeof *all);
+        memcpy(all, v.v, v.n * sizeof *all);
+        memcpy(all + v.n, c->ins, (size_t)c->nins * sizeof *all);
+        c->ins = all;
+        c->nins += (int)v.n;
+        c->root += (int)v.n;
+        c->nextern = (int)v.n;
+    }
+out:
+    as_strmap_destroy(&defined);
+    as_strmap_destroy(&ext);
+    free(v.v);
+    return rc;
+}
+
 /* Resolve the operand names and parameters of computation C. */
 static int
 parse_finish_comp(parser *ps, hlo_comp *c)
 {
     as_strmap names;
-    int i, j, rc = AS_OK;
+    int i, j, rc = AS_OK, externs_done = 0;
 
     as_strmap_init(&names);
+restart:
     c->nparams = 0;
     for (i = 0; i < c->nins; i++) {
         hlo_instr *in = &c->ins[i];
@@ -469,6 +584,15 @@ parse_finish_comp(parser *ps, hlo_comp *c)
         for (j = 0; j < in->nops; j++) {
             int64_t k;
             if (!as_strmap_get(&names, in->opname[j], (size_t)-1, &k)) {
+                if (in->optype[j] != NULL && !externs_done) { /* rare: a fragment of a dump */
+                    externs_done = 1;
+                    AS_CHECK_GOTO(rc, parse_externs(ps, c), out);
+                    if (c->nextern > 0) {
+                        as_strmap_destroy(&names);
+                        as_strmap_init(&names);
+                        goto restart;
+                    }
+                }
                 rc = as_errf(ps->err, AS_EPARSE, "%s:%d:%d: undefined instruction '%s' in '%s'",
                              ps->path, in->opline[j], in->opcol[j], in->opname[j], c->name);
                 goto out;

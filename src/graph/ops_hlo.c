@@ -1,10 +1,10 @@
 /* ops_hlo.c -- op family 'hlo': the XLA HLO constructs the other families
  * do not cover, used by the HLO importer (reader_hlo.c).
  *
- * dot_general, gather, scatter, dynamic_slice, dynamic_update_slice and
- * reduce_window follow the HLO operation semantics
+ * dot_general, gather, scatter, dynamic_slice, dynamic_update_slice,
+ * reduce_window and conv_general follow the HLO operation semantics
  * (https://openxla.org/xla/operation_semantics) and have double-precision
- * reference kernels.  conv_general, the collectives already present in a dump
+ * reference kernels.  The collectives already present in a dump
  * (all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute)
  * and `opaque` (custom-call, while, conditional, unknown ops) have shape
  * inference and a cost estimate but no kernel: AS_OPF_OPAQUE, replicate only.
@@ -203,22 +203,30 @@ typedef struct conv_layout {
     int out_b, out_f, out_sp[AS_MAX_RANK];
 } conv_layout;
 
+/* One part of dim_labels: C1 and C2 once each, spatial digits 0..n-3 once each. */
 static int
 conv_parse_part(const char *s, size_t n, char c1, char c2, int *p1, int *p2, int *sp, int *nsp)
 {
+    unsigned seen = 0;
     size_t i;
 
     *p1 = *p2 = -1;
     *nsp = 0;
+    if (n < 2 || n > AS_MAX_RANK)
+        return 0;
     for (i = 0; i < n; i++) {
-        if (s[i] == c1)
+        int d = s[i] - '0';
+        if (s[i] == c1 && *p1 < 0)
             *p1 = (int)i;
-        else if (s[i] == c2)
+        else if (s[i] == c2 && *p2 < 0)
             *p2 = (int)i;
-        else if (s[i] >= '0' && s[i] <= '9' && s[i] - '0' < AS_MAX_RANK)
-            sp[s[i] - '0'] = (int)i, (*nsp)++;
-        else
+        else if (d >= 0 && d < (int)n - 2 && !(seen & 1u << d)) {
+            seen |= 1u << d;
+            sp[d] = (int)i;
+            (*nsp)++;
+        } else {
             return 0;
+        }
     }
     return *p1 >= 0 && *p2 >= 0 && *nsp + 2 == (int)n;
 }
@@ -247,56 +255,161 @@ conv_at(const int64_t *v, int n, int k, int64_t dflt)
     return k < n ? v[k] : dflt;
 }
 
+/* The window of a conv_general: per spatial dim, defaults filled in. */
+typedef struct conv_win {
+    conv_layout l;
+    int64_t st[AS_MAX_RANK], lo[AS_MAX_RANK], hi[AS_MAX_RANK];
+    int64_t ld[AS_MAX_RANK], rd[AS_MAX_RANK], rev[AS_MAX_RANK];
+    int64_t groups, bgroups;
+} conv_win;
+
+/* Read and check the attributes and operand shapes of a conv_general. */
+static int
+conv_get(const as_opinfo *info, conv_win *c, as_err *err)
+{
+    static const char *const keys[6] = {"stride", "pad_lo", "pad_hi", "lhs_dilate",
+                                        "rhs_dilate", "rhs_reversal"};
+    static const int64_t dflt[6] = {1, 0, 0, 1, 1, 0};
+    static const int64_t minv[6] = {1, INT64_MIN, INT64_MIN, 1, 1, 0};
+    int64_t *dst[6] = {c->st, c->lo, c->hi, c->ld, c->rd, c->rev};
+    const as_shape *x = &info->in[0], *w = &info->in[1];
+    const char *lab = OPI_STR(info, "dim_labels", "");
+    int a, k;
+
+    if (!conv_layout_parse(lab, &c->l))
+        return as_graph_i_shape_err(err, info, "bad dim_labels '%s' (want e.g. b01f_01io->b01f)",
+                                    lab);
+    if (x->rank != c->l.nsp + 2 || w->rank != c->l.nsp + 2)
+        return as_graph_i_shape_err(err, info, "dim_labels '%s' need rank %d operands, got %d "
+                                    "and %d", lab, c->l.nsp + 2, x->rank, w->rank);
+    for (a = 0; a < 6; a++) {
+        const int64_t *v;
+        int n = hlo_ints(info, keys[a], &v);
+        if (n != 0 && n != c->l.nsp)
+            return as_graph_i_shape_err(err, info, "%s has %d entries for %d spatial dims",
+                                        keys[a], n, c->l.nsp);
+        for (k = 0; k < c->l.nsp; k++) {
+            dst[a][k] = conv_at(v, n, k, dflt[a]);
+            if (dst[a][k] < minv[a] || (a == 5 && dst[a][k] > 1))
+                return as_graph_i_shape_err(err, info, "%s entry %d is %lld", keys[a], k,
+                                            (long long)dst[a][k]);
+        }
+    }
+    c->groups = OPI_INT(info, "feature_group_count", 1);
+    c->bgroups = OPI_INT(info, "batch_group_count", 1);
+    if (c->groups < 1 || c->bgroups < 1)
+        return as_graph_i_shape_err(err, info, "group counts must be >= 1");
+    if (c->groups > 1 && c->bgroups > 1)
+        return as_graph_i_shape_err(err, info, "feature_group_count and batch_group_count cannot "
+                                    "both be > 1");
+    if (x->dim[c->l.in_f] != w->dim[c->l.k_i] * c->groups)
+        return as_graph_i_shape_err(err, info, "input has %lld features but the kernel expects "
+                                    "%lld x %lld groups", (long long)x->dim[c->l.in_f],
+                                    (long long)w->dim[c->l.k_i], (long long)c->groups);
+    if (w->dim[c->l.k_o] % (c->groups * c->bgroups) != 0)
+        return as_graph_i_shape_err(err, info, "%lld output features not divisible by the group "
+                                    "count", (long long)w->dim[c->l.k_o]);
+    if (x->dim[c->l.in_b] % c->bgroups != 0)
+        return as_graph_i_shape_err(err, info, "batch %lld not divisible by batch_group_count "
+                                    "%lld", (long long)x->dim[c->l.in_b], (long long)c->bgroups);
+    return AS_OK;
+}
+
 static int
 conv_infer(const as_opinfo *info, as_shape *out, int *nout, as_err *err)
 {
     const as_shape *x = &info->in[0], *w = &info->in[1];
-    const int64_t *st, *lo, *hi, *ld, *rd;
-    int nst = hlo_ints(info, "stride", &st), nlo = hlo_ints(info, "pad_lo", &lo);
-    int nhi = hlo_ints(info, "pad_hi", &hi), nld = hlo_ints(info, "lhs_dilate", &ld);
-    int nrd = hlo_ints(info, "rhs_dilate", &rd), k;
-    int64_t groups = OPI_INT(info, "feature_group_count", 1);
-    int64_t bgroups = OPI_INT(info, "batch_group_count", 1);
-    conv_layout l;
+    conv_win c;
+    int k;
 
-    if (!conv_layout_parse(OPI_STR(info, "dim_labels", ""), &l))
-        return as_graph_i_shape_err(err, info, "bad dim_labels '%s'",
-                                    OPI_STR(info, "dim_labels", ""));
-    if (x->rank != l.nsp + 2 || w->rank != l.nsp + 2)
-        return as_graph_i_shape_err(err, info, "dim_labels need rank %d operands", l.nsp + 2);
-    if (groups < 1 || bgroups < 1 || x->dim[l.in_f] != w->dim[l.k_i] * groups ||
-        w->dim[l.k_o] % groups != 0 || x->dim[l.in_b] % bgroups != 0)
-        return as_graph_i_shape_err(err, info, "feature counts do not match the groups");
+    AS_CHECK(as_graph_i_same_dtype(info, 0, 1, err));
+    AS_CHECK(conv_get(info, &c, err));
     out->dtype = x->dtype;
-    out->rank = l.nsp + 2;
-    out->dim[l.out_b] = x->dim[l.in_b] / bgroups;
-    out->dim[l.out_f] = w->dim[l.k_o];
-    for (k = 0; k < l.nsp; k++) {
-        int64_t in = (x->dim[l.in_sp[k]] - 1) * conv_at(ld, nld, k, 1) + 1;
-        int64_t win = (w->dim[l.k_sp[k]] - 1) * conv_at(rd, nrd, k, 1) + 1;
-        int64_t s = conv_at(st, nst, k, 1);
-        in += conv_at(lo, nlo, k, 0) + conv_at(hi, nhi, k, 0);
-        if (s < 1 || in < win)
-            return as_graph_i_shape_err(err, info, "window larger than the padded input");
-        out->dim[l.out_sp[k]] = (in - win) / s + 1;
+    out->rank = c.l.nsp + 2;
+    out->dim[c.l.out_b] = x->dim[c.l.in_b] / c.bgroups;
+    out->dim[c.l.out_f] = w->dim[c.l.k_o];
+    for (k = 0; k < c.l.nsp; k++) {
+        int64_t in = (x->dim[c.l.in_sp[k]] - 1) * c.ld[k] + 1 + c.lo[k] + c.hi[k];
+        int64_t win = (w->dim[c.l.k_sp[k]] - 1) * c.rd[k] + 1;
+        if (x->dim[c.l.in_sp[k]] < 1 || w->dim[c.l.k_sp[k]] < 1 || in < win)
+            return as_graph_i_shape_err(err, info, "spatial dim %d: window %lld larger than the "
+                                        "padded input %lld", k, (long long)win, (long long)in);
+        out->dim[c.l.out_sp[k]] = (in - win) / c.st[k] + 1;
     }
     *nout = 1;
     return AS_OK;
 }
 
+/* 2 * output elements * (input features / groups) * kernel window size. */
 static double
 conv_flops(const as_opinfo *info)
 {
-    conv_layout l;
+    conv_win c;
+    as_err e;
     double k = 1.0;
     int i;
 
-    if (!conv_layout_parse(OPI_STR(info, "dim_labels", ""), &l) || info->in[1].rank != l.nsp + 2)
+    if (conv_get(info, &c, &e) != AS_OK)
         return 0.0;
-    for (i = 0; i < l.nsp; i++)
-        k *= (double)info->in[1].dim[l.k_sp[i]];
-    k *= (double)info->in[1].dim[l.k_i];
+    for (i = 0; i < c.l.nsp; i++)
+        k *= (double)info->in[1].dim[c.l.k_sp[i]];
+    k *= (double)info->in[1].dim[c.l.k_i];
     return as_graph_i_flops_per_out(info, 2.0 * k);
+}
+
+/*
+ * Reference kernel (HLO semantics).  Output feature o belongs to feature
+ * group o / (O / feature_group_count), which reads that group's input
+ * features, and to batch group o / (O / batch_group_count), which reads input
+ * batch bg * (N / batch_group_count) + b.  Spatially, output position p and
+ * kernel tap t read the lhs-dilated, padded input at p * stride - pad_lo +
+ * t * rhs_dilate, which is input element q / lhs_dilate when q is a multiple
+ * of lhs_dilate (holes and padding read 0); rhs_reversal uses tap K-1-t.
+ */
+static void
+conv_kernel(const as_opinfo *info, const double *const *in, double *const *out)
+{
+    const as_shape *x = &info->in[0], *w = &info->in[1], *o = &info->out[0];
+    int64_t sx[AS_MAX_RANK], sw[AS_MAX_RANK], oi[AS_MAX_RANK] = {0}, n = 0;
+    int64_t cg, og, obg, nb;
+    as_shape ks; /* the kernel's spatial extent */
+    conv_win c;
+    as_err e;
+    int k;
+
+    if (conv_get(info, &c, &e) != AS_OK || as_shape_numel(o) == 0)
+        return;
+    as_graph_i_strides(x, sx);
+    as_graph_i_strides(w, sw);
+    cg = w->dim[c.l.k_i];
+    og = w->dim[c.l.k_o] / c.groups;
+    obg = w->dim[c.l.k_o] / c.bgroups;
+    nb = x->dim[c.l.in_b] / c.bgroups;
+    ks.rank = c.l.nsp;
+    for (k = 0; k < c.l.nsp; k++)
+        ks.dim[k] = w->dim[c.l.k_sp[k]];
+    do {
+        int64_t f = oi[c.l.out_f], xbase, wbase, ci, ti[AS_MAX_RANK] = {0};
+        double acc = 0.0;
+        xbase = ((f / obg) * nb + oi[c.l.out_b]) * sx[c.l.in_b] + (f / og) * cg * sx[c.l.in_f];
+        wbase = f * sw[c.l.k_o];
+        if (as_shape_numel(&ks) > 0)
+            do {
+                int64_t xo = xbase, wo = wbase;
+                int inb = 1;
+                for (k = 0; k < c.l.nsp && inb; k++) {
+                    int64_t q = oi[c.l.out_sp[k]] * c.st[k] - c.lo[k] + ti[k] * c.rd[k];
+                    int64_t xd = x->dim[c.l.in_sp[k]];
+                    inb = q >= 0 && q % c.ld[k] == 0 && q / c.ld[k] < xd;
+                    xo += (q / c.ld[k]) * sx[c.l.in_sp[k]];
+                    wo += (c.rev[k] ? ks.dim[k] - 1 - ti[k] : ti[k]) * sw[c.l.k_sp[k]];
+                }
+                if (inb)
+                    for (ci = 0; ci < cg; ci++)
+                        acc += in[0][xo + ci * sx[c.l.in_f]] * in[1][wo + ci * sw[c.l.k_i]];
+            } while (ks.rank > 0 && as_graph_i_next(ti, &ks));
+        out[0][n++] = acc;
+    } while (o->rank > 0 && as_graph_i_next(oi, o));
 }
 
 /* ---- gather ---- */
@@ -839,11 +952,11 @@ const as_op_def as_ops_hlo[] = {
     {"collective_permute", 1, 1, COLL_FLAGS, 0, "group_size:i=1",
      "collective in the imported module: send to a peer", coll_same_infer, hlo_flops_zero, NULL,
      NULL, NULL, NULL},
-    {"conv_general", 2, 2, AS_OPF_OPAQUE, 0,
+    {"conv_general", 2, 2, 0, 0,
      "dim_labels:s stride:I=[] pad_lo:I=[] pad_hi:I=[] lhs_dilate:I=[] rhs_dilate:I=[] "
-     "feature_group_count:i=1 batch_group_count:i=1",
-     "HLO convolution with dim_labels (layouts other than NCHW/OIHW)", conv_infer, conv_flops,
-     NULL, NULL, NULL, NULL},
+     "rhs_reversal:I=[] feature_group_count:i=1 batch_group_count:i=1",
+     "HLO convolution: any dim_labels layout, 1-3+ spatial dims, window, groups", conv_infer,
+     conv_flops, NULL, conv_kernel, NULL, NULL},
     {"dot_general", 2, 2, 0, 0, "lhs_batch:I=[] rhs_batch:I=[] lhs_contract:I=[] rhs_contract:I=[]",
      "HLO dot: out = batch dims, lhs free dims, rhs free dims", dot_infer, dot_flops, NULL,
      dot_kernel, NULL, NULL},

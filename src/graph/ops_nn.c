@@ -998,11 +998,12 @@ ce_kernel(const as_opinfo *info, const double *const *in, double *const *out)
 static void
 ce_grad_kernel(const as_opinfo *info, const double *const *in, double *const *out)
 {
-    int64_t rows, c, r, j, lab;
+    int64_t rows, c, r, j, lab, count = OPI_INT(info, "count", 0);
     double scale;
 
     nn_rows(&info->in[1], &rows, &c);
-    scale = in[0][0] / (double)rows;
+    /* count = rows of the whole batch: a shard of rows then computes its rows exactly. */
+    scale = in[0][0] / (double)(count > 0 ? count : rows);
     for (r = 0; r < rows; r++) {
         const double *x = in[1] + r * c;
         double *dx = out[0] + r * c, mx = x[0], s = 0.0;
@@ -1049,10 +1050,13 @@ ce_grad(as_gradctx *c, const as_op *op, const int32_t *dout, int32_t *din, as_er
     din[0] = din[1] = -1;
     if (dout[0] < 0 || !as_grad_needs(c, 0))
         return AS_OK;
+    int64_t rows = as_shape_numel(&as_graph_tensor(as_grad_graph(c), o.in[1])->shape);
+    as_attr a = AS_ATTR_I("count", rows);
+
     in[0] = dout[0];
     in[1] = o.in[0];
     in[2] = o.in[1];
-    return as_grad_emit(c, "cross_entropy_grad", in, 3, NULL, 0, &din[0], err);
+    return as_grad_emit(c, "cross_entropy_grad", in, 3, &a, 1, &din[0], err);
 }
 
 static int
@@ -1091,8 +1095,8 @@ mse_kernel(const as_opinfo *info, const double *const *in, double *const *out)
 static void
 mse_grad_kernel(const as_opinfo *info, const double *const *in, double *const *out)
 {
-    int64_t n = as_shape_numel(&info->in[1]), i;
-    double scale = 2.0 * in[0][0] / (double)n;
+    int64_t n = as_shape_numel(&info->in[1]), i, count = OPI_INT(info, "count", 0);
+    double scale = 2.0 * in[0][0] / (double)(count > 0 ? count : n);
 
     for (i = 0; i < n; i++)
         out[0][i] = scale * (in[1][i] - in[2][i]);
@@ -1112,6 +1116,9 @@ mse_grad(as_gradctx *c, const as_op *op, const int32_t *dout, int32_t *din, as_e
     as_op o = *op;
     int32_t in[3];
 
+    as_attr a = AS_ATTR_I("count", as_shape_numel(&as_graph_tensor(as_grad_graph(c),
+                                                                    o.in[0])->shape));
+
     din[0] = din[1] = -1;
     if (dout[0] < 0)
         return AS_OK;
@@ -1119,11 +1126,11 @@ mse_grad(as_gradctx *c, const as_op *op, const int32_t *dout, int32_t *din, as_e
     in[1] = o.in[0];
     in[2] = o.in[1];
     if (as_grad_needs(c, 0))
-        AS_CHECK(as_grad_emit(c, "mse_loss_grad", in, 3, NULL, 0, &din[0], err));
+        AS_CHECK(as_grad_emit(c, "mse_loss_grad", in, 3, &a, 1, &din[0], err));
     in[1] = o.in[1];
     in[2] = o.in[0];
     if (as_grad_needs(c, 1))
-        AS_CHECK(as_grad_emit(c, "mse_loss_grad", in, 3, NULL, 0, &din[1], err));
+        AS_CHECK(as_grad_emit(c, "mse_loss_grad", in, 3, &a, 1, &din[1], err));
     return AS_OK;
 }
 
@@ -1164,12 +1171,14 @@ const as_op_def as_ops_nn[] = {
     {"cross_entropy", 2, 2, AS_OPF_LOSS, 0x2u, "",
      "mean over rows of -log softmax(logits)[label]", ce_infer, ce_flops, NULL, ce_kernel,
      ce_grad, ce_irange},
-    {"cross_entropy_grad", 3, 3, AS_OPF_GRAD, 0x4u, "",
-     "dlogits = dl/rows * (softmax(logits) - one_hot(labels))", ce_grad_infer, ce_grad_flops,
+    {"cross_entropy_grad", 3, 3, AS_OPF_GRAD, 0x4u, "count:i=0",
+     "dlogits = dl/count * (softmax(logits) - one_hot(labels)); count = rows of the batch "
+     "(0: this input's rows)", ce_grad_infer, ce_grad_flops,
      NULL, ce_grad_kernel, NULL, ce_irange},
     {"mse_loss", 2, 2, AS_OPF_LOSS, 0, "", "mean((pred - target)^2)", mse_infer, mse_flops, NULL,
      mse_kernel, mse_grad, NULL},
-    {"mse_loss_grad", 3, 3, AS_OPF_GRAD, 0, "", "dpred = dl * 2/n * (pred - target)",
+    {"mse_loss_grad", 3, 3, AS_OPF_GRAD, 0, "count:i=0",
+     "dpred = dl * 2/count * (pred - target); count = elements of the batch (0: this input's)",
      mse_grad_infer, mse_flops, NULL, mse_grad_kernel, NULL, NULL},
 };
 const int as_ops_nn_count = (int)(sizeof as_ops_nn / sizeof as_ops_nn[0]);

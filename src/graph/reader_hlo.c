@@ -594,12 +594,13 @@ hlo_parse_slice(const hlo_attr *a, int64_t *b, int64_t *e, int64_t *s, int *n)
 }
 
 /*
- * window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=1x1 rhs_dilate=1x1}:
- * fill per-dim arrays (defaults 1 / 0); returns the rank or -1.
+ * window={size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=1x1 rhs_dilate=1x1
+ * rhs_reversal=0x1}: fill per-dim arrays (defaults 1 / 0; REV[k] = 1 for
+ * lhs_reversal | 2 for rhs_reversal); returns the rank or -1.
  */
 static int
 hlo_parse_window(const hlo_attr *a, int64_t *size, int64_t *stride, int64_t *lo, int64_t *hi,
-                 int64_t *ldil, int64_t *rdil)
+                 int64_t *ldil, int64_t *rdil, int64_t *rev)
 {
     char buf[512], *tok, *save = NULL;
     int rank = -1, i;
@@ -610,7 +611,7 @@ hlo_parse_window(const hlo_attr *a, int64_t *size, int64_t *stride, int64_t *lo,
     buf[a->vlen] = '\0';
     for (i = 0; i < AS_MAX_RANK; i++) {
         size[i] = stride[i] = ldil[i] = rdil[i] = 1;
-        lo[i] = hi[i] = 0;
+        lo[i] = hi[i] = rev[i] = 0;
     }
     for (tok = strtok_r(buf, "{} ", &save); tok != NULL; tok = strtok_r(NULL, "{} ", &save)) {
         char *eq = strchr(tok, '='), *p;
@@ -637,7 +638,9 @@ hlo_parse_window(const hlo_attr *a, int64_t *size, int64_t *stride, int64_t *lo,
                 ldil[k] = x;
             else if (strcmp(tok, "rhs_dilate") == 0)
                 rdil[k] = x;
-            else if (strcmp(tok, "lhs_reversal") != 0 && strcmp(tok, "rhs_reversal") != 0)
+            else if (strcmp(tok, "lhs_reversal") == 0 || strcmp(tok, "rhs_reversal") == 0)
+                rev[k] |= x != 0 ? (tok[0] == 'l' ? 1 : 2) : 0;
+            else
                 return -1;
             p = *q == 'x' ? q + 1 : q;
         }
@@ -823,31 +826,54 @@ hlo_pad(importer *im, const hlo_comp *c, const hlo_instr *ins, const char *prefi
     }
 }
 
+/*
+ * convolution: the registry's conv2d when the layout is NCHW/OIHW
+ * (bf01_oi01->bf01), the padding symmetric and there is no lhs dilation,
+ * batch grouping or reversal; else conv_general with the full window.
+ */
 static int
 hlo_conv(importer *im, const hlo_instr *ins, const char *prefix, const hval *vals, hval *res)
 {
     int64_t sz[AS_MAX_RANK], st[AS_MAX_RANK], lo[AS_MAX_RANK], hi[AS_MAX_RANK];
-    int64_t ld[AS_MAX_RANK], rd[AS_MAX_RANK];
+    int64_t ld[AS_MAX_RANK], rd[AS_MAX_RANK], rev[AS_MAX_RANK], rrev[AS_MAX_RANK];
     const hlo_attr *dl = as_hlo_i_attr(ins, "dim_labels");
-    int r = hlo_parse_window(as_hlo_i_attr(ins, "window"), sz, st, lo, hi, ld, rd);
+    int r = hlo_parse_window(as_hlo_i_attr(ins, "window"), sz, st, lo, hi, ld, rd, rev);
+    int64_t groups = hlo_attr_int(ins, "feature_group_count", 1);
+    int64_t bgroups = hlo_attr_int(ins, "batch_group_count", 1);
+    int k, nchw, lrev = 0;
     char lab[64];
     int32_t in[2];
 
-    if (r < 0 || dl == NULL || dl->vlen >= sizeof lab || ins->nops != 2)
-        return hlo_opaque(im, ins, prefix, vals, 0.0, "convolution (unparsed window)", res);
+    for (k = 0; k < r; k++) {
+        lrev |= (rev[k] & 1) != 0;
+        rrev[k] = (rev[k] & 2) != 0;
+    }
+    if (r < 0 || lrev || dl == NULL || dl->vlen >= sizeof lab || ins->nops != 2)
+        return hlo_opaque(im, ins, prefix, vals, 0.0,
+                          "convolution (unparsed window or lhs_reversal)", res);
     memcpy(lab, dl->val, dl->vlen);
     lab[dl->vlen] = '\0';
     AS_CHECK(hlo_operands(im, ins, vals, in, 2));
+    nchw = strcmp(lab, "bf01_oi01->bf01") == 0 && r == 2 && bgroups == 1 &&
+           as_dtype_is_float(as_graph_tensor(im->g, in[0])->shape.dtype);
+    for (k = 0; nchw && k < r; k++)
+        nchw = ld[k] == 1 && lo[k] == hi[k] && lo[k] >= 0 && rrev[k] == 0;
+    if (nchw) {
+        as_attr at[4] = {AS_ATTR_V("stride", 2, st), AS_ATTR_V("padding", 2, lo),
+                         AS_ATTR_V("dilation", 2, rd), AS_ATTR_I("groups", groups)};
+        return hlo_simple(im, ins, prefix, "conv2d", in, 2, at, 4, res);
+    }
     {
-        as_attr at[8] = {AS_ATTR_S("dim_labels", lab),
+        as_attr at[9] = {AS_ATTR_S("dim_labels", lab),
                          AS_ATTR_V("stride", r, st),
                          AS_ATTR_V("pad_lo", r, lo),
                          AS_ATTR_V("pad_hi", r, hi),
                          AS_ATTR_V("lhs_dilate", r, ld),
                          AS_ATTR_V("rhs_dilate", r, rd),
-                         AS_ATTR_I("feature_group_count", hlo_attr_int(ins, "feature_group_count", 1)),
-                         AS_ATTR_I("batch_group_count", hlo_attr_int(ins, "batch_group_count", 1))};
-        return hlo_simple(im, ins, prefix, "conv_general", in, 2, at, 8, res);
+                         AS_ATTR_V("rhs_reversal", r, rrev),
+                         AS_ATTR_I("feature_group_count", groups),
+                         AS_ATTR_I("batch_group_count", bgroups)};
+        return hlo_simple(im, ins, prefix, "conv_general", in, 2, at, 9, res);
     }
 }
 
@@ -856,14 +882,15 @@ hlo_reduce_window(importer *im, const hlo_comp *c, const hlo_instr *ins, const c
                   const hval *vals, hval *res)
 {
     int64_t sz[AS_MAX_RANK], st[AS_MAX_RANK], lo[AS_MAX_RANK], hi[AS_MAX_RANK];
-    int64_t ld[AS_MAX_RANK], rd[AS_MAX_RANK];
-    int r = hlo_parse_window(as_hlo_i_attr(ins, "window"), sz, st, lo, hi, ld, rd), i, dil = 0;
+    int64_t ld[AS_MAX_RANK], rd[AS_MAX_RANK], rev[AS_MAX_RANK];
+    int r = hlo_parse_window(as_hlo_i_attr(ins, "window"), sz, st, lo, hi, ld, rd, rev), i;
+    int dil = 0;
     const char *red = hlo_reducer(im, hlo_callee(im, ins, "to_apply"));
     double init = 0.0;
     int32_t in;
 
     for (i = 0; i < r; i++)
-        dil |= ld[i] != 1 || rd[i] != 1;
+        dil |= ld[i] != 1 || rd[i] != 1 || rev[i] != 0;
     if (r < 0 || dil || ins->nops != 2 || red == NULL || strcmp(red, "prod") == 0 ||
         strcmp(red, "assign") == 0 || !hlo_const_value(&c->ins[ins->opidx[1]], &init))
         return hlo_opaque(im, ins, prefix, vals, hlo_instr_flops(im, c, ins),
@@ -953,6 +980,46 @@ hlo_inline(importer *im, const hlo_instr *ins, const char *prefix, const hval *v
     return rc;
 }
 
+/*
+ * An operand the module does not define but whose type is written with it:
+ * one input per leaf of that type (an array: NAME; a tuple: NAME.0, NAME.1,
+ * ... over its leaves in order), batch dim 0.
+ */
+static int
+hlo_extern(importer *im, const hlo_instr *ins, const char *prefix, hval *res)
+{
+    shape_vec leaves = {0};
+    id_vec ids = {0};
+    char base[600], name[640];
+    int rc = AS_OK, k = 0;
+    size_t i;
+
+    hlo_full_name(prefix, ins, base, sizeof base);
+    if (prefix == NULL)
+        snprintf(base, sizeof base, "%s", ins->name);
+    hlo_type_leaves(&ins->type, &leaves);
+    for (i = 0; i < leaves.n; i++) {
+        int32_t tid;
+        if (ins->type.ntuple < 0)
+            snprintf(name, sizeof name, "%s", base);
+        else
+            snprintf(name, sizeof name, "%s.%d", base, (int)i);
+        if (as_graph_add_tensor(im->g, name, &leaves.v[i], AS_TK_INPUT,
+                                leaves.v[i].rank > 0 ? 0 : -1, &tid, im->err) != AS_OK) {
+            as_err_prefix(im->err, "%s:%d:%d: ", im->path, ins->line, ins->col);
+            rc = AS_EPARSE;
+            goto out;
+        }
+        as_graph_tensor_line(im->g, tid, ins->line);
+        AS_VEC_PUSH(&ids, tid);
+    }
+    *res = hlo_val_like(im, &ins->type, ids.v, &k);
+out:
+    free(leaves.v);
+    free(ids.v);
+    return rc;
+}
+
 /* Instructions that carry a value through unchanged or only rearrange a tuple. */
 static int
 hlo_structural(importer *im, const hlo_instr *ins, const hval *vals, hval *res)
@@ -1015,6 +1082,8 @@ hlo_emit_instr(importer *im, const hlo_comp *c, int i, const char *prefix, const
         as_graph_tensor_line(im->g, res->tid, ins->line);
         return AS_OK;
     }
+    if (op_is(ins, AS_HLO_EXTERN))
+        return hlo_extern(im, ins, prefix, res);
     if (op_is(ins, "constant")) {
         if (ins->type.ntuple >= 0)
             return hlo_opaque(im, ins, prefix, vals, 0.0, "constant (tuple)", res);
@@ -1263,6 +1332,14 @@ hlo_warn_opaque(importer *im)
     if (total > 0)
         as_warn("%s: %d unsupported HLO op%s kept as opaque: %s", im->path, total,
                 total == 1 ? "" : "s", buf);
+    if (im->m->nextern == 1)
+        as_warn("%s:%d:%d: '%s' is not defined in this module; imported as an input of its "
+                "written type", im->path, im->m->extern_line, im->m->extern_col,
+                im->m->extern_name);
+    else if (im->m->nextern > 1)
+        as_warn("%s:%d:%d: %d instructions ('%s' first) are not defined in this module; "
+                "imported as inputs of their written types", im->path, im->m->extern_line,
+                im->m->extern_col, im->m->nextern, im->m->extern_name);
     if (im->nloops > 0)
         as_warn("%s: %d while/conditional op%s kept as opaque, costed as one execution of the "
                 "body", im->path, im->nloops, im->nloops == 1 ? "" : "s");

@@ -217,6 +217,12 @@ as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_red
     as_ilp_opts_init(&io);
     if (reduce != 0) {
         AS_CHECK(as_reduce(p, reduce, rp, red, err));
+        if (as_problem_nnodes(*rp) == 0 && (reduce & AS_REDUCE_PBQP)) {
+            /* everything eliminated: an empty ILP cannot be written, keep the nodes */
+            as_problem_free(*rp);
+            as_reduction_free(*red);
+            AS_CHECK(as_reduce(p, reduce & ~AS_REDUCE_PBQP, rp, red, err));
+        }
         ids = as_xcalloc(as_problem_nnodes(*rp) + 1, sizeof *ids);
         for (i = 0; i < as_problem_nnodes(*rp); i++)
             ids[i] = as_reduction_origin(*red, i);

@@ -152,7 +152,11 @@ void as_solve_result_free(as_solve_result *res);
  */
 int as_solve_from_values(const as_problem *p, unsigned reduce, const char *solpath,
                          as_plan *plan, as_sol_status *status, as_err *err);
-/** Build the (reduced) ILP of P as export and --solution see it. */
+/**
+ * Build the (reduced) ILP of P as export and --solution see it (*RP and *RED
+ * are NULL when REDUCE is 0).  When the reductions would eliminate every
+ * node, the PBQP eliminations are left out so that the ILP is not empty.
+ */
 int as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_reduction **red,
                        as_ilp **ilp, as_err *err);
 void as_plan_free(as_plan *plan);

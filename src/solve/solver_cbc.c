@@ -92,6 +92,7 @@ cbc_limits(Cbc_Model *m, const as_solver_data *data, const as_limits *lim)
     if (lim->time_limit_s > 0) {
         snprintf(buf, sizeof buf, "%.3f", lim->time_limit_s);
         Cbc_setParameter(m, "seconds", buf);
+        Cbc_setMaximumSeconds(m, lim->time_limit_s);
     }
     if (lim->gap > 0) {
         snprintf(buf, sizeof buf, "%.17g", lim->gap);

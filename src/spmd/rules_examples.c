@@ -53,7 +53,7 @@ static const ex_entry ex_table[] = {
                            "weight_shape=[24,18,3,3]"},
     {"conv_general", "f32[6,12,12,18] f32[3,3,18,24]; dim_labels=b01f_01io->b01f"},
     {"cross_entropy", "f32[6,12] i32[6]"},
-    {"cross_entropy_grad", "f32[] f32[6,12] i32[6]"},
+    {"cross_entropy_grad", "f32[] f32[6,12] i32[6]; count=6"},
     {"div", EX_BINARY},
     {"dot_general", "f32[6,12,18] f32[6,18,24]; lhs_batch=[0] rhs_batch=[0] lhs_contract=[2] "
                     "rhs_contract=[1]"},
@@ -87,7 +87,7 @@ static const ex_entry ex_table[] = {
     {"momentum_buf", EX_BINARY},
     {"momentum_update", EX_BINARY},
     {"mse_loss", EX_BINARY},
-    {"mse_loss_grad", "f32[] f32[6,12] f32[6,12]"},
+    {"mse_loss_grad", "f32[] f32[6,12] f32[6,12]; count=72"},
     {"mul", EX_BINARY},
     {"neg", EX_UNARY},
     {"one_hot", "i32[6]; depth=12"},

@@ -6,7 +6,7 @@ D="$top_srcdir/tests/data/hlo"
 has() { if grep -q -- "$1" "$2"; then ok 0 "$3"; else ok 1 "$3"; fi; }
 
 for f in mlp_train dot_general shape_ops gather_scatter conv_window collectives fusion_call \
-         while_cond opaque; do
+         while_cond opaque extern_typed conv_nchw; do
     as inspect "$D/$f.hlo"
     ok $rc "$f.hlo imports"
 done
@@ -30,6 +30,30 @@ has 'warning: .*opaque.hlo: 5 unsupported HLO ops kept as opaque: sine (2), cosi
 as inspect "$D/while_cond.hlo"
 has 'while/conditional' "$T/err" "while/conditional warned"
 
+as convert "$D/conv_window.hlo" -o "$T/c.asg"
+has '= conv_general(x, w) dim_labels="b01f_01io->b01f" stride=\[2,2\] pad_lo=\[1,1\]' "$T/c.asg" \
+    "an NHWC convolution becomes conv_general"
+as convert "$D/conv_nchw.hlo" -o "$T/n.asg"
+has '^convolution.1 : f32\[8,16,16,16\] = conv2d(x, w) stride=\[2,2\] padding=\[1,1\] dilation=\[1,1\] groups=1$' \
+    "$T/n.asg" "an NCHW/OIHW convolution with symmetric padding becomes conv2d"
+has '^convolution.2 : .* = conv_general(v, k) dim_labels="b012f_012io->b012f"' "$T/n.asg" \
+    "a 3-D convolution becomes conv_general"
+as inspect "$D/conv_nchw.hlo"
+# 2*8*16*16*16*27 + 2*(2*4*6*6*5)*3*27 + 2*8*16*17*17*27 = 1769472 + 233280 + 1997568
+has '^flops per step: .*(4.00032e+06)' "$T/out" "convolution FLOPs: 2 * out * C/groups * window"
+
+as convert "$D/extern_typed.hlo" -o "$T/e.asg"
+ok $rc "a module reading undefined but typed operands imports"
+has "warning: .*extern_typed.hlo:5:72: 2 instructions ('all-reduce.9' first) are not defined in this module; imported as inputs of their written types" \
+    "$T/err" "one warning line counts the undefined typed operands"
+has '^input all-reduce.9.0 : f32\[4,8\] batch=0$' "$T/e.asg" "undefined tuple operand: one input per element (0)"
+has '^input all-reduce.9.1 : f32\[8\] batch=0$' "$T/e.asg" "undefined tuple operand: one input per element (1)"
+has '^input scale.2 : f32\[8\] batch=0$' "$T/e.asg" "undefined array operand: one input"
+has '^add.5 : f32\[8\] = add(all-reduce.9.1, neg.4)$' "$T/e.asg" "get-tuple-element resolves to the element input"
+
+as inspect "$D/bad_undefined_retyped.hlo"
+expect_fail 2 "bad_undefined_retyped.hlo:6:56: undefined instruction 'ext.7' is written with another type than at line 5" \
+    "an undefined operand written with two types"
 as inspect "$D/bad_truncated.hlo"
 expect_fail 2 'bad_truncated.hlo:14:1: unexpected end of file' "truncated file"
 as inspect "$D/bad_unbalanced.hlo"
@@ -42,7 +66,9 @@ expect_fail 2 "bad_shape.hlo:6:9: 'dot.5' declares f32\[8,16\] but dot gives f32
 as inspect "$D/bad_operand_shape.hlo"
 expect_fail 2 "bad_operand_shape.hlo:6:9: 'add': add: cannot broadcast" "operands do not fit the op"
 as inspect "$D/bad_undefined.hlo"
-expect_fail 2 "bad_undefined.hlo:5:34: undefined instruction 'y.7'" "undefined instruction"
+expect_fail 2 "bad_undefined.hlo:5:34: undefined instruction 'y.7' in 'main'" \
+    "undefined instruction without a written type"
+if grep -q 'warning' "$T/err"; then ok 1 "no warning before that error"; else ok 0 "no warning before that error"; fi
 as inspect "$D/bad_undefined_comp.hlo"
 expect_fail 2 "bad_undefined_comp.hlo:6:60: undefined computation '%nosuch'" \
     "undefined computation"

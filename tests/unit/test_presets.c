@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -307,6 +308,49 @@ test_small_training(void)
     }
 }
 
+/*
+ * Training FLOPs of GPT presets against the literature: Kaplan et al. (2020)
+ * count C = 6 N T + 12 L S H T per step (parameters N, tokens T, layers L,
+ * context S, width H); the attention term is why 6 N T alone is within 5%
+ * only when S << 6H (GPT-3 175B: S / 6H = 2.8%), not for GPT-2 small.
+ */
+static void
+test_flops(void)
+{
+    static const struct {
+        const char *name;
+        double l, s, h;
+    } cases[] = {{"gpt2-small", 12, 1024, 768}, {"gpt3-1.3b", 24, 2048, 2048},
+                 {"gpt3-175b", 96, 2048, 12288}};
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        as_train_opts o;
+        as_graph_stats st;
+        as_graph *g = build(cases[i].name, NULL);
+        as_err err;
+        double n, kaplan;
+        if (g == NULL)
+            continue;
+        as_train_opts_init(&o);
+        n = (double)as_preset_nparams(g);
+        if (as_autodiff(g, &o, &err) != AS_OK || as_graph_stats_compute(g, &st, &err) != AS_OK) {
+            ok(0, "%s: %s", cases[i].name, err.msg);
+            as_graph_free(g);
+            continue;
+        }
+        kaplan = 6 * n * st.tokens + 12 * cases[i].l * cases[i].s * cases[i].h * st.tokens;
+        ok(fabs(st.flops / kaplan - 1) < 0.02, "%s: FLOPs %.4g within 2%% of 6NT + 12LSHT %.4g",
+           cases[i].name, st.flops, kaplan);
+        if (strcmp(cases[i].name, "gpt3-175b") == 0)
+            ok(fabs(st.flops / (6 * n * st.tokens) - 1) < 0.05,
+               "%s: FLOPs within 5%% of 6NT (%.4f)", cases[i].name,
+               st.flops / (6 * n * st.tokens));
+        as_graph_stats_free(&st);
+        as_graph_free(g);
+    }
+}
+
 int
 main(void)
 {
@@ -318,5 +362,6 @@ main(void)
     test_gpt_structure();
     test_training();
     test_small_training();
+    test_flops();
     return done_testing();
 }

@@ -131,6 +131,10 @@ test_examples(void)
     expect("gelu", "in0:0 -> gather(0); in0:1 -> gather(1)", "elementwise");
     expect("cross_entropy", "in0:0 in1:0 -> mean", "batch split averages equal shards");
     expect("mse_loss", "in0:0 in1:0 -> mean; in0:1 in1:1 -> mean", "any dim averages");
+    expect("cross_entropy_grad", "in0:- in1:0 in2:0 -> gather(0)",
+           "loss gradient with a global count splits by batch");
+    expect("mse_loss_grad", "in0:- in1:0 in2:0 -> gather(0); in0:- in1:1 in2:1 -> gather(1)",
+           "mse gradient with a global count splits any dim");
     expect("embedding", "in0:1 in1:- -> gather(1); in0:- in1:0 -> gather(0)",
            "vocab split impossible (ids must be local rows), hidden and ids gather");
     expect("embedding_grad", "in0:0 in1:0 -> sum; in0:1 in1:- -> gather(1)",

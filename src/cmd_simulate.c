@@ -1,0 +1,170 @@
+/* cmd_simulate.c -- `autoshard simulate`: run an event program through the
+ * schedule-exact simulator and print its report (docs/sim.md).
+ *
+ *   autoshard simulate --program FILE [--hw NAME|FILE] [--cost-model M]
+ *                      [--set KEY=VALUE]... [--no-overlap] [--capacity BYTES]
+ *                      [--json] [--trace FILE] [--print-program]
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "sim/sim.h"
+
+enum {
+    OPT_PROGRAM = 256,
+    OPT_HW,
+    OPT_COST,
+    OPT_SET,
+    OPT_NO_OVERLAP,
+    OPT_CAPACITY,
+    OPT_JSON,
+    OPT_TRACE,
+    OPT_PRINT
+};
+
+#define SIM_MAX_PARAMS 16
+
+typedef struct sim_cli {
+    const char *program;                 /**< --program */
+    const char *trace;                   /**< --trace */
+    const char *params[SIM_MAX_PARAMS];  /**< --set */
+    int json, print;
+    as_sim_opts o;
+} sim_cli;
+
+static int simulate_exec(int argc, char **argv);
+
+const struct as_cmd as_cmd_simulate = {
+    .name = "simulate",
+    .args = "--program FILE [--hw NAME|FILE] [--cost-model M] [--no-overlap] [--json] "
+            "[--trace FILE]",
+    .summary = "simulate an event program: time, memory, bubbles, critical path",
+    .help = "Options:\n"
+            "  --program FILE       event program text (docs/sim.md); '-' reads stdin\n"
+            "  --hw NAME|FILE       hardware profile (default: the program's hw=, else a100-dgx)\n"
+            "  --cost-model M       roofline, alpa or distir (default: the program's cost=,\n"
+            "                       else roofline); costs events given without time=\n"
+            "  --set KEY=VALUE      cost-model parameter (repeatable)\n"
+            "  --no-overlap         one stream per device: communication does not overlap\n"
+            "                       computation\n"
+            "  --capacity BYTES     memory per device for OOM flags (default: the profile's)\n"
+            "  --json               print the report as JSON\n"
+            "  --trace FILE         write a Chrome trace (open in Perfetto) atomically\n"
+            "  --print-program      print the program in canonical text form and exit\n"
+            "\nA deadlocked program, an unproduced tensor or a malformed line is an input\n"
+            "error (exit 2) naming the line.\n",
+    .exec = simulate_exec,
+};
+
+static int
+simulate_parse(int argc, char **argv, sim_cli *c)
+{
+    static const struct option opts[] = {
+        {"program", required_argument, NULL, OPT_PROGRAM},
+        {"hw", required_argument, NULL, OPT_HW},
+        {"cost-model", required_argument, NULL, OPT_COST},
+        {"set", required_argument, NULL, OPT_SET},
+        {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
+        {"capacity", required_argument, NULL, OPT_CAPACITY},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"trace", required_argument, NULL, OPT_TRACE},
+        {"print-program", no_argument, NULL, OPT_PRINT},
+        {NULL, 0, NULL, 0}};
+    char *end;
+    int ch;
+
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case OPT_PROGRAM:
+            c->program = optarg;
+            break;
+        case OPT_HW:
+            c->o.hw = optarg;
+            break;
+        case OPT_COST:
+            c->o.cost_model = optarg;
+            break;
+        case OPT_SET:
+            if (c->o.nparams == SIM_MAX_PARAMS)
+                return as_cmd_usage(&as_cmd_simulate, "too many --set (at most %d)",
+                                    SIM_MAX_PARAMS);
+            c->params[c->o.nparams++] = optarg;
+            break;
+        case OPT_NO_OVERLAP:
+            c->o.overlap = 0;
+            break;
+        case OPT_CAPACITY:
+            c->o.capacity = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !isfinite(c->o.capacity) || c->o.capacity <= 0)
+                return as_cmd_usage(&as_cmd_simulate, "--capacity must be a number > 0, got '%s'",
+                                    optarg);
+            break;
+        case OPT_JSON:
+            c->json = 1;
+            break;
+        case OPT_TRACE:
+            c->trace = optarg;
+            break;
+        case OPT_PRINT:
+            c->print = 1;
+            break;
+        default:
+            return as_cmd_usage(&as_cmd_simulate, "unknown or incomplete option '%s'",
+                                argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return as_cmd_usage(&as_cmd_simulate, "unexpected argument '%s'", argv[optind]);
+    if (c->program == NULL)
+        return as_cmd_usage(&as_cmd_simulate, "--program FILE is required");
+    c->o.params = c->params;
+    return AS_EXIT_OK;
+}
+
+static int
+simulate_exec(int argc, char **argv)
+{
+    as_sim_prog *prog = NULL;
+    as_sim_result *res = NULL;
+    as_err err = {0};
+    sim_cli c;
+    int rc;
+
+    memset(&c, 0, sizeof c);
+    as_sim_opts_init(&c.o);
+    if ((rc = simulate_parse(argc, argv, &c)) != AS_EXIT_OK)
+        return rc;
+    if (as_sim_prog_read(c.program, &prog, &err) != AS_OK)
+        return as_cmd_fail(&err);
+    if (c.print) {
+        rc = as_sim_prog_write(prog, stdout, &err) == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+        goto out;
+    }
+    if (as_sim_run(prog, &c.o, &res, &err) != AS_OK) {
+        rc = as_cmd_fail(&err);
+        goto out;
+    }
+    if (c.trace != NULL && as_sim_trace_write(prog, res, c.trace, &err) != AS_OK) {
+        rc = as_cmd_fail(&err);
+        goto out;
+    }
+    if (c.json) {
+        if (as_sim_report_json(prog, res, stdout, &err) != AS_OK) {
+            rc = as_cmd_fail(&err);
+            goto out;
+        }
+    } else {
+        as_sim_report_text(prog, res, as_verbosity >= 2, stdout);
+    }
+    rc = AS_EXIT_OK;
+out:
+    as_sim_result_free(res);
+    as_sim_prog_free(prog);
+    return rc;
+}

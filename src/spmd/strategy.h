@@ -1,0 +1,133 @@
+/* strategy.h -- per-op sharding strategies on a mesh, their costs, and the
+ * cost of resharding a tensor from one spec to another.
+ *
+ * A strategy of an op gives each mesh axis one rule of the op's rule set
+ * (rules.h) or leaves the op replicated over it; axes given the same rule
+ * split the same dims further (one dim over several axes).  It carries the
+ * spec of every input and output, the compute time on local shapes, the
+ * communication its combine functions imply and the per-device bytes of its
+ * outputs.  An output left partial by a reduce rule comes in variants
+ * (docs/strategies.md): keep the partial (the consumers' edges pay the
+ * all-reduce / reduce-scatter), resolve it inside the op with an all-reduce
+ * (output replicated over those axes, "+allreduce"), or with a
+ * reduce-scatter along an output dim ("+reducescatter(D)").  Resolving in
+ * the op charges the collective once, however many consumers read it.
+ *
+ * Declared tensors (inputs, parameters, states, constants) have one
+ * strategy per spec in which every mesh axis replicates or splits one dim.
+ *
+ * Sets are interned in a context per (op type, attributes, shapes) -- or
+ * (tensor kind, shape, memory factor) -- signature, so identical layers are
+ * costed once (DistSim); resharding matrices are cached per (producer set,
+ * output, consumer set, input).
+ *
+ * Ownership: an as_strat_ctx borrows its cost model (and the model's mesh)
+ * and owns every set, strategy, spec, name and matrix it returns; they stay
+ * valid until as_strat_ctx_free().  A context is not thread-safe.
+ */
+#ifndef AS_STRATEGY_H
+#define AS_STRATEGY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../autoshard.h"
+#include "../graph/registry.h"
+#include "cost.h"
+#include "spec.h"
+
+/* How the partial outputs of a strategy are resolved inside the op. */
+#define AS_RESOLVE_NONE (-1)      /* no partial output, or kept partial */
+#define AS_RESOLVE_ALLREDUCE (-2) /* all-reduced: replicated over the partial axes */
+/* >= 0: reduce-scattered along that output dim over the partial axes */
+
+typedef struct as_strategy {
+    const char *name;              /**< "column(tp)", "row(tp)+allreduce", "rep", "[dp,None]" */
+    const as_spec *in;             /**< [nin] spec each input must arrive in */
+    const as_spec *out;            /**< [nout] spec of each output as it leaves the op */
+    int8_t rule[AS_MESH_MAX_AXES]; /**< rule id per mesh axis, -1 = replicated (tensors: -1) */
+    int resolve;                   /**< AS_RESOLVE_* or the reduce-scatter dim */
+    double compute;                /**< seconds on local shapes (alpa: 0; params: penalty) */
+    double comm;                   /**< seconds of the collectives the strategy implies */
+    double mem;                    /**< bytes per device of its outputs (params: see above) */
+} as_strategy;
+
+typedef struct as_strategy_set {
+    int id;                  /**< dense index in its context */
+    const char *key;         /**< signature it is cached under */
+    int nin, nout;           /**< arity (declared tensors: 0 inputs, 1 output) */
+    as_shape *out_shape;     /**< [nout] global output shapes */
+    int n;                   /**< number of strategies, >= 1 (index 0 is fully replicated) */
+    const as_strategy *s;    /**< [n] */
+} as_strategy_set;
+
+typedef struct as_strat_ctx as_strat_ctx;
+
+/* Context. */
+/** A context for cost model CM (borrowed; its mesh too). */
+as_strat_ctx *as_strat_ctx_new(const as_cost_model *cm);
+void as_strat_ctx_free(as_strat_ctx *ctx); /* NULL is a no-op */
+const as_cost_model *as_strat_ctx_model(const as_strat_ctx *ctx);
+/** Counters: sets built, set lookups answered from the cache, matrices built / reused. */
+typedef struct as_strat_stats {
+    long sets, set_hits, matrices, matrix_hits;
+    double matrix_entries; /**< entries of the distinct matrices built */
+} as_strat_stats;
+void as_strat_ctx_stats(const as_strat_ctx *ctx, as_strat_stats *st);
+
+/* Enumeration. */
+/**
+ * The strategies of the op instance INFO (def, input shapes, bound
+ * attributes; info->out may be NULL).  Rules come from as_rules_get.
+ * *OUT is owned by CTX.  Errors: those of as_rules_get.
+ */
+int as_strat_op(as_strat_ctx *ctx, const as_opinfo *info, const as_strategy_set **out,
+                as_err *err);
+/**
+ * The strategies of a declared tensor of SHAPE and KIND: every fitting
+ * spec.  MEM_FACTOR multiplies the local bytes (a parameter: 2 + its number
+ * of optimizer states, for the value, its gradient and its states);
+ * parameters pay the model's replicated penalty (as compute) in proportion
+ * to the axes they are replicated over.
+ */
+const as_strategy_set *as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape,
+                                       as_tensor_kind kind, double mem_factor);
+/** Index of the strategy of SET whose name is NAME, or -1. */
+int as_strat_find(const as_strategy_set *set, const char *name);
+
+/* Resharding (reshard.c). */
+/** One collective (or free local slice) of a resharding. */
+typedef struct as_reshard_step {
+    int kind;      /**< as_coll, or -1 for a local slice (free) */
+    int axis;      /**< mesh axis */
+    double bytes;  /**< bytes in cost.h's convention for KIND */
+    double cost;   /**< seconds */
+} as_reshard_step;
+
+#define AS_RESHARD_MAX_STEPS (4 * AS_MESH_MAX_AXES)
+
+/**
+ * The steps that turn a tensor of global SHAPE laid out as FROM into TO,
+ * per mesh axis (DESIGN.md "Cost models"): sharded -> replicated all-gather,
+ * replicated -> sharded slice (free), dim i -> dim j all-to-all, partial ->
+ * replicated all-reduce, partial -> sharded reduce-scatter; a change the
+ * per-axis moves cannot express (axes reordered, a dim moving to a more
+ * major axis) gathers the dim and slices again.  Free slices that shrink
+ * the tensor are done first, all-reduces and reduce-scatters next, then
+ * gathers and all-to-alls (minor axes first).  Writes at most
+ * AS_RESHARD_MAX_STEPS steps into STEPS (may be NULL); returns the count.
+ * *COST (may be NULL) gets the total seconds.
+ */
+int as_reshard_steps(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
+                     const as_spec *to, as_reshard_step *steps, double *cost);
+/** Total seconds of as_reshard_steps (0 when FROM equals TO). */
+double as_reshard_cost(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
+                       const as_spec *to);
+/**
+ * The k_u x k_v matrix (row-major) of resharding output OUT_IDX of U's
+ * strategies into input IN_IDX of V's strategies, cached in CTX.
+ */
+const double *as_strat_reshard_matrix(as_strat_ctx *ctx, const as_strategy_set *u, int out_idx,
+                                      const as_strategy_set *v, int in_idx);
+
+#endif /* AS_STRATEGY_H */
