@@ -146,6 +146,13 @@ int as_read_file(const char *path, char **buf, size_t *len, as_err *err);
  * a failed write never leaves a half-written file.  PATH "-" or NULL is stdout.
  */
 int as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *err);
+/**
+ * Create a temporary file "PATH.tmp.XXXXXX" beside PATH with the mode a plain
+ * fopen would give (0666 less the umask); *TMP gets its malloc'ed name.
+ * Returns the open descriptor, or -1 with AS_EIO in ERR.  Rename it over
+ * PATH when complete, unlink it on failure.
+ */
+int as_mkstemp_beside(const char *path, char **tmp, as_err *err);
 /** Format a byte count as "1.50 GiB" into BUF (at least 32 bytes). */
 const char *as_fmt_bytes(double bytes, char *buf, size_t n);
 /** Format a count with SI suffix ("1.23 T") into BUF. */

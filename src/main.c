@@ -14,6 +14,9 @@
 extern const struct as_cmd as_cmd_rules;
 extern const struct as_cmd as_cmd_solve, as_cmd_export;
 
+extern const struct as_cmd as_cmd_simulate;
+extern const struct as_cmd as_cmd_strategies;
+
 static const struct as_cmd *const cmd_table[] = {
     &as_cmd_gen,
     &as_cmd_hw,
@@ -22,6 +25,8 @@ static const struct as_cmd *const cmd_table[] = {
     &as_cmd_rules,
     &as_cmd_solve,
     &as_cmd_export,
+    &as_cmd_simulate,
+    &as_cmd_strategies,
     NULL,
 };
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -466,6 +467,26 @@ as_read_file(const char *path, char **buf, size_t *len, as_err *err)
 }
 
 int
+as_mkstemp_beside(const char *path, char **tmp, as_err *err)
+{
+    mode_t mask;
+    int fd;
+
+    *tmp = as_xasprintf("%s.tmp.XXXXXX", path);
+    if ((fd = mkstemp(*tmp)) < 0) {
+        as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+        free(*tmp);
+        *tmp = NULL;
+        return -1;
+    }
+    /* mkstemp creates 0600; give the file the mode a plain fopen would. */
+    mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+    return fd;
+}
+
+int
 as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *err)
 {
     char *tmp;
@@ -477,13 +498,8 @@ as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *err)
             return as_errf(err, AS_EIO, "<stdout>: write error: %s", strerror(errno));
         return AS_OK;
     }
-    tmp = as_xasprintf("%s.tmp.XXXXXX", path);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
-        free(tmp);
+    if ((fd = as_mkstemp_beside(path, &tmp, err)) < 0)
         return AS_EIO;
-    }
     fp = fdopen(fd, "wb");
     if (fp == NULL || fwrite(buf, 1, len, fp) != len || fflush(fp) != 0 || fsync(fd) != 0) {
         as_errf(err, AS_EIO, "%s: write error: %s", path, strerror(errno));

@@ -135,16 +135,20 @@ int
 as_ilp_write(const as_ilp *ilp, as_ilp_format fmt, const char *path, as_err *err)
 {
     int tostdout = path == NULL || strcmp(path, "-") == 0;
-    char *tmp = tostdout ? as_xasprintf("%s/autoshard-ilp.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp")
-                         : as_xasprintf("%s.tmp.XXXXXX", path);
+    const char *tmpdir = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+    char *tmp = NULL;
     glp_prob *lp = NULL;
     int fd, ret, rc = AS_OK;
 
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = as_errf(err, AS_EIO, "%s: %s", tostdout ? tmp : path, strerror(errno));
-        free(tmp);
-        return rc;
+    if (tostdout) {
+        tmp = as_xasprintf("%s/autoshard-ilp.XXXXXX", tmpdir);
+        if ((fd = mkstemp(tmp)) < 0) {
+            rc = as_errf(err, AS_EIO, "%s: %s", tmp, strerror(errno));
+            free(tmp);
+            return rc;
+        }
+    } else if ((fd = as_mkstemp_beside(path, &tmp, err)) < 0) {
+        return AS_EIO;
     }
     close(fd);
     lp = glp_create_prob();

@@ -575,6 +575,28 @@ scatter_infer(const as_opinfo *info, as_shape *out, int *nout, as_err *err)
         !hlo_dims_ok(s.window, s.nwin, u->rank) || !hlo_dims_ok(s.inserted, s.nins, x->rank) ||
         !hlo_dims_ok(s.map, s.nmap, x->rank))
         return as_graph_i_shape_err(err, info, "inconsistent scatter dimension numbers");
+    {
+        /* Update dims: scatter dims match the indices' batch dims, window dims fit the operand. */
+        int i, b = 0, k = 0;
+        for (i = 0; i < u->rank; i++) {
+            if (!hlo_in_list(s.window, s.nwin, i)) {
+                if (b == s.ivd)
+                    b++;
+                if (b >= ix->rank || u->dim[i] != ix->dim[b])
+                    return as_graph_i_shape_err(err, info,
+                                                "updates dim %d does not match the indices", i);
+                b++;
+            } else {
+                while (hlo_in_list(s.inserted, s.nins, k))
+                    k++;
+                if (k >= x->rank || u->dim[i] > x->dim[k])
+                    return as_graph_i_shape_err(err, info,
+                                                "updates window dim %d is larger than the operand",
+                                                i);
+                k++;
+            }
+        }
+    }
     *out = *x;
     *nout = 1;
     return AS_OK;

@@ -8,11 +8,11 @@
  *
  * DESIGN.  Every live range becomes two records (+bytes at the start,
  * -bytes at the end).  The records are sorted by time with a stable LSD
- * radix sort on the bit patterns of the (non-negative) times, with all
+ * radix sort (16-bit digits) on the bit patterns of the (non-negative) times, with all
  * frees listed before all allocations, so at equal times memory is
  * released before it is taken again; a stable counting pass then groups
  * them by device and one sweep per device finds the peak.  Linear in the
- * number of buffers (8 radix passes).
+ * number of buffers (4 radix passes).
  */
 #include "config.h"
 
@@ -21,43 +21,46 @@
 
 #include "sim_internal.h"
 
+#define MEM_RADIX_BITS 16
+#define MEM_RADIX (1u << MEM_RADIX_BITS)
+
 typedef struct mem_rec {
     uint64_t key;  /**< bit pattern of the time (>= 0 sorts like the number) */
-    int32_t dev;
-    int32_t pad;
-    double delta;  /**< bytes: + allocation, - release */
+    int32_t buf;   /**< buffer id */
+    int32_t alloc; /**< 1 allocation, 0 release */
 } mem_rec;
 
-/* Stable LSD radix sort of A[0..N) by key (8 passes of 8 bits); TMP has N slots. */
+/* Stable LSD radix sort of A[0..N) by key (4 passes of 16 bits); TMP has N slots. */
 static void
 mem_sort(mem_rec *a, mem_rec *tmp, size_t n)
 {
     mem_rec *src = a, *dst = tmp, *t;
-    size_t cnt[256], i;
+    size_t *cnt = as_xmalloc(MEM_RADIX * sizeof *cnt), i;
     int shift;
 
-    for (shift = 0; shift < 64; shift += 8) {
+    for (shift = 0; shift < 64; shift += MEM_RADIX_BITS) {
         size_t sum = 0;
 
-        memset(cnt, 0, sizeof cnt);
+        memset(cnt, 0, MEM_RADIX * sizeof *cnt);
         for (i = 0; i < n; i++)
-            cnt[(src[i].key >> shift) & 0xff]++;
-        if (cnt[(src[0].key >> shift) & 0xff] == n)
+            cnt[(src[i].key >> shift) & (MEM_RADIX - 1)]++;
+        if (cnt[(src[0].key >> shift) & (MEM_RADIX - 1)] == n)
             continue; /* every key has the same digit: the pass is the identity */
-        for (i = 0; i < 256; i++) {
+        for (i = 0; i < MEM_RADIX; i++) {
             size_t c = cnt[i];
 
             cnt[i] = sum;
             sum += c;
         }
         for (i = 0; i < n; i++)
-            dst[cnt[(src[i].key >> shift) & 0xff]++] = src[i];
+            dst[cnt[(src[i].key >> shift) & (MEM_RADIX - 1)]++] = src[i];
         t = src;
         src = dst;
         dst = t;
     }
     if (src != a)
         memcpy(a, src, n * sizeof *a);
+    free(cnt);
 }
 
 static uint64_t
@@ -107,15 +110,12 @@ as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, do
             if (b->origin == SIM_BUF_RESIDENT || b->bytes <= 0 ||
                 (b->origin == SIM_BUF_ACT && b->producer < 0))
                 continue;
-            rec[n].dev = b->dev;
-            rec[n].pad = 0;
-            if (d == 0) {
+            rec[n].buf = (int32_t)i;
+            rec[n].alloc = d;
+            if (d == 0)
                 rec[n].key = mem_key(last[i]);
-                rec[n].delta = -b->bytes;
-            } else {
+            else
                 rec[n].key = b->origin == SIM_BUF_INPUT ? 0 : mem_key(start[b->producer]);
-                rec[n].delta = b->bytes;
-            }
             n++;
         }
     if (n > 0)
@@ -123,11 +123,11 @@ as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, do
     /* group by device, keeping time order */
     cnt = as_xcalloc((size_t)p->ndev + 1, sizeof *cnt);
     for (i = 0; i < n; i++)
-        cnt[rec[i].dev + 1]++;
+        cnt[p->bufs.v[rec[i].buf].dev + 1]++;
     for (d = 0; d < p->ndev; d++)
         cnt[d + 1] += cnt[d];
     for (i = 0; i < n; i++)
-        tmp[cnt[rec[i].dev]++] = rec[i];
+        tmp[cnt[p->bufs.v[rec[i].buf].dev]++] = rec[i];
     /* sweep */
     cur = as_xcalloc((size_t)p->ndev, sizeof *cur);
     for (d = 0; d < p->ndev; d++) {
@@ -139,14 +139,15 @@ as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, do
         if (p->bufs.v[i].origin == SIM_BUF_RESIDENT)
             dev[p->bufs.v[i].dev].resident += p->bufs.v[i].bytes;
     for (i = 0; i < n; i++) {
-        mem_rec *m = &tmp[i];
+        const mem_rec *m = &tmp[i];
+        const sim_buf *b = &p->bufs.v[m->buf];
         double t;
 
-        cur[m->dev] += m->delta;
-        if (cur[m->dev] > dev[m->dev].peak) {
-            dev[m->dev].peak = cur[m->dev];
+        cur[b->dev] += m->alloc ? b->bytes : -b->bytes;
+        if (cur[b->dev] > dev[b->dev].peak) {
+            dev[b->dev].peak = cur[b->dev];
             memcpy(&t, &m->key, sizeof t);
-            dev[m->dev].peak_time = t;
+            dev[b->dev].peak_time = t;
         }
     }
     for (d = 0; d < p->ndev; d++) {

@@ -295,6 +295,7 @@ as_sim_event_spec_init(as_sim_event_spec *s)
     s->coll = AS_COLL_ALL_REDUCE;
     s->time = -1;
     s->stream = -1;
+    s->op_id = -1;
 }
 
 /* Error for spec S at column COL: positioned when parsed, named by label when built. */
@@ -559,9 +560,14 @@ as_sim_add(as_sim_prog *p, const as_sim_event_spec *s0, as_err *err)
     if (!(s.time < 0) && !isfinite(s.time))
         return spec_err(p, &s, s.col, err, "time is not finite");
     if (s.kind == AS_SIM_COMPUTE && s.time < 0) {
-        if (s.op == NULL)
+        if (s.op_id >= 0 && (size_t)s.op_id < p->ops.n)
+            op = s.op_id;
+        else if (s.op_id >= 0)
+            return spec_err(p, &s, s.col, err, "unknown op id %d", (int)s.op_id);
+        else if (s.op == NULL)
             return spec_err(p, &s, s.col, err, "compute needs time= or op=");
-        AS_CHECK(op_intern(p, &s, &op, err));
+        else
+            AS_CHECK(op_intern(p, &s, &op, err));
     }
     if (s.kind == AS_SIM_SEND && s.bytes < 0) {
         int32_t b = as_sim_i_buf_find(p, s.reads[0], s.devs[0]);
@@ -580,6 +586,17 @@ as_sim_add(as_sim_prog *p, const as_sim_event_spec *s0, as_err *err)
         return AS_OK;
     }
     return add_one(p, &s, s.devs, s.ndevs, op, label, err);
+}
+
+int
+as_sim_intern_op(as_sim_prog *p, const as_sim_op *op, int32_t *id, as_err *err)
+{
+    as_sim_event_spec s;
+
+    as_sim_event_spec_init(&s);
+    s.op = op;
+    s.label = op->def != NULL ? op->def->name : "op";
+    return op_intern(p, &s, id, err);
 }
 
 int
@@ -1300,6 +1317,7 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
                       "input, compute, send, all-reduce, all-gather, reduce-scatter, all-to-all)",
                       (int)t[k].len, t[k].s);
     r->devs.n = r->reads.n = r->writes.n = r->wbytes.n = r->shapes.n = r->attrs.n = 0;
+    s.bytes = -1; /* not given */
     s.line = r->line;
     s.col = t[k].col;
     for (i = (size_t)k + 1; i < (size_t)nt; i++)
@@ -1312,6 +1330,8 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
         return rd_err(r, t[nt - 1].col + (int)t[nt - 1].len, err, "send needs tensor=NAME");
     if (s.kind == AS_SIM_COMPUTE && s.time < 0 && def == NULL)
         return rd_err(r, t[nt - 1].col + (int)t[nt - 1].len, err, "compute needs time= or op=");
+    if (s.kind == AS_SIM_COLL && s.bytes < 0 && s.time >= 0)
+        s.bytes = 0; /* a fixed time needs no payload */
     if (s.kind == AS_SIM_COLL && s.bytes < 0)
         return rd_err(r, t[nt - 1].col + (int)t[nt - 1].len, err, "%.*s needs bytes=",
                       (int)t[k].len, t[k].s);

@@ -112,6 +112,7 @@ typedef struct as_sim_event_spec {
     double time;           /**< seconds; < 0 = cost with the model (default -1) */
     double bytes;          /**< coll/send: payload S (cost.h conventions), bytes */
     const as_sim_op *op;   /**< compute without time: the op to cost (copied) */
+    int32_t op_id;         /**< >= 0: an op from as_sim_intern_op instead of OP (default -1) */
     const int32_t *reads;  /**< tensor ids read on every device of the event */
     int nreads;
     const int32_t *writes; /**< tensor ids written on every device (send: on dst) */
@@ -134,6 +135,13 @@ void as_sim_event_spec_init(as_sim_event_spec *s);
  * name buffers written by later events; as_sim_prog_check resolves them.
  */
 int as_sim_add(as_sim_prog *p, const as_sim_event_spec *s, as_err *err);
+/**
+ * Intern OP once (bind attributes, infer output shapes) and return its id
+ * in *ID, for as_sim_event_spec.op_id: builders that emit the same op many
+ * times skip the per-event interning.  Identical ops get the same id.
+ * AS_EUSAGE for a bad arity, shape or attribute.
+ */
+int as_sim_intern_op(as_sim_prog *p, const as_sim_op *op, int32_t *id, as_err *err);
 /** Shorthand: compute on DEV for TIME seconds (writes get WBYTES each). */
 int as_sim_add_compute(as_sim_prog *p, int dev, double time, const int32_t *reads, int nreads,
                        const int32_t *writes, const double *wbytes, int nwrites,

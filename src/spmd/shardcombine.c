@@ -457,40 +457,6 @@ sc_local_free(sc_local *l, int nin)
 }
 
 /*
- * Checks the op's shape function misses but its kernel relies on (workaround,
- * to be moved into the infer functions): scatter's updates must have the
- * indices' batch dims, else the kernel reads past the indices.
- */
-static int
-sc_kernel_safe(const as_opinfo *li)
-{
-    const as_shape *ix, *u;
-    const int64_t *win;
-    int64_t ivd;
-    int nwin, i, b = 0;
-
-    if (strcmp(li->def->name, "scatter") != 0 || li->nin != 3)
-        return 1;
-    ix = &li->in[1];
-    u = &li->in[2];
-    nwin = as_attr_ints(li->attr, li->nattr, "update_window_dims", &win);
-    ivd = as_attr_int(li->attr, li->nattr, "index_vector_dim", 0);
-    for (i = 0; i < u->rank; i++) {
-        int j, isw = 0;
-        for (j = 0; j < nwin; j++)
-            isw |= win[j] == i;
-        if (isw)
-            continue;
-        if (b == ivd)
-            b++;
-        if (b >= ix->rank || ix->dim[b] != u->dim[i])
-            return 0;
-        b++;
-    }
-    return 1;
-}
-
-/*
  * Run shard S of N of trial TR with group G (HALO overlap): fill L.
  * Returns 0 when the shard cannot run (inference fails, integer inputs out
  * of the local range, a different output count).
@@ -521,8 +487,6 @@ sc_run_shard(sc_ctx *c, const sc_trial *tr, const int8_t *g, int s, int n, int h
     li.in = l->in;
     li.out = l->out;
     li.attr = lat;
-    if (!sc_kernel_safe(&li))
-        return 0;
     for (j = 0; j < info->nin; j++) {
         int64_t numel = as_shape_numel(&l->in[j]), i, lo, hi;
         l->inbuf[j] = as_xmalloc((size_t)(numel ? numel : 1) * sizeof(double));

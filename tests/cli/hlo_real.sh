@@ -18,8 +18,8 @@ if [ "$n" -ge 51 ]; then ok 0 "all $n real dumps tried (at least 51)"; else ok 1
 # mlp__test.hlo is a 4-line fragment whose only instruction reads 'all-reduce.307', which the
 # file does not define; its tuple type is written with the operand, so it becomes inputs.
 as inspect "$R/mlp__test.hlo"
-has "warning: .*mlp__test.hlo:4:175: 'all-reduce.307' is not defined in this module; imported as an input of its written type" \
-    "$T/err" "mlp__test.hlo: one warning for the undefined all-reduce.307"
+W="4:175: 'all-reduce.307' is not defined in this module; imported as an input of its written type"
+has "warning: .*mlp__test.hlo:$W" "$T/err" "mlp__test.hlo: one warning for the undefined all-reduce.307"
 n=$(grep -c 'warning' "$T/err")
 if [ "$n" -eq 1 ]; then ok 0 "mlp__test.hlo: exactly one warning line"; else ok 1 "mlp__test.hlo: $n warning lines"; fi
 as convert "$R/mlp__test.hlo" -o "$T/t.asg"

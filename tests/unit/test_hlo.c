@@ -518,7 +518,8 @@ check_1d_3d(as_rng *r)
             for (o = 0; o < O; o++) /* tap kd of w as OIHW */
                 for (c = 0; c < C / G; c++)
                     for (i = 0; i < K * K; i++)
-                        ws[(o * (C / G) + c) * K * K + i] = w[((kd * K * K + i) * (C / G) + c) * O + o];
+                        ws[(o * (C / G) + c) * K * K + i] =
+                            w[((kd * K * K + i) * (C / G) + c) * O + o];
             ok3 &= run_kernel("conv2d", ss, 2, ins, as2, 3, y, &ys) == AS_OK;
             for (n = 0; n < N; n++)
                 for (o = 0; o < O; o++)

@@ -1,0 +1,537 @@
+/* build.c -- graph + mesh + cost model -> choice problem; assignment -> plan.
+ *
+ * Strategy sets come from one strategy context (spmd/strategy.h), so ops
+ * with the same signature share a set and every edge between two such
+ * signatures shares a resharding matrix.  Liveness follows program order
+ * (graph/check.h): tensor t is live at op i for def(t) <= i <= last_use(t);
+ * data inputs from the start.  Point i is dropped when it is contained in a
+ * neighbour: nothing dies at i (then live(i) is inside live(i+1)), or
+ * nothing is born at i and point i-1 is kept (live(i) inside live(i-1)).
+ * Gradients of trained parameters and updated values are not activations
+ * here: the parameter's node carries value + gradient + optimizer states,
+ * and updates are written in place.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formulate/build.h"
+#include "graph/check.h"
+#include "graph/registry.h"
+
+struct as_build_map {
+    const as_graph *g;
+    const as_cost_model *cm;
+    as_strat_ctx *ctx;
+    size_t nnodes;
+    int32_t *node_op, *node_tensor;     /* [nnodes] */
+    const as_strategy_set **node_set;   /* [nnodes] */
+    size_t *op_node;                    /* [nops] */
+    size_t *tensor_node;                /* [ntensors] */
+    int *tensor_out;                    /* [ntensors] output index in the node's set */
+    as_build_stats st;
+};
+
+void
+as_build_opts_init(as_build_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->liveness = 1;
+}
+
+void
+as_build_map_free(as_build_map *map)
+{
+    if (map == NULL)
+        return;
+    as_strat_ctx_free(map->ctx);
+    free(map->node_op);
+    free(map->node_tensor);
+    free(map->node_set);
+    free(map->op_node);
+    free(map->tensor_node);
+    free(map->tensor_out);
+    free(map);
+}
+
+void
+as_build_map_stats(const as_build_map *map, as_build_stats *st)
+{
+    *st = map->st;
+    as_strat_ctx_stats(map->ctx, &st->strat);
+}
+
+size_t
+as_build_map_op_node(const as_build_map *map, int32_t op)
+{
+    return map->op_node[op];
+}
+
+size_t
+as_build_map_tensor_node(const as_build_map *map, int32_t t)
+{
+    return map->tensor_node[t];
+}
+
+int32_t
+as_build_map_node_op(const as_build_map *map, size_t node)
+{
+    return map->node_op[node];
+}
+
+int32_t
+as_build_map_node_tensor(const as_build_map *map, size_t node)
+{
+    return map->node_tensor[node];
+}
+
+const as_strategy_set *
+as_build_map_node_set(const as_build_map *map, size_t node)
+{
+    return map->node_set[node];
+}
+
+const as_spec *
+as_build_map_tensor_spec(const as_build_map *map, int32_t t, const size_t *choice)
+{
+    size_t v = map->tensor_node[t];
+
+    return &map->node_set[v]->s[choice[v]].out[map->tensor_out[t]];
+}
+
+/* ---- nodes ---- */
+
+static int
+add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_set *set,
+         int32_t op, int32_t tensor, as_err *err)
+{
+    double *c = as_xmalloc((size_t)set->n * 3 * sizeof *c), *d = c + set->n, *m = d + set->n;
+    size_t id;
+    int i, rc;
+
+    for (i = 0; i < set->n; i++) {
+        c[i] = set->s[i].compute;
+        d[i] = set->s[i].comm;
+        m[i] = set->s[i].mem;
+    }
+    rc = as_problem_add_node(p, name, (size_t)set->n, c, d, m, &id, err);
+    for (i = 0; rc == AS_OK && i < set->n; i++)
+        rc = as_problem_set_strategy_name(p, id, (size_t)i, set->s[i].name, err);
+    free(c);
+    if (rc != AS_OK)
+        return rc;
+    map->node_op[id] = op;
+    map->node_tensor[id] = tensor;
+    map->node_set[id] = set;
+    map->st.strategies += set->n;
+    return AS_OK;
+}
+
+/* Memory factor of declared tensor T: parameters carry gradient and states. */
+static double
+tensor_factor(const as_graph *g, const as_tensor *t)
+{
+    int32_t i, nstates = 0;
+
+    if (t->kind == AS_TK_STATE)
+        return t->of >= 0 ? 0 : 1;
+    if (t->kind != AS_TK_PARAM || t->update < 0)
+        return 1;
+    for (i = 0; i < as_graph_ntensors(g); i++) {
+        const as_tensor *s = as_graph_tensor(g, i);
+        if (s->kind == AS_TK_STATE && s->of == t->id)
+            nstates++;
+    }
+    return 2 + nstates;
+}
+
+static int
+add_declared(as_build_map *map, as_problem *p, as_err *err)
+{
+    const as_graph *g = map->g;
+    int32_t t;
+
+    for (t = 0; t < as_graph_ntensors(g); t++) {
+        const as_tensor *tt = as_graph_tensor(g, t);
+        const as_strategy_set *set;
+        if (tt->producer >= 0)
+            continue;
+        set = as_strat_tensor(map->ctx, &tt->shape, tt->kind, tensor_factor(g, tt));
+        map->tensor_node[t] = map->nnodes;
+        map->tensor_out[t] = 0;
+        AS_CHECK(add_node(map, p, tt->name, set, -1, t, err));
+        map->nnodes++;
+    }
+    return AS_OK;
+}
+
+static int
+add_ops(as_build_map *map, as_problem *p, as_err *err)
+{
+    const as_graph *g = map->g;
+    as_shape in[64], *inp, out[AS_MAX_OUTS];
+    int32_t i;
+    int k, rc = AS_OK;
+
+    for (i = 0; i < as_graph_nops(g) && rc == AS_OK; i++) {
+        const as_op *op = as_graph_op(g, i);
+        const as_strategy_set *set;
+        as_opinfo info;
+        inp = op->nin <= 64 ? in : as_xmalloc((size_t)op->nin * sizeof *inp);
+        as_graph_op_in_shapes(g, op, inp);
+        for (k = 0; k < op->nout; k++) {
+            out[k] = as_graph_tensor(g, op->out[k])->shape;
+            map->tensor_node[op->out[k]] = map->nnodes;
+            map->tensor_out[op->out[k]] = k;
+        }
+        info.def = op->def;
+        info.nin = op->nin;
+        info.in = inp;
+        info.nout = op->nout;
+        info.out = out;
+        info.nattr = op->nattr;
+        info.attr = op->attr;
+        rc = as_strat_op(map->ctx, &info, &set, err);
+        if (inp != in)
+            free(inp);
+        if (rc != AS_OK) {
+            as_err_prefix(err, "op '%s': ", op->name);
+            return rc;
+        }
+        map->op_node[i] = map->nnodes;
+        AS_CHECK(add_node(map, p, op->name, set, i, -1, err));
+        map->nnodes++;
+    }
+    return rc;
+}
+
+/* ---- edges ---- */
+
+static int
+add_edges(as_build_map *map, as_problem *p, as_err *err)
+{
+    const as_graph *g = map->g;
+    AS_VEC(double) acc = {0};
+    int32_t i;
+    int j, j2, rc = AS_OK;
+
+    for (i = 0; i < as_graph_nops(g) && rc == AS_OK; i++) {
+        const as_op *op = as_graph_op(g, i);
+        size_t v = map->op_node[i];
+        const as_strategy_set *sv = map->node_set[v];
+        for (j = 0; j < op->nin && rc == AS_OK; j++) {
+            int32_t t = op->in[j];
+            size_t u = map->tensor_node[t], n, e;
+            const as_strategy_set *su = map->node_set[u];
+            const double *r;
+            int dup = 0;
+            for (j2 = 0; j2 < j; j2++)
+                if (map->tensor_node[op->in[j2]] == u)
+                    dup = 1;
+            if (dup)
+                continue; /* summed in when the first input from U was seen */
+            n = (size_t)su->n * (size_t)sv->n;
+            r = as_strat_reshard_matrix(map->ctx, su, map->tensor_out[t], sv, j);
+            for (j2 = j + 1; j2 < op->nin; j2++) {
+                const double *r2;
+                int32_t t2 = op->in[j2];
+                if (map->tensor_node[t2] != u)
+                    continue;
+                if (r != acc.v) {
+                    AS_VEC_RESERVE(&acc, n);
+                    memcpy(acc.v, r, n * sizeof *r);
+                    r = acc.v;
+                }
+                r2 = as_strat_reshard_matrix(map->ctx, su, map->tensor_out[t2], sv, j2);
+                for (e = 0; e < n; e++)
+                    acc.v[e] += r2[e];
+            }
+            rc = as_problem_add_edge(p, u, v, r, err);
+            map->st.edges++;
+            map->st.matrix_entries += (double)n;
+        }
+    }
+    AS_VEC_FREE(&acc);
+    return rc;
+}
+
+/* ---- aliases ---- */
+
+/* Forbid the pairs where A's output OA and B's output OB differ; skipped if none differ. */
+static int
+add_alias(as_build_map *map, as_problem *p, size_t a, int oa, size_t b, int ob, as_err *err)
+{
+    const as_strategy_set *sa = map->node_set[a], *sb = map->node_set[b];
+    unsigned char *bad = as_xmalloc((size_t)sa->n * (size_t)sb->n);
+    int x, y, any = 0, rc = AS_OK;
+
+    for (x = 0; x < sa->n; x++)
+        for (y = 0; y < sb->n; y++) {
+            int diff = !as_spec_equal(&sa->s[x].out[oa], &sb->s[y].out[ob]);
+            bad[(size_t)x * sb->n + y] = (unsigned char)diff;
+            any |= diff;
+        }
+    if (any) {
+        rc = as_problem_add_alias(p, a, b, bad, err);
+        map->st.aliases++;
+    }
+    free(bad);
+    return rc;
+}
+
+static int
+add_aliases(as_build_map *map, as_problem *p, as_err *err)
+{
+    const as_graph *g = map->g;
+    int32_t t;
+
+    for (t = 0; t < as_graph_ntensors(g); t++) {
+        const as_tensor *tt = as_graph_tensor(g, t);
+        size_t a = map->tensor_node[t];
+        if (tt->producer >= 0)
+            continue;
+        if (tt->kind == AS_TK_STATE && tt->of >= 0)
+            AS_CHECK(add_alias(map, p, map->tensor_node[tt->of], 0, a, 0, err));
+        if ((tt->kind == AS_TK_PARAM || tt->kind == AS_TK_STATE) && tt->update >= 0 &&
+            as_graph_tensor(g, tt->update)->producer >= 0)
+            AS_CHECK(add_alias(map, p, a, 0, map->tensor_node[tt->update],
+                               map->tensor_out[tt->update], err));
+    }
+    return AS_OK;
+}
+
+/* ---- liveness ---- */
+
+/* Is T counted as an activation (or data input) in the liveness points? */
+static int
+live_counted(const as_graph *g, const as_tensor *t)
+{
+    if (t->kind == AS_TK_INPUT)
+        return 1;
+    if (t->producer < 0 || t->update_of >= 0)
+        return 0;
+    if ((t->flags & AS_TF_GRAD) && t->of >= 0 && as_graph_tensor(g, t->of)->update >= 0)
+        return 0;
+    return 1;
+}
+
+/* One point: resident entries + active tensors. */
+static int
+add_point(as_build_map *map, as_problem *p, const int32_t *active, size_t nact,
+          const size_t *res, size_t nres, as_err *err)
+{
+    size_t n = nres + nact, i;
+    size_t *nodes = as_xmalloc((n ? n : 1) * sizeof *nodes);
+    const double **m = as_xcalloc(n ? n : 1, sizeof *m);
+    double **own = as_xcalloc(n ? n : 1, sizeof *own);
+    int rc;
+
+    for (i = 0; i < nres; i++)
+        nodes[i] = res[i];
+    for (i = 0; i < nact; i++) {
+        int32_t t = active[i];
+        size_t v = map->tensor_node[t];
+        const as_strategy_set *set = map->node_set[v];
+        nodes[nres + i] = v;
+        if (set->nout > 1) {
+            int s, o = map->tensor_out[t];
+            const as_shape *sh = &set->out_shape[o];
+            own[i] = as_xmalloc((size_t)set->n * sizeof **own);
+            for (s = 0; s < set->n; s++) {
+                int64_t parts[AS_MAX_RANK];
+                as_spec_parts(&set->s[s].out[o], as_cost_model_mesh(map->cm), parts);
+                own[i][s] = as_cost_memory(map->cm, sh, parts);
+            }
+            m[nres + i] = own[i];
+        }
+    }
+    rc = as_problem_add_liveness_m(p, nodes, m, n, 0, err);
+    map->st.live_points++;
+    map->st.live_entries += n;
+    for (i = 0; i < nact; i++)
+        free(own[i]);
+    free(own);
+    free(m);
+    free(nodes);
+    return rc;
+}
+
+static int
+add_liveness(as_build_map *map, as_problem *p, as_err *err)
+{
+    const as_graph *g = map->g;
+    int32_t nops = as_graph_nops(g), nt = as_graph_ntensors(g), t, i;
+    int32_t *def = as_xmalloc((size_t)(nt + 1) * sizeof *def);
+    int32_t *last = as_xmalloc((size_t)(nt + 1) * sizeof *last);
+    int32_t *start = as_xmalloc((size_t)(nt + 1) * sizeof *start);
+    int32_t *end = as_xmalloc((size_t)(nt + 1) * sizeof *end);
+    int32_t *births = as_xcalloc((size_t)nops + 1, sizeof *births);
+    int32_t *deaths = as_xcalloc((size_t)nops + 1, sizeof *deaths);
+    AS_VEC(int32_t) active = {0};
+    AS_VEC(size_t) res = {0};
+    size_t a;
+    int rc, prev_kept = 0;
+
+    AS_CHECK_GOTO(rc, as_graph_liveness(g, def, last, err), out);
+    for (t = 0; t < nt; t++) {
+        const as_tensor *tt = as_graph_tensor(g, t);
+        start[t] = -1;
+        if (tt->producer < 0 && (tt->kind == AS_TK_PARAM || tt->kind == AS_TK_CONST ||
+                                 (tt->kind == AS_TK_STATE && tt->of < 0)))
+            AS_VEC_PUSH(&res, map->tensor_node[t]);
+        if (!live_counted(g, tt) || nops == 0)
+            continue;
+        start[t] = tt->producer >= 0 ? tt->producer : 0;
+        end[t] = last[t] < 0 ? start[t] : (last[t] >= nops ? nops - 1 : last[t]);
+        if (end[t] < start[t])
+            end[t] = start[t];
+        births[start[t]]++;
+        deaths[end[t]]++;
+    }
+    /* Sweep program order, keeping the active set in an array (swap-remove). */
+    for (i = 0; i < nops; i++) {
+        int keep;
+        if (i == 0)
+            for (t = 0; t < nt; t++)
+                if (start[t] == 0)
+                    AS_VEC_PUSH(&active, t);
+        keep = !(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept);
+        if (keep)
+            AS_CHECK_GOTO(rc, add_point(map, p, active.v, active.n, res.v, res.n, err), out);
+        else
+            map->st.points_dropped++;
+        prev_kept = keep;
+        /* retire tensors ending at i, admit those starting at i + 1 */
+        for (a = 0; a < active.n;) {
+            int32_t x = active.v[a];
+            if (end[x] == i) {
+                active.v[a] = active.v[--active.n];
+            } else {
+                a++;
+            }
+        }
+        if (i + 1 < nops) {
+            const as_op *op = as_graph_op(g, i + 1);
+            int k;
+            for (k = 0; k < op->nout; k++)
+                if (start[op->out[k]] == i + 1)
+                    AS_VEC_PUSH(&active, op->out[k]);
+        }
+    }
+    rc = AS_OK;
+out:
+    free(def);
+    free(last);
+    free(start);
+    free(end);
+    free(births);
+    free(deaths);
+    AS_VEC_FREE(&active);
+    AS_VEC_FREE(&res);
+    return rc;
+}
+
+/* ---- entry point ---- */
+
+int
+as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_model *cm,
+                      const as_build_opts *o, as_problem **out, as_build_map **mapp, as_err *err)
+{
+    as_build_opts dflt;
+    as_build_map *map;
+    as_problem *p;
+    size_t nn = (size_t)as_graph_nops(g) + (size_t)as_graph_ntensors(g) + 1;
+    int rc;
+
+    if (o == NULL) {
+        as_build_opts_init(&dflt);
+        o = &dflt;
+    }
+    if (mesh != as_cost_model_mesh(cm) &&
+        strcmp(as_mesh_str(mesh), as_mesh_str(as_cost_model_mesh(cm))) != 0)
+        return as_errf(err, AS_EUSAGE, "cost model is bound to mesh '%s', not '%s'",
+                       as_mesh_str(as_cost_model_mesh(cm)), as_mesh_str(mesh));
+    map = as_xcalloc(1, sizeof *map);
+    map->g = g;
+    map->cm = cm;
+    map->ctx = as_strat_ctx_new(cm);
+    map->node_op = as_xmalloc(nn * sizeof *map->node_op);
+    map->node_tensor = as_xmalloc(nn * sizeof *map->node_tensor);
+    map->node_set = as_xcalloc(nn, sizeof *map->node_set);
+    map->op_node = as_xcalloc((size_t)as_graph_nops(g) + 1, sizeof *map->op_node);
+    map->tensor_node = as_xcalloc((size_t)as_graph_ntensors(g) + 1, sizeof *map->tensor_node);
+    map->tensor_out = as_xcalloc((size_t)as_graph_ntensors(g) + 1, sizeof *map->tensor_out);
+    p = as_problem_new();
+    AS_CHECK_GOTO(rc, add_declared(map, p, err), out);
+    AS_CHECK_GOTO(rc, add_ops(map, p, err), out);
+    AS_CHECK_GOTO(rc, add_edges(map, p, err), out);
+    AS_CHECK_GOTO(rc, add_aliases(map, p, err), out);
+    if (o->liveness)
+        AS_CHECK_GOTO(rc, add_liveness(map, p, err), out);
+    if (o->memory < 0)
+        as_problem_set_memory(p, as_cost_model_hw(cm)->memory);
+    else
+        as_problem_set_memory(p, o->memory);
+    map->st.nodes = map->nnodes;
+out:
+    if (rc != AS_OK) {
+        as_problem_free(p);
+        as_build_map_free(map);
+        return rc;
+    }
+    *out = p;
+    if (mapp != NULL)
+        *mapp = map;
+    else
+        as_build_map_free(map);
+    return AS_OK;
+}
+
+/* ---- plans ---- */
+
+int
+as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan_source *src,
+                    as_shard_plan **out, as_err *err)
+{
+    const as_graph *g = map->g;
+    const as_cost_model *cm = map->cm;
+    as_shard_plan *pl;
+    size_t v;
+    int32_t t, i;
+    int rc = AS_OK;
+
+    for (v = 0; v < map->nnodes; v++)
+        if (choice[v] >= (size_t)map->node_set[v]->n)
+            return as_errf(err, AS_EUSAGE, "strategy %zu of node %zu out of range (%d)",
+                           choice[v], v, map->node_set[v]->n);
+    AS_CHECK(as_shard_plan_new(as_mesh_str(as_cost_model_mesh(cm)), &pl, err));
+    pl->graph = as_shard_plan_strdup(pl, as_graph_name(g));
+    pl->hw = as_shard_plan_strdup(pl, as_cost_model_hw(cm)->name);
+    pl->cost_model = as_shard_plan_strdup(pl, as_cost_model_ops(cm)->name);
+    if (src != NULL) {
+        pl->solver = as_shard_plan_strdup(pl, src->solver);
+        pl->status = as_shard_plan_strdup(pl, src->status);
+        pl->objective = src->objective;
+        pl->bound = src->bound;
+        pl->peak = src->peak;
+    }
+    for (t = 0; t < as_graph_ntensors(g) && rc == AS_OK; t++) {
+        const as_tensor *tt = as_graph_tensor(g, t);
+        rc = as_shard_plan_add_tensor(pl, tt->name, tt->kind, &tt->shape,
+                                      as_build_map_tensor_spec(map, t, choice), err);
+    }
+    for (i = 0; i < as_graph_nops(g) && rc == AS_OK; i++) {
+        const as_op *op = as_graph_op(g, i);
+        v = map->op_node[i];
+        as_shard_plan_add_op(pl, op->name, op->def->name, map->node_set[v]->s[choice[v]].name,
+                             (int)choice[v]);
+    }
+    if (rc != AS_OK) {
+        as_shard_plan_free(pl);
+        return rc;
+    }
+    *out = pl;
+    return AS_OK;
+}

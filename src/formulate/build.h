@@ -1,0 +1,94 @@
+/* build.h -- the choice problem of a graph on a mesh: graph + mesh + cost
+ * model -> cost graph (problem.h), and a solved assignment -> plan (plan.h).
+ *
+ * Nodes: one per declared tensor (inputs, parameters, optimizer states,
+ * constants; in tensor order), then one per op (program order).  Node
+ * names are tensor names and op names.  Edges: one per (producer, consumer)
+ * pair, the resharding matrices of every input the consumer reads from that
+ * producer summed.  Memory: at every liveness point of program order that
+ * no other point contains (docs/strategies.md), the live activations and
+ * data inputs with their per-strategy bytes, plus every parameter (value,
+ * gradient, optimizer states) and constant.  Alias rows tie each optimizer
+ * state to its parameter's spec, and each parameter or state to the spec of
+ * the op output that holds its updated value.  No follow links: the exact
+ * reductions of problem.h are left to the solver layer.
+ *
+ * Ownership: the map owns the strategy context (every set and spec it
+ * returns) and borrows the graph and the cost model, which must outlive it.
+ */
+#ifndef AS_BUILD_H
+#define AS_BUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autoshard.h"
+#include "formulate/plan.h"
+#include "formulate/problem.h"
+#include "graph/graph.h"
+#include "spmd/cost.h"
+#include "spmd/strategy.h"
+
+typedef struct as_build_opts {
+    double memory; /**< budget, bytes per device; 0 = none; < 0 = the profile's memory */
+    int liveness;  /**< add liveness points (default 1); 0 skips them (no peak either) */
+} as_build_opts;
+
+void as_build_opts_init(as_build_opts *o);
+
+typedef struct as_build_map as_build_map;
+
+/** Sizes of a built problem, for reports and benchmarks. */
+typedef struct as_build_stats {
+    size_t nodes, edges, live_points, live_entries, aliases;
+    size_t points_dropped;     /**< liveness points contained in another */
+    double strategies;         /**< sum of k over nodes */
+    double matrix_entries;     /**< sum of k_u * k_v over edges */
+    as_strat_stats strat;      /**< cache counters */
+} as_build_stats;
+
+/* Build. */
+/**
+ * Build the choice problem of G on MESH under cost model CM (whose mesh
+ * must be MESH) into *OUT, with *MAP (may be NULL) relating nodes to graph
+ * ops and tensors.  Errors: AS_EUSAGE when CM is bound to another mesh;
+ * rule discovery errors (AS_EPARSE) prefixed with the op name.
+ */
+int as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_model *cm,
+                          const as_build_opts *o, as_problem **out, as_build_map **map,
+                          as_err *err);
+void as_build_map_free(as_build_map *map); /* NULL is a no-op */
+void as_build_map_stats(const as_build_map *map, as_build_stats *st);
+
+/* Map queries. */
+/** Node of op OP. */
+size_t as_build_map_op_node(const as_build_map *map, int32_t op);
+/** Node deciding tensor T's layout: its producer's, or its own for a declared tensor. */
+size_t as_build_map_tensor_node(const as_build_map *map, int32_t t);
+/** Graph op of NODE, or -1 (a declared tensor's node). */
+int32_t as_build_map_node_op(const as_build_map *map, size_t node);
+/** Declared tensor of NODE, or -1 (an op's node). */
+int32_t as_build_map_node_tensor(const as_build_map *map, size_t node);
+/** Strategy set of NODE (owned by the map). */
+const as_strategy_set *as_build_map_node_set(const as_build_map *map, size_t node);
+/** Spec of tensor T when every node V takes strategy CHOICE[V]. */
+const as_spec *as_build_map_tensor_spec(const as_build_map *map, int32_t t,
+                                        const size_t *choice);
+
+/* Plans. */
+/** Where a plan came from (strings borrowed; NULL = ""). */
+typedef struct as_plan_source {
+    const char *solver, *status;
+    double objective, bound; /**< bound -HUGE_VAL when unknown */
+    double peak;             /**< < 0 unknown */
+} as_plan_source;
+
+/**
+ * The plan of CHOICE (one strategy index per node of MAP's problem): per
+ * op its strategy, per tensor its spec.  Mesh, hardware and cost model come
+ * from the map's cost model.
+ */
+int as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan_source *src,
+                        as_shard_plan **out, as_err *err);
+
+#endif /* AS_BUILD_H */

@@ -1,0 +1,425 @@
+/* plan.c -- sharding plans in graph terms: building, JSON write and read
+ * (jansson), and JAX / DTensor text.
+ *
+ * The JSON form is one object: format, version, graph, mesh, hardware,
+ * cost_model, solver, status, objective, bound (null when unknown), peak
+ * (bytes per device, omitted when unknown), tensors (name, kind, shape,
+ * spec text) and ops (name, type, strategy, index).  Reading checks every
+ * field and every spec against its shape on the plan's mesh.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "formulate/plan.h"
+
+static const char *const tkind_names[] = {"act", "input", "param", "state", "const"};
+
+int
+as_shard_plan_new(const char *mesh_spec, as_shard_plan **out, as_err *err)
+{
+    as_shard_plan *p;
+    as_mesh *m;
+
+    AS_CHECK(as_mesh_parse(mesh_spec, &m, err));
+    p = as_xcalloc(1, sizeof *p);
+    p->arena = as_arena_new();
+    p->mesh = m;
+    p->graph = p->hw = p->cost_model = p->solver = p->status = "";
+    p->bound = -HUGE_VAL;
+    p->peak = -1;
+    *out = p;
+    return AS_OK;
+}
+
+void
+as_shard_plan_free(as_shard_plan *p)
+{
+    if (p == NULL)
+        return;
+    as_mesh_free(p->mesh);
+    free(p->tensors);
+    free(p->ops);
+    as_arena_free(p->arena);
+    free(p);
+}
+
+const char *
+as_shard_plan_strdup(as_shard_plan *p, const char *s)
+{
+    return as_arena_strdup(p->arena, s != NULL ? s : "");
+}
+
+int
+as_shard_plan_add_tensor(as_shard_plan *p, const char *name, as_tensor_kind kind,
+                         const as_shape *shape, const as_spec *spec, as_err *err)
+{
+    as_plan_tensor *t;
+
+    if (as_spec_check(spec, shape, p->mesh, err) != AS_OK) {
+        as_err_prefix(err, "tensor '%s': ", name);
+        return err->code;
+    }
+    if (p->ntensors == p->cap_tensors) {
+        p->cap_tensors = p->cap_tensors ? 2 * p->cap_tensors : 64;
+        p->tensors = as_xreallocarray(p->tensors, p->cap_tensors, sizeof *p->tensors);
+    }
+    t = &p->tensors[p->ntensors++];
+    t->name = as_shard_plan_strdup(p, name);
+    t->kind = kind;
+    t->shape = *shape;
+    t->spec = *spec;
+    return AS_OK;
+}
+
+void
+as_shard_plan_add_op(as_shard_plan *p, const char *name, const char *type, const char *strategy,
+                     int index)
+{
+    as_plan_op *o;
+
+    if (p->nops == p->cap_ops) {
+        p->cap_ops = p->cap_ops ? 2 * p->cap_ops : 64;
+        p->ops = as_xreallocarray(p->ops, p->cap_ops, sizeof *p->ops);
+    }
+    o = &p->ops[p->nops++];
+    o->name = as_shard_plan_strdup(p, name);
+    o->type = as_shard_plan_strdup(p, type);
+    o->strategy = as_shard_plan_strdup(p, strategy);
+    o->index = index;
+}
+
+const as_plan_tensor *
+as_shard_plan_tensor(const as_shard_plan *p, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < p->ntensors; i++)
+        if (strcmp(p->tensors[i].name, name) == 0)
+            return &p->tensors[i];
+    return NULL;
+}
+
+const as_plan_op *
+as_shard_plan_op(const as_shard_plan *p, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < p->nops; i++)
+        if (strcmp(p->ops[i].name, name) == 0)
+            return &p->ops[i];
+    return NULL;
+}
+
+/* ---- JSON ---- */
+
+static json_t *
+plan_json(const as_shard_plan *p)
+{
+    json_t *o = json_object(), *ts = json_array(), *os = json_array();
+    char buf[AS_SPEC_TEXT_MAX], sh[96];
+    size_t i;
+
+    json_object_set_new(o, "format", json_string("autoshard-plan"));
+    json_object_set_new(o, "version", json_integer(1));
+    json_object_set_new(o, "graph", json_string(p->graph));
+    json_object_set_new(o, "mesh", json_string(as_mesh_str(p->mesh)));
+    json_object_set_new(o, "hardware", json_string(p->hw));
+    json_object_set_new(o, "cost_model", json_string(p->cost_model));
+    json_object_set_new(o, "solver", json_string(p->solver));
+    json_object_set_new(o, "status", json_string(p->status));
+    json_object_set_new(o, "objective", json_real(p->objective));
+    json_object_set_new(o, "bound", isfinite(p->bound) ? json_real(p->bound) : json_null());
+    if (p->peak >= 0)
+        json_object_set_new(o, "peak", json_real(p->peak));
+    for (i = 0; i < p->ntensors; i++) {
+        const as_plan_tensor *t = &p->tensors[i];
+        json_t *jt = json_object();
+        json_object_set_new(jt, "name", json_string(t->name));
+        json_object_set_new(jt, "kind", json_string(tkind_names[t->kind]));
+        json_object_set_new(jt, "shape", json_string(as_shape_str(&t->shape, sh, sizeof sh)));
+        json_object_set_new(jt, "spec", json_string(as_spec_str(&t->spec, p->mesh, buf,
+                                                                sizeof buf)));
+        json_array_append_new(ts, jt);
+    }
+    for (i = 0; i < p->nops; i++) {
+        const as_plan_op *op = &p->ops[i];
+        json_t *jo = json_object();
+        json_object_set_new(jo, "name", json_string(op->name));
+        json_object_set_new(jo, "type", json_string(op->type));
+        json_object_set_new(jo, "strategy", json_string(op->strategy));
+        json_object_set_new(jo, "index", json_integer(op->index));
+        json_array_append_new(os, jo);
+    }
+    json_object_set_new(o, "tensors", ts);
+    json_object_set_new(o, "ops", os);
+    return o;
+}
+
+char *
+as_shard_plan_dumps(const as_shard_plan *p)
+{
+    json_t *o = plan_json(p);
+    char *s = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *r;
+
+    json_decref(o);
+    if (s == NULL)
+        return as_xstrdup("{}\n");
+    r = as_xasprintf("%s\n", s);
+    free(s);
+    return r;
+}
+
+int
+as_shard_plan_write(const as_shard_plan *p, const char *path, as_err *err)
+{
+    char *s = as_shard_plan_dumps(p);
+    int rc = as_write_file_atomic(path, s, strlen(s), err);
+
+    free(s);
+    return rc;
+}
+
+/* String member KEY of O into *OUT (arena copy). */
+static int
+get_str(as_shard_plan *p, json_t *o, const char *where, const char *key, const char **out,
+        const char *name, as_err *err)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (!json_is_string(v))
+        return as_errf(err, AS_EPARSE, "%s: %s.%s: expected a string", name, where, key);
+    *out = as_shard_plan_strdup(p, json_string_value(v));
+    return AS_OK;
+}
+
+static int
+get_num(json_t *o, const char *key, double *out, int nullable, const char *name, as_err *err)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (nullable && json_is_null(v)) {
+        *out = -HUGE_VAL;
+        return AS_OK;
+    }
+    if (!json_is_number(v))
+        return as_errf(err, AS_EPARSE, "%s: '%s': expected a number", name, key);
+    *out = json_number_value(v);
+    return AS_OK;
+}
+
+/* Parse a shape "f32[8,512]". */
+static int
+parse_shape(const char *s, as_shape *out)
+{
+    const char *b = strchr(s, '[');
+    char *end;
+
+    memset(out, 0, sizeof *out);
+    if (b == NULL || !as_dtype_parse(s, (size_t)(b - s), &out->dtype))
+        return 0;
+    b++;
+    if (*b == ']')
+        return b[1] == '\0';
+    for (;;) {
+        long long d = strtoll(b, &end, 10);
+        if (end == b || d < 0 || out->rank >= AS_MAX_RANK)
+            return 0;
+        out->dim[out->rank++] = d;
+        if (*end == ']')
+            return end[1] == '\0';
+        if (*end != ',')
+            return 0;
+        b = end + 1;
+    }
+}
+
+static int
+parse_tensor(as_shard_plan *p, json_t *jt, size_t i, const char *name, as_err *err)
+{
+    char where[48];
+    const char *tname, *kind, *shape, *spec;
+    as_shape sh;
+    as_spec sp;
+    int k;
+
+    snprintf(where, sizeof where, "tensors[%zu]", i);
+    AS_CHECK(get_str(p, jt, where, "name", &tname, name, err));
+    AS_CHECK(get_str(p, jt, where, "kind", &kind, name, err));
+    AS_CHECK(get_str(p, jt, where, "shape", &shape, name, err));
+    AS_CHECK(get_str(p, jt, where, "spec", &spec, name, err));
+    for (k = 0; k < 5; k++)
+        if (strcmp(kind, tkind_names[k]) == 0)
+            break;
+    if (k == 5)
+        return as_errf(err, AS_EPARSE, "%s: %s.kind: unknown kind '%s'", name, where, kind);
+    if (!parse_shape(shape, &sh))
+        return as_errf(err, AS_EPARSE, "%s: %s.shape: bad shape '%s'", name, where, shape);
+    if (as_spec_parse(spec, p->mesh, sh.rank, &sp, err) != AS_OK ||
+        as_shard_plan_add_tensor(p, tname, (as_tensor_kind)k, &sh, &sp, err) != AS_OK) {
+        as_err_prefix(err, "%s: %s: ", name, where);
+        err->code = AS_EPARSE;
+        return AS_EPARSE;
+    }
+    return AS_OK;
+}
+
+static int
+parse_op(as_shard_plan *p, json_t *jo, size_t i, const char *name, as_err *err)
+{
+    char where[48];
+    const char *oname, *type, *strat;
+    json_t *idx = json_object_get(jo, "index");
+
+    snprintf(where, sizeof where, "ops[%zu]", i);
+    AS_CHECK(get_str(p, jo, where, "name", &oname, name, err));
+    AS_CHECK(get_str(p, jo, where, "type", &type, name, err));
+    AS_CHECK(get_str(p, jo, where, "strategy", &strat, name, err));
+    if (!json_is_integer(idx) || json_integer_value(idx) < 0)
+        return as_errf(err, AS_EPARSE, "%s: %s.index: expected an integer >= 0", name, where);
+    as_shard_plan_add_op(p, oname, type, strat, (int)json_integer_value(idx));
+    return AS_OK;
+}
+
+static int
+plan_from_json(json_t *o, const char *name, as_shard_plan **out, as_err *err)
+{
+    as_shard_plan *p = NULL;
+    json_t *mesh = json_object_get(o, "mesh"), *ts, *os, *v;
+    size_t i;
+    int rc;
+
+    if (!json_is_object(o) || !json_is_string(json_object_get(o, "format")) ||
+        strcmp(json_string_value(json_object_get(o, "format")), "autoshard-plan") != 0)
+        return as_errf(err, AS_EPARSE, "%s: not a plan (format is not \"autoshard-plan\")",
+                       name);
+    if (!json_is_string(mesh))
+        return as_errf(err, AS_EPARSE, "%s: 'mesh': expected a string", name);
+    if ((rc = as_shard_plan_new(json_string_value(mesh), &p, err)) != AS_OK) {
+        as_err_prefix(err, "%s: ", name);
+        err->code = AS_EPARSE;
+        return AS_EPARSE;
+    }
+    AS_CHECK_GOTO(rc, get_str(p, o, "plan", "graph", &p->graph, name, err), out);
+    AS_CHECK_GOTO(rc, get_str(p, o, "plan", "hardware", &p->hw, name, err), out);
+    AS_CHECK_GOTO(rc, get_str(p, o, "plan", "cost_model", &p->cost_model, name, err), out);
+    AS_CHECK_GOTO(rc, get_str(p, o, "plan", "solver", &p->solver, name, err), out);
+    AS_CHECK_GOTO(rc, get_str(p, o, "plan", "status", &p->status, name, err), out);
+    AS_CHECK_GOTO(rc, get_num(o, "objective", &p->objective, 0, name, err), out);
+    AS_CHECK_GOTO(rc, get_num(o, "bound", &p->bound, 1, name, err), out);
+    if ((v = json_object_get(o, "peak")) != NULL)
+        AS_CHECK_GOTO(rc, get_num(o, "peak", &p->peak, 0, name, err), out);
+    ts = json_object_get(o, "tensors");
+    os = json_object_get(o, "ops");
+    if (!json_is_array(ts) || !json_is_array(os)) {
+        rc = as_errf(err, AS_EPARSE, "%s: 'tensors' and 'ops' must be arrays", name);
+        goto out;
+    }
+    for (i = 0; i < json_array_size(ts); i++)
+        AS_CHECK_GOTO(rc, parse_tensor(p, json_array_get(ts, i), i, name, err), out);
+    for (i = 0; i < json_array_size(os); i++)
+        AS_CHECK_GOTO(rc, parse_op(p, json_array_get(os, i), i, name, err), out);
+out:
+    if (rc != AS_OK) {
+        as_shard_plan_free(p);
+        return rc;
+    }
+    *out = p;
+    return AS_OK;
+}
+
+int
+as_shard_plan_parse(const char *text, size_t len, const char *name, as_shard_plan **out,
+                    as_err *err)
+{
+    json_error_t je;
+    json_t *o = json_loadb(text, len, 0, &je);
+    int rc;
+
+    if (o == NULL)
+        return as_errf(err, AS_EPARSE, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+    rc = plan_from_json(o, name, out, err);
+    json_decref(o);
+    return rc;
+}
+
+int
+as_shard_plan_read(const char *path, as_shard_plan **out, as_err *err)
+{
+    char *buf;
+    size_t len;
+    int rc;
+
+    AS_CHECK(as_read_file(path, &buf, &len, err));
+    rc = as_shard_plan_parse(buf, len, path, out, err);
+    free(buf);
+    return rc;
+}
+
+/* ---- framework text ---- */
+
+static void
+emit_jax(const as_shard_plan *p, const as_plan_tensor *t, FILE *fp)
+{
+    int d, k, axes[AS_MESH_MAX_AXES], na;
+
+    fprintf(fp, "%s: PartitionSpec(", t->name);
+    for (d = 0; d < t->spec.rank; d++) {
+        fputs(d ? ", " : "", fp);
+        na = as_spec_dim_axes(&t->spec, d, axes);
+        if (na == 0)
+            fputs("None", fp);
+        else if (na == 1)
+            fprintf(fp, "'%s'", as_mesh_axis_name(p->mesh, axes[0]));
+        else
+            for (k = 0; k < na; k++)
+                fprintf(fp, "%s'%s'%s", k ? ", " : "(", as_mesh_axis_name(p->mesh, axes[k]),
+                        k == na - 1 ? ")" : "");
+    }
+    fputs(")\n", fp);
+}
+
+static void
+emit_dtensor(const as_shard_plan *p, const as_plan_tensor *t, FILE *fp)
+{
+    int k;
+
+    fprintf(fp, "%s: [", t->name);
+    for (k = 0; k < as_mesh_naxes(p->mesh); k++) {
+        fputs(k ? ", " : "", fp);
+        if (t->spec.axis[k] >= 0)
+            fprintf(fp, "Shard(%d)", t->spec.axis[k]);
+        else if (t->spec.axis[k] == AS_SPEC_P)
+            fprintf(fp, "Partial(\"%s\")", as_partial_name((as_partial)t->spec.partial[k]));
+        else
+            fputs("Replicate()", fp);
+    }
+    fputs("]\n", fp);
+}
+
+int
+as_shard_plan_emit(const as_shard_plan *p, const char *format, FILE *fp, as_err *err)
+{
+    int jax = strcmp(format, "jax") == 0;
+    size_t i;
+
+    if (!jax && strcmp(format, "dtensor") != 0)
+        return as_errf(err, AS_EUSAGE, "unknown --emit format '%s' (known: jax, dtensor)",
+                       format);
+    fprintf(fp, "# mesh %s\n", as_mesh_str(p->mesh));
+    for (i = 0; i < p->ntensors; i++) {
+        const as_plan_tensor *t = &p->tensors[i];
+        if (t->kind != AS_TK_PARAM && t->kind != AS_TK_INPUT)
+            continue;
+        if (jax)
+            emit_jax(p, t, fp);
+        else
+            emit_dtensor(p, t, fp);
+    }
+    return AS_OK;
+}

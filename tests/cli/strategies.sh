@@ -1,0 +1,53 @@
+#!/bin/sh
+# strategies.sh -- `autoshard strategies`: listing an op's strategies with
+# specs and costs, JSON output, declared tensors, and the error messages
+# for bad meshes, profiles, cost models and op names.
+. "${top_srcdir:-.}/tests/cli/lib.sh"
+
+G="$top_srcdir/tests/data/asg/mlp.asg"
+export AUTOSHARD_RULES_CACHE=off
+
+as strategies "$G" --mesh tp=4 --op h
+ok $rc "strategies of one op"
+grep -q '^h  matmul  f32\[64,128\] x f32\[128,256\] -> f32\[64,256\]  (7 strategies)' "$T/out"
+ok $? "header names op, type, shapes and count"
+grep -q 'column(tp) .*\[None,None\] x \[None,tp\] -> \[None,tp\]' "$T/out"
+ok $? "column(tp) splits w1's columns"
+grep -q 'row(tp)+allreduce' "$T/out" && grep -q 'row(tp)+reducescatter(1)' "$T/out"
+ok $? "partial-resolution variants listed"
+grep -q 'partial(sum:tp)' "$T/out"
+ok $? "kept partial sum shown in the spec"
+
+as strategies "$G" --mesh dp=2,tp=2 --op h --json
+ok $rc "json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); s=[x["name"] for x in d[0]["strategies"]]; assert "column(dp,tp)" in s and "batch(dp)+column(tp)" in s, s' "$T/out"
+ok $? "json parses and holds 2-D strategies"
+
+as strategies "$G" --mesh dp=2,tp=2
+ok $rc "all ops"
+[ "$(grep -c '^[^ ]' "$T/out")" -ge 10 ] 
+ok $? "one block per op of the training step"
+
+as strategies "$G" --mesh 2x2 --op w1 --cost-model alpa --alpha 1,1 --beta 1e-9,1e-9
+ok $rc "declared tensor with alpa"
+grep -q '\[None,None\]' "$T/out" && grep -q '\[x,y\]' "$T/out"
+ok $? "parameter specs listed"
+
+as strategies "$G" --mesh 2x0
+expect_fail 2 "mesh '2x0'" "bad mesh"
+as strategies "$G" --mesh 4 --hw b200
+expect_fail 2 "unknown hardware profile 'b200'" "unknown profile"
+as strategies "$G" --mesh 4 --cost-model foo
+expect_fail 2 "unknown cost model 'foo'" "unknown cost model"
+as strategies "$G" --mesh 4 --op nope
+expect_fail 2 "no op or declared tensor named 'nope'" "unknown op"
+as strategies "$G"
+ok $([ $rc -eq 2 ] && grep -q "missing --mesh" "$T/err" && grep -q "^usage: autoshard strategies" "$T/err"; echo $?) "mesh required (usage)"
+as strategies --mesh 4
+ok $([ $rc -eq 2 ] && grep -q "expected one GRAPH" "$T/err"; echo $?) "graph required (usage)"
+as strategies "$T/missing.asg" --mesh 4
+expect_fail 1 "missing.asg" "missing file"
+as strategies --help
+ok $rc "help"
+
+done_testing

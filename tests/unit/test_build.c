@@ -1,0 +1,236 @@
+/* test_build.c -- the choice problem of a small MLP training step on a
+ * mesh: node and edge counts against the graph, every matrix sized and
+ * valued as the strategy layer says, alias rows, liveness points; then an
+ * assignment -> plan -> JSON -> plan round trip and the JAX / DTensor text.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formulate/build.h"
+#include "formulate/plan.h"
+#include "graph/io.h"
+#include "spmd/rules.h"
+#include "tap.h"
+
+static const char mlp[] = "graph mlp2\n"
+                          "input x : f32[16,32] batch=0\n"
+                          "input y : f32[16,8] batch=0\n"
+                          "param w1 : f32[32,64]\n"
+                          "param w2 : f32[64,8]\n"
+                          "h = matmul(x, w1)\n"
+                          "a = relu(h)\n"
+                          "p = matmul(a, w2)\n"
+                          "l = mse_loss(p, y)\n"
+                          "output l\n"
+                          "train optimizer=adam\n";
+
+/* Distinct (producer node, consumer node) pairs of G under MAP. */
+static size_t
+count_pairs(const as_graph *g, const as_build_map *map)
+{
+    size_t n = 0;
+    int32_t i;
+    int j, j2;
+
+    for (i = 0; i < as_graph_nops(g); i++) {
+        const as_op *op = as_graph_op(g, i);
+        for (j = 0; j < op->nin; j++) {
+            int dup = 0;
+            for (j2 = 0; j2 < j; j2++)
+                dup |= as_build_map_tensor_node(map, op->in[j2]) ==
+                       as_build_map_tensor_node(map, op->in[j]);
+            n += !dup;
+        }
+    }
+    return n;
+}
+
+static void
+check_problem(const as_graph *g, const as_problem *p, const as_build_map *map)
+{
+    size_t v, j, bad = 0, ndecl = 0, nstates = 0, nupd = 0;
+    size_t *zero = as_xcalloc(as_problem_nnodes(p), sizeof *zero);
+    double obj, peak, want = 0;
+    as_err err;
+    int32_t t;
+
+    for (t = 0; t < as_graph_ntensors(g); t++) {
+        const as_tensor *tt = as_graph_tensor(g, t);
+        ndecl += tt->producer < 0;
+        nstates += tt->kind == AS_TK_STATE;
+        nupd += tt->producer < 0 && tt->update >= 0;
+    }
+    is_int((long)ndecl, 8, "2 inputs + 2 params + 4 adam states declared");
+    is_int((long)as_problem_nnodes(p), (long)(ndecl + (size_t)as_graph_nops(g)),
+           "one node per declared tensor and per op");
+    is_int((long)as_problem_nedges(p), (long)count_pairs(g, map),
+           "one edge per (producer, consumer)");
+    for (j = 0; j < as_problem_nedges(p); j++) {
+        const as_pedge *e = as_problem_edge(p, j);
+        const as_pnode *u = as_problem_node(p, e->u), *w = as_problem_node(p, e->v);
+        size_t q;
+        if (u->k != (size_t)as_build_map_node_set(map, e->u)->n ||
+            w->k != (size_t)as_build_map_node_set(map, e->v)->n)
+            bad++;
+        for (q = 0; q < u->k * w->k; q++)
+            if (!isfinite(e->r[q]) || e->r[q] < 0)
+                bad++;
+        if (e->r[0] != 0)
+            bad++; /* replicated -> replicated is free */
+    }
+    is_int((long)bad, 0, "every matrix is k_u x k_v, finite, and rep->rep is free");
+    is_int((long)as_problem_naliases(p), (long)(nstates + nupd),
+           "alias rows: state~param, and param/state~update producer");
+    ok(as_problem_nlive(p) > 0, "liveness points (%zu)", as_problem_nlive(p));
+    is_int(as_problem_validate(p, &err), AS_OK, "problem validates");
+    is_int(as_problem_check(p, zero, &obj, &peak, &err), AS_OK, "all-replicated is feasible");
+    for (v = 0; v < as_problem_nnodes(p); v++)
+        want += as_problem_node(p, v)->c[0] + as_problem_node(p, v)->d[0];
+    is_double(obj, want, 1e-12, "all-replicated objective = sum of compute (no resharding)");
+    ok(peak > 0, "peak memory %g", peak);
+    free(zero);
+}
+
+/* Choose, per node, the first strategy whose name is NAME (else keep 0), respecting aliases. */
+static void
+dp_choice(const as_problem *p, const as_build_map *map, size_t *choice)
+{
+    size_t v;
+
+    for (v = 0; v < as_problem_nnodes(p); v++) {
+        const as_strategy_set *set = as_build_map_node_set(map, v);
+        int32_t t = as_build_map_node_tensor(map, v);
+        int i = -1;
+        if (t >= 0)
+            i = as_strat_find(set, set->s[0].out[0].rank == 2 ? "[dp,None]" : "[None]");
+        else
+            i = as_strat_find(set, "batch(dp)");
+        choice[v] = i >= 0 ? (size_t)i : 0;
+    }
+}
+
+static void
+test_mlp(void)
+{
+    as_graph *g = NULL;
+    as_mesh *m = NULL;
+    as_cost_model *cm = NULL;
+    as_problem *p = NULL;
+    as_build_map *map = NULL;
+    as_build_opts o;
+    as_shard_plan *pl = NULL, *back = NULL;
+    as_plan_source src = {"test", "optimal", 1.5, 1.25, 1e6};
+    as_build_stats st;
+    as_hw hw;
+    as_err err;
+    size_t *choice;
+    char *s1, *s2;
+
+    if (as_graph_parse_asg("mlp.asg", mlp, strlen(mlp), &g, &err) != AS_OK ||
+        as_mesh_parse("dp=2,tp=2", &m, &err) != AS_OK || !as_hw_find_builtin("a100-dgx", &hw) ||
+        as_cost_model_new(&as_cost_roofline, &hw, m, NULL, 0, &cm, &err) != AS_OK) {
+        diag("setup: %s", err.msg);
+        exit(1);
+    }
+    as_build_opts_init(&o);
+    o.memory = -1;
+    is_int(as_problem_from_graph(g, m, cm, &o, &p, &map, &err), AS_OK, "build: %s", err.msg);
+    is_double(as_problem_memory(p), hw.memory, 1e-12, "--memory auto = profile memory");
+    check_problem(g, p, map);
+    as_build_map_stats(map, &st);
+    ok(st.strat.set_hits > 0, "identical signatures reuse sets (%ld hits)", st.strat.set_hits);
+    diag("nodes %zu edges %zu points %zu (dropped %zu) entries %.0f", st.nodes, st.edges,
+         st.live_points, st.points_dropped, st.matrix_entries);
+
+    choice = as_xcalloc(as_problem_nnodes(p), sizeof *choice);
+    dp_choice(p, map, choice);
+    is_int(as_plan_from_choice(map, choice, &src, &pl, &err), AS_OK, "plan from choice");
+    {
+        char buf[AS_SPEC_TEXT_MAX];
+        const as_plan_tensor *x = as_shard_plan_tensor(pl, "x");
+        const as_plan_op *h = as_shard_plan_op(pl, "h");
+        ok(x != NULL && strcmp(as_spec_str(&x->spec, pl->mesh, buf, sizeof buf), "[dp,None]") == 0,
+           "x split over dp");
+        ok(h != NULL && strcmp(h->strategy, "batch(dp)") == 0, "h is batch(dp)");
+        ok(strcmp(pl->cost_model, "roofline") == 0 && strcmp(pl->hw, "a100-dgx") == 0,
+           "plan records model and hardware");
+    }
+    s1 = as_shard_plan_dumps(pl);
+    is_int(as_shard_plan_parse(s1, strlen(s1), "plan.json", &back, &err), AS_OK, "read back: %s",
+           err.msg);
+    s2 = back != NULL ? as_shard_plan_dumps(back) : as_xstrdup("");
+    is_str(s2, s1, "plan -> JSON -> plan -> JSON identical");
+    ok(back != NULL && back->ntensors == pl->ntensors && back->nops == pl->nops &&
+           back->bound == 1.25 && back->objective == 1.5,
+       "counts and numbers survive");
+    free(s1);
+    free(s2);
+    as_shard_plan_free(back);
+    back = NULL;
+    is_int(as_shard_plan_parse("{\"format\":\"autoshard-plan\",\"mesh\":\"2x0\"}", 40, "bad.json",
+                               &back, &err),
+           AS_EPARSE, "bad mesh in a plan: %s", err.msg);
+    is_int(as_shard_plan_parse("{", 1, "bad.json", &back, &err), AS_EPARSE, "bad JSON: %s",
+           err.msg);
+    free(choice);
+    as_shard_plan_free(pl);
+    as_build_map_free(map);
+    as_problem_free(p);
+    as_cost_model_free(cm);
+    as_mesh_free(m);
+    as_graph_free(g);
+}
+
+static void
+test_emit(void)
+{
+    as_shard_plan *pl;
+    as_shape sh = {.dtype = AS_DT_F32, .rank = 2, .dim = {8, 16}};
+    as_spec sp;
+    as_err err;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp;
+
+    as_shard_plan_new("dp=2,tp=4", &pl, &err);
+    as_spec_parse("[None,tp]", pl->mesh, 2, &sp, &err);
+    as_shard_plan_add_tensor(pl, "w1", AS_TK_PARAM, &sh, &sp, &err);
+    as_spec_parse("[(dp,tp),None]", pl->mesh, 2, &sp, &err);
+    as_shard_plan_add_tensor(pl, "x", AS_TK_INPUT, &sh, &sp, &err);
+    as_spec_parse("[dp,None]", pl->mesh, 2, &sp, &err);
+    as_shard_plan_add_tensor(pl, "h", AS_TK_ACT, &sh, &sp, &err);
+    as_spec_parse("[None,(dp,tp)]", pl->mesh, 2, &sp, &err);
+    is_int(as_shard_plan_add_tensor(pl, "bad", AS_TK_ACT, &sh, &sp, &err), AS_OK, "16 over 8");
+    sh.dim[1] = 12;
+    is_int(as_shard_plan_add_tensor(pl, "bad2", AS_TK_ACT, &sh, &sp, &err), AS_EUSAGE,
+           "12 over 8 rejected: %s", err.msg);
+    fp = open_memstream(&buf, &len);
+    as_shard_plan_emit(pl, "jax", fp, &err);
+    fclose(fp);
+    ok(strstr(buf, "w1: PartitionSpec(None, 'tp')\n") != NULL, "jax w1");
+    ok(strstr(buf, "x: PartitionSpec(('dp', 'tp'), None)\n") != NULL, "jax x over two axes");
+    ok(strstr(buf, "h:") == NULL, "activations not emitted");
+    free(buf);
+    fp = open_memstream(&buf, &len);
+    as_shard_plan_emit(pl, "dtensor", fp, &err);
+    fclose(fp);
+    ok(strstr(buf, "w1: [Replicate(), Shard(1)]\n") != NULL, "dtensor w1");
+    ok(strstr(buf, "x: [Shard(0), Shard(0)]\n") != NULL, "dtensor x");
+    free(buf);
+    is_int(as_shard_plan_emit(pl, "onnx", stdout, &err), AS_EUSAGE, "unknown format: %s",
+           err.msg);
+    as_shard_plan_free(pl);
+}
+
+int
+main(void)
+{
+    as_rules_set_cache_path("off");
+    test_mlp();
+    test_emit();
+    as_rules_reset();
+    return done_testing();
+}
