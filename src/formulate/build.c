@@ -171,31 +171,20 @@ static int
 add_ops(as_build_map *map, as_problem *p, as_err *err)
 {
     const as_graph *g = map->g;
-    as_shape in[64], *inp, out[AS_MAX_OUTS];
     int32_t i;
     int k, rc = AS_OK;
 
     for (i = 0; i < as_graph_nops(g) && rc == AS_OK; i++) {
         const as_op *op = as_graph_op(g, i);
         const as_strategy_set *set;
-        as_opinfo info;
-        inp = op->nin <= 64 ? in : as_xmalloc((size_t)op->nin * sizeof *inp);
-        as_graph_op_in_shapes(g, op, inp);
+        as_opview v;
         for (k = 0; k < op->nout; k++) {
-            out[k] = as_graph_tensor(g, op->out[k])->shape;
             map->tensor_node[op->out[k]] = map->nnodes;
             map->tensor_out[op->out[k]] = k;
         }
-        info.def = op->def;
-        info.nin = op->nin;
-        info.in = inp;
-        info.nout = op->nout;
-        info.out = out;
-        info.nattr = op->nattr;
-        info.attr = op->attr;
-        rc = as_strat_op(map->ctx, &info, &set, err);
-        if (inp != in)
-            free(inp);
+        as_opview_init(&v, g, op);
+        rc = as_strat_op(map->ctx, &v.info, &set, err);
+        as_opview_free(&v);
         if (rc != AS_OK) {
             as_err_prefix(err, "op '%s': ", op->name);
             return rc;

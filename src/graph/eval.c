@@ -14,66 +14,43 @@
 int
 as_graph_eval(const as_graph *g, double **values, as_err *err)
 {
-    as_shape inbuf[64], outbuf[AS_MAX_OUTS], *ins = inbuf;
-    const double **inv = NULL;
     double *outv[AS_MAX_OUTS];
-    as_opinfo info;
+    const double **inv;
+    as_opview v;
     size_t i;
-    int j, rc = AS_OK;
+    int j;
 
     for (i = 0; i < g->ops.n; i++) {
         const as_op *op = &g->ops.v[i];
         if (op->def->kernel == NULL)
             return as_errf(err, AS_EUSAGE, "cannot evaluate '%s': op type '%s' has no kernel",
                            op->name, op->def->name);
-        if (op->nin > 64)
-            ins = as_xmalloc((size_t)op->nin * sizeof *ins);
+        for (j = 0; j < op->nin; j++)
+            if (values[op->in[j]] == NULL)
+                return as_errf(err, AS_EINTERNAL, "eval: '%s' reads '%s', which has no value",
+                               op->name, g->tensors.v[op->in[j]].name);
         inv = as_xmalloc((size_t)(op->nin + 1) * sizeof *inv);
-        for (j = 0; j < op->nin; j++) {
-            ins[j] = g->tensors.v[op->in[j]].shape;
+        for (j = 0; j < op->nin; j++)
             inv[j] = values[op->in[j]];
-            if (inv[j] == NULL) {
-                rc = as_errf(err, AS_EINTERNAL, "eval: '%s' reads '%s', which has no value",
-                             op->name, g->tensors.v[op->in[j]].name);
-                goto out;
-            }
-        }
         for (j = 0; j < op->nout; j++) {
-            const as_shape *s = &g->tensors.v[op->out[j]].shape;
-            int64_t n = as_shape_numel(s);
-            outbuf[j] = *s;
+            int64_t n = as_shape_numel(&g->tensors.v[op->out[j]].shape);
             free(values[op->out[j]]);
             values[op->out[j]] = as_xcalloc((size_t)(n ? n : 1), sizeof(double));
             outv[j] = values[op->out[j]];
         }
-        info.def = op->def;
-        info.nin = op->nin;
-        info.in = ins;
-        info.nout = op->nout;
-        info.out = outbuf;
-        info.nattr = op->nattr;
-        info.attr = op->attr;
-        op->def->kernel(&info, inv, outv);
+        as_opview_init(&v, g, op);
+        op->def->kernel(&v.info, inv, outv);
+        as_opview_free(&v);
         free(inv);
-        inv = NULL;
-        if (ins != inbuf) {
-            free(ins);
-            ins = inbuf;
-        }
     }
-out:
-    free(inv);
-    if (ins != inbuf)
-        free(ins);
-    return rc;
+    return AS_OK;
 }
 
 /* The valid integer range of declared tensor T, from the first op reading it. */
 static void
 eval_int_range(const as_graph *g, int32_t t, int64_t *lo, int64_t *hi)
 {
-    as_shape inbuf[64];
-    as_opinfo info;
+    as_opview v;
     size_t i;
     int j;
 
@@ -85,20 +62,12 @@ eval_int_range(const as_graph *g, int32_t t, int64_t *lo, int64_t *hi)
     }
     for (i = 0; i < g->ops.n; i++) {
         const as_op *op = &g->ops.v[i];
-        if (op->nin > 64)
-            continue;
         for (j = 0; j < op->nin; j++) {
             if (op->in[j] != t || op->def->irange == NULL)
                 continue;
-            as_graph_op_in_shapes(g, op, inbuf);
-            info.def = op->def;
-            info.nin = op->nin;
-            info.in = inbuf;
-            info.nout = 0;
-            info.out = NULL;
-            info.nattr = op->nattr;
-            info.attr = op->attr;
-            op->def->irange(&info, j, lo, hi);
+            as_opview_init(&v, g, op);
+            op->def->irange(&v.info, j, lo, hi);
+            as_opview_free(&v);
             return;
         }
     }

@@ -312,31 +312,12 @@ as_graph_liveness(const as_graph *g, int32_t *def, int32_t *last_use, as_err *er
 double
 as_graph_op_flops(const as_graph *g, int32_t op_id)
 {
-    const as_op *op = as_graph_op(g, op_id);
-    as_shape inbuf[16], outbuf[16], *in = inbuf, *out = outbuf;
-    as_opinfo info;
+    as_opview v;
     double f;
-    int j;
 
-    if (op->nin > 16)
-        in = as_xmalloc((size_t)op->nin * sizeof *in);
-    if (op->nout > 16)
-        out = as_xmalloc((size_t)op->nout * sizeof *out);
-    as_graph_op_in_shapes(g, op, in);
-    for (j = 0; j < op->nout; j++)
-        out[j] = as_graph_tensor(g, op->out[j])->shape;
-    info.def = op->def;
-    info.nin = op->nin;
-    info.in = in;
-    info.nout = op->nout;
-    info.out = out;
-    info.nattr = op->nattr;
-    info.attr = op->attr;
-    f = as_op_flops(&info);
-    if (in != inbuf)
-        free(in);
-    if (out != outbuf)
-        free(out);
+    as_opview_init(&v, g, as_graph_op(g, op_id));
+    f = as_op_flops(&v.info);
+    as_opview_free(&v);
     return f;
 }
 

@@ -337,3 +337,33 @@ as_op_bytes(const as_opinfo *info)
 {
     return info->def->bytes != NULL ? info->def->bytes(info) : as_graph_i_bytes_default(info);
 }
+
+void
+as_opview_init(as_opview *v, const as_graph *g, const as_op *op)
+{
+    int k;
+
+    v->in = op->nin <= 16 ? v->inbuf : as_xmalloc((size_t)op->nin * sizeof *v->in);
+    v->out = op->nout <= 16 ? v->outbuf : as_xmalloc((size_t)op->nout * sizeof *v->out);
+    as_graph_op_in_shapes(g, op, v->in);
+    for (k = 0; k < op->nout; k++)
+        v->out[k] = as_graph_tensor(g, op->out[k])->shape;
+    v->info.def = op->def;
+    v->info.nin = op->nin;
+    v->info.in = v->in;
+    v->info.nout = op->nout;
+    v->info.out = v->out;
+    v->info.nattr = op->nattr;
+    v->info.attr = op->attr;
+}
+
+void
+as_opview_free(as_opview *v)
+{
+    if (v->in != v->inbuf)
+        free(v->in);
+    if (v->out != v->outbuf)
+        free(v->out);
+    v->in = v->inbuf;
+    v->out = v->outbuf;
+}

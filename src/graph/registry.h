@@ -115,7 +115,17 @@ int as_op_infer(const as_op_def *def, const as_shape *in, int nin, const as_attr
 double as_op_flops(const as_opinfo *info);
 double as_op_bytes(const as_opinfo *info);
 
-/* Family tables (ops_<family>.c). */
+/* An op of a graph seen as an as_opinfo (its shapes copied out of the graph). */
+typedef struct as_opview {
+    as_opinfo info;                 /**< what kernels, costs and rules take */
+    as_shape *in, *out;             /**< info.in / info.out storage */
+    as_shape inbuf[16], outbuf[16]; /**< used when the op has <= 16 inputs/outputs */
+} as_opview;
+/** Fill V with op OP of G (input and output shapes, attributes); free with as_opview_free. */
+void as_opview_init(as_opview *v, const as_graph *g, const as_op *op);
+void as_opview_free(as_opview *v);
+
+/* Family tables (ops_FAMILY.c). */
 extern const as_op_def as_ops_core[];
 extern const int as_ops_core_count;
 extern const as_op_def as_ops_elementwise[];

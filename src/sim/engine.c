@@ -83,7 +83,8 @@ coll_hash(const coll_key *k)
 {
     uint64_t h = k->bytes * 0x9E3779B97F4A7C15ull;
 
-    h ^= ((uint64_t)(uint32_t)k->n << 16 | (uint64_t)k->kind << 8 | k->link) * 0xC2B2AE3D27D4EB4Full;
+    h ^= ((uint64_t)(uint32_t)k->n << 16 | (uint64_t)k->kind << 8 | k->link) *
+         0xC2B2AE3D27D4EB4Full;
     return h ^ (h >> 31);
 }
 

@@ -749,7 +749,8 @@ write_event(const as_sim_prog *p, const sim_event *ev, FILE *fp)
         fprintf(fp, "%s: ", p->labels.v + ev->label);
     fputs(event_kind_name(ev), fp);
     if (ev->kind == AS_SIM_SEND) {
-        fprintf(fp, " dev=%d->%d tensor=%s", d[0], d[1], p->tnames.v[p->bufs.v[p->rds.v[ev->rd_off]].tensor]);
+        fprintf(fp, " dev=%d->%d tensor=%s", d[0], d[1],
+                p->tnames.v[p->bufs.v[p->rds.v[ev->rd_off]].tensor]);
     } else {
         fputs(ev->kind == AS_SIM_COMPUTE ? " dev=" : " group=", fp);
         write_devs(fp, d, ev->ndev);
@@ -771,7 +772,8 @@ write_event(const as_sim_prog *p, const sim_event *ev, FILE *fp)
     /* reads and writes are stored per device; print those of the first device */
     nper = ev->ndev ? ev->nrd / ev->ndev : 0;
     for (k = 0; k < nper; k++)
-        fprintf(fp, "%s%s", k ? "," : " reads=", p->tnames.v[p->bufs.v[p->rds.v[ev->rd_off + k]].tensor]);
+        fprintf(fp, "%s%s", k ? "," : " reads=",
+                p->tnames.v[p->bufs.v[p->rds.v[ev->rd_off + k]].tensor]);
     nper = ev->ndev ? ev->nwr / ev->ndev : 0;
     for (k = 0; k < nper; k++) {
         const sim_buf *b = &p->bufs.v[p->wrs.v[ev->wr_off + k]];
@@ -867,7 +869,8 @@ rd_num(const rd_state *r, const char *s, size_t len, int col, const char *key, d
     buf[len] = '\0';
     errno = 0;
     v = strtod(buf, &end);
-    if (*end != '\0' || end == buf || !isfinite(v) || (buf[0] != '.' && (buf[0] < '0' || buf[0] > '9')))
+    if (*end != '\0' || end == buf || !isfinite(v) ||
+        (buf[0] != '.' && (buf[0] < '0' || buf[0] > '9')))
         return rd_err(r, col, err, "bad number '%s' for '%s'", buf, key);
     *out = v;
     return AS_OK;

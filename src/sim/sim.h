@@ -116,7 +116,7 @@ typedef struct as_sim_event_spec {
     const int32_t *reads;  /**< tensor ids read on every device of the event */
     int nreads;
     const int32_t *writes; /**< tensor ids written on every device (send: on dst) */
-    const double *wbytes;  /**< bytes per device of each write; NULL or < 0 = default (docs/sim.md) */
+    const double *wbytes;  /**< bytes per device of each write; NULL or < 0: default */
     int nwrites;
     const char *label;     /**< NULL or "" = none; copied */
     int line, col;         /**< source position for messages (0 = built) */

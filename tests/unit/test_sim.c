@@ -334,7 +334,8 @@ test_parse_errors(void)
         const char *text, *want;
     } bad[] = {
         {"program x devices=2\ne: compute dev=2 time=1\n", "t.prog:2:16: unknown device 2"},
-        {"program x devices=2\ne: send dev=0->5 tensor=q bytes=1\n", "t.prog:2:13: unknown device 5"},
+        {"program x devices=2\ne: send dev=0->5 tensor=q bytes=1\n",
+         "t.prog:2:13: unknown device 5"},
         {"program x devices=2\ne: compute dev=0 time=1.2.3\n", "t.prog:2:23: bad number '1.2.3'"},
         {"program x devices=2\ne: compute dev=0 time=abc\n", "bad number 'abc' for 'time'"},
         {"program x devices=2\ne: compute dev=0 time=\n", "t.prog:2:23: missing value for 'time'"},
@@ -347,7 +348,8 @@ test_parse_errors(void)
         {"", "empty program"},
         {"program x devices=2\ne: compute dev=0 time=1 reads=nope\n",
          "t.prog:2:31: tensor 'nope' on device 0 is never produced"},
-        {"program x devices=2\na: compute dev=0 time=1 writes=h:1\nb: compute dev=0 time=1 writes=h:1\n",
+        {"program x devices=2\na: compute dev=0 time=1 writes=h:1\n"
+         "b: compute dev=0 time=1 writes=h:1\n",
          "t.prog:3:4: tensor 'h' on device 0 is already written at line 2"},
         {"program x devices=2\ne: compute dev=0 op=frobnicate in=f32[2]\n",
          "unknown op type 'frobnicate'"},
@@ -446,7 +448,6 @@ test_cache(void)
     a = find_event(p, "m");
     b = find_event(p, "m2");
     is_double(r->end[b] - r->start[b], r->end[a] - r->start[a], 0, "identical ops cost the same");
-    a = find_event(p, "m");
     ok(r->dev[0].peak >= 64 * 64 * 4 * 2, "default write bytes from the inferred output shape");
     as_sim_result_free(r);
     as_sim_prog_free(p);
@@ -483,7 +484,7 @@ test_roundtrip(void)
     as_err err = {0};
     int32_t x, h, y;
     double hb = 4096;
-    int g[2] = {0, 1}, dev0 = 0;
+    int g[2] = {0, 1};
     char *b1 = NULL, *b2 = NULL;
     size_t n1 = 0, n2 = 0;
     FILE *f;
@@ -510,6 +511,7 @@ test_roundtrip(void)
     f = open_memstream(&b1, &n1);
     as_sim_prog_write(p, f, &err);
     fclose(f);
+    as_err_clear(&err);
     ok(as_sim_prog_parse("rt.prog", b1, &q, &err) == AS_OK, "written program parses (%s)",
        err.msg);
     if (q != NULL) {
@@ -520,7 +522,6 @@ test_roundtrip(void)
     }
     ok(b1 != NULL && strstr(b1, "s: send dev=0->1 tensor=h bytes=4096") != NULL,
        "send bytes default to the tensor size");
-    (void)dev0;
     free(b1);
     free(b2);
     as_sim_prog_free(q);
