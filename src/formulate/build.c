@@ -524,3 +524,43 @@ as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan
     *out = pl;
     return AS_OK;
 }
+
+/* ---- setup ---- */
+
+int
+as_graph_problem_init(as_graph_problem *gp, as_graph *g, const as_graph_setup *s, as_err *err)
+{
+    const as_cost_ops *ops;
+    double t0 = as_now();
+    int rc;
+
+    memset(gp, 0, sizeof *gp);
+    gp->g = g;
+    if ((rc = as_mesh_parse(s->mesh, &gp->mesh, err)) != AS_OK ||
+        (rc = as_hw_load(s->hw != NULL ? s->hw : "a100-dgx", &gp->hw, err)) != AS_OK)
+        goto out;
+    if ((ops = as_cost_model_find(s->cost != NULL ? s->cost : "roofline", err)) == NULL) {
+        rc = err->code;
+        goto out;
+    }
+    AS_CHECK_GOTO(rc, as_cost_model_new(ops, &gp->hw, gp->mesh, s->params, s->nparams, &gp->cm,
+                                        err), out);
+    AS_CHECK_GOTO(rc, as_problem_from_graph(g, gp->mesh, gp->cm, &s->build, &gp->p, &gp->map,
+                                            err), out);
+    gp->build_s = as_now() - t0;
+out:
+    if (rc != AS_OK)
+        as_graph_problem_free(gp);
+    return rc;
+}
+
+void
+as_graph_problem_free(as_graph_problem *gp)
+{
+    as_build_map_free(gp->map);
+    as_problem_free(gp->p);
+    as_cost_model_free(gp->cm);
+    as_mesh_free(gp->mesh);
+    as_graph_free(gp->g);
+    memset(gp, 0, sizeof *gp);
+}

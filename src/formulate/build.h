@@ -27,6 +27,7 @@
 #include "formulate/problem.h"
 #include "graph/graph.h"
 #include "spmd/cost.h"
+#include "spmd/hw.h"
 #include "spmd/strategy.h"
 
 typedef struct as_build_opts {
@@ -90,5 +91,37 @@ typedef struct as_plan_source {
  */
 int as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan_source *src,
                         as_shard_plan **out, as_err *err);
+
+/* Everything a command needs to solve a graph. */
+/** Where a graph problem comes from (strings borrowed). */
+typedef struct as_graph_setup {
+    const char *mesh;           /**< mesh text, "2x4" / "dp=2,tp=4" (required) */
+    const char *hw;             /**< profile name or file, NULL = "a100-dgx" */
+    const char *cost;           /**< cost model name, NULL = "roofline" */
+    const char *const *params;  /**< cost-model "key=value" parameters */
+    size_t nparams;
+    as_build_opts build;        /**< memory budget (< 0: the profile's), liveness */
+} as_graph_setup;
+
+/** A graph with its mesh, profile, cost model, problem and map (all owned). */
+typedef struct as_graph_problem {
+    as_graph *g;
+    as_mesh *mesh;
+    as_hw hw;
+    as_cost_model *cm;
+    as_problem *p;
+    as_build_map *map;
+    double build_s; /**< seconds spent building the problem */
+} as_graph_problem;
+
+/**
+ * Parse the mesh, load the profile, bind the cost model and build the
+ * problem of G (taken over: freed with GP, also on error) into GP.
+ * Errors: AS_EUSAGE for a bad mesh / cost model / parameter, AS_EIO or
+ * AS_EPARSE for a bad profile file, those of as_problem_from_graph.
+ */
+int as_graph_problem_init(as_graph_problem *gp, as_graph *g, const as_graph_setup *s,
+                          as_err *err);
+void as_graph_problem_free(as_graph_problem *gp); /* zeroed or initialised GP */
 
 #endif /* AS_BUILD_H */
