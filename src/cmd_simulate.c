@@ -1,7 +1,10 @@
 /* cmd_simulate.c -- `autoshard simulate`: run an event program through the
- * schedule-exact simulator and print its report (docs/sim.md).
+ * schedule-exact simulator and print its report (docs/sim.md); the program
+ * is read from a file or lowered from a graph and a plan.
  *
- *   autoshard simulate --program FILE [--hw NAME|FILE] [--cost-model M]
+ *   autoshard simulate --program FILE | GRAPH --plan PLAN [--mesh M]
+ *                      [--pipeline P --microbatches K --schedule S]
+ *                      [--hw NAME|FILE] [--cost-model M]
  *                      [--set KEY=VALUE]... [--no-overlap] [--capacity BYTES]
  *                      [--json] [--trace FILE] [--print-program]
  */
@@ -13,6 +16,9 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "graph/io.h"
+#include "spmd/rules.h"
+#include "sim/lower.h"
 #include "sim/sim.h"
 
 enum {
@@ -24,13 +30,20 @@ enum {
     OPT_CAPACITY,
     OPT_JSON,
     OPT_TRACE,
-    OPT_PRINT
+    OPT_PRINT,
+    OPT_PLAN,
+    OPT_MESH,
+    OPT_PIPELINE,
+    OPT_MICRO,
+    OPT_SCHED
 };
 
 #define SIM_MAX_PARAMS 16
 
 typedef struct sim_cli {
     const char *program;                 /**< --program */
+    const char *graph, *plan;            /**< GRAPH --plan */
+    as_lower_opts lo;
     const char *trace;                   /**< --trace */
     const char *params[SIM_MAX_PARAMS];  /**< --set */
     int json, print;
@@ -41,11 +54,17 @@ static int simulate_exec(int argc, char **argv);
 
 const struct as_cmd as_cmd_simulate = {
     .name = "simulate",
-    .args = "--program FILE [--hw NAME|FILE] [--cost-model M] [--no-overlap] [--json] "
-            "[--trace FILE]",
+    .args = "(--program FILE | GRAPH --plan PLAN [--pipeline P --microbatches K --schedule S]) "
+            "[--hw NAME|FILE] [--cost-model M] [--no-overlap] [--json] [--trace FILE]",
     .summary = "simulate an event program: time, memory, bubbles, critical path",
     .help = "Options:\n"
             "  --program FILE       event program text (docs/sim.md); '-' reads stdin\n"
+            "  GRAPH --plan PLAN    lower GRAPH (.asg, HLO) under PLAN (JSON from `solve`)\n"
+            "  --mesh M             check the mesh: the plan's (pipeline: P x the plan's)\n"
+            "  --pipeline P         split the ops into P stages of balanced cost, each on\n"
+            "                       its own copy of the plan's mesh (default 1)\n"
+            "  --microbatches K     microbatches per iteration (pipeline; default 1)\n"
+            "  --schedule S         gpipe or 1f1b (default 1f1b)\n"
             "  --hw NAME|FILE       hardware profile (default: the program's hw=, else a100-dgx)\n"
             "  --cost-model M       roofline, alpa or distir (default: the program's cost=,\n"
             "                       else roofline); costs events given without time=\n"
@@ -74,7 +93,13 @@ simulate_parse(int argc, char **argv, sim_cli *c)
         {"json", no_argument, NULL, OPT_JSON},
         {"trace", required_argument, NULL, OPT_TRACE},
         {"print-program", no_argument, NULL, OPT_PRINT},
+        {"plan", required_argument, NULL, OPT_PLAN},
+        {"mesh", required_argument, NULL, OPT_MESH},
+        {"pipeline", required_argument, NULL, OPT_PIPELINE},
+        {"microbatches", required_argument, NULL, OPT_MICRO},
+        {"schedule", required_argument, NULL, OPT_SCHED},
         {NULL, 0, NULL, 0}};
+    long v;
     char *end;
     int ch;
 
@@ -114,16 +139,49 @@ simulate_parse(int argc, char **argv, sim_cli *c)
         case OPT_PRINT:
             c->print = 1;
             break;
+        case OPT_PLAN:
+            c->plan = optarg;
+            break;
+        case OPT_MESH:
+            c->lo.mesh = optarg;
+            break;
+        case OPT_PIPELINE:
+        case OPT_MICRO:
+            v = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || v < 1 || v > 65536)
+                return as_cmd_usage(&as_cmd_simulate, "--%s must be an integer >= 1, got '%s'",
+                                    ch == OPT_PIPELINE ? "pipeline" : "microbatches", optarg);
+            if (ch == OPT_PIPELINE)
+                c->lo.pipeline = (int)v;
+            else
+                c->lo.nmicro = (int)v;
+            break;
+        case OPT_SCHED:
+            if (!as_sim_sched_parse(optarg, &c->lo.sched))
+                return as_cmd_usage(&as_cmd_simulate, "--schedule must be gpipe or 1f1b, got '%s'",
+                                    optarg);
+            break;
         default:
             return as_cmd_usage(&as_cmd_simulate, "unknown or incomplete option '%s'",
                                 argv[optind - 1]);
         }
     }
     if (optind < argc)
+        c->graph = argv[optind++];
+    if (optind < argc)
         return as_cmd_usage(&as_cmd_simulate, "unexpected argument '%s'", argv[optind]);
-    if (c->program == NULL)
-        return as_cmd_usage(&as_cmd_simulate, "--program FILE is required");
+    if (c->program == NULL && (c->graph == NULL || c->plan == NULL))
+        return as_cmd_usage(&as_cmd_simulate, "give --program FILE, or GRAPH and --plan PLAN");
+    if (c->program != NULL && (c->graph != NULL || c->plan != NULL))
+        return as_cmd_usage(&as_cmd_simulate, "--program cannot be combined with GRAPH or --plan");
+    if (c->lo.pipeline == 1 && c->lo.nmicro > 1)
+        return as_cmd_usage(&as_cmd_simulate, "--microbatches needs --pipeline P > 1");
     c->o.params = c->params;
+    c->lo.hw = c->o.hw;
+    c->lo.cost_model = c->o.cost_model;
+    c->lo.params = c->params;
+    c->lo.nparams = c->o.nparams;
+    c->lo.plan_name = c->plan;
     return AS_EXIT_OK;
 }
 
@@ -138,10 +196,27 @@ simulate_exec(int argc, char **argv)
 
     memset(&c, 0, sizeof c);
     as_sim_opts_init(&c.o);
+    as_lower_opts_init(&c.lo);
     if ((rc = simulate_parse(argc, argv, &c)) != AS_EXIT_OK)
         return rc;
-    if (as_sim_prog_read(c.program, &prog, &err) != AS_OK)
-        return as_cmd_fail(&err);
+    if (c.program != NULL) {
+        if (as_sim_prog_read(c.program, &prog, &err) != AS_OK)
+            return as_cmd_fail(&err);
+    } else {
+        as_graph *g = NULL;
+        as_shard_plan *plan = NULL;
+
+        rc = as_graph_read(c.graph, &g, &err);
+        if (rc == AS_OK)
+            rc = as_shard_plan_read(c.plan, &plan, &err);
+        if (rc == AS_OK)
+            rc = as_sim_lower(g, plan, &c.lo, &prog, &err);
+        as_shard_plan_free(plan);
+        as_graph_free(g);
+        as_rules_reset();
+        if (rc != AS_OK)
+            return as_cmd_fail(&err);
+    }
     if (c.print) {
         rc = as_sim_prog_write(prog, stdout, &err) == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
         goto out;

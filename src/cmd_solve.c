@@ -1,13 +1,21 @@
-/* cmd_solve.c -- `autoshard solve`: solve a cost graph with a backend (or
- * read an external solver's solution), print a summary, write the plan.
+/* cmd_solve.c -- `autoshard solve`: choose one sharding strategy per op of
+ * a graph on a mesh (or of a cost graph), print a summary, write the plan.
  *
- *   autoshard solve --costgraph FILE [--solver glpk|cbc|brute] [--memory BYTES]
- *                   [--time-limit S] [--gap G] [--threads N] [--top K] [--no-reduce]
- *                   [--set SOLVER/KEY=VALUE]... [--solution SOLFILE] [-o plan.json]
+ *   autoshard solve [GRAPH] --mesh M [--hw H] [--cost-model C] [--alpha A] [--beta B]
+ *                   [--solver glpk|cbc|brute] [--memory BYTES|auto] [--time-limit S]
+ *                   [--gap G] [--threads N] [--top K] [--no-reduce] [--set S/K=V]...
+ *                   [--solution SOLFILE] [-o plan.json] [--emit jax|dtensor]
+ *   autoshard solve --costgraph FILE [same solver options]
+ *   autoshard solve          (built-in default: GPT-2 small training step, dp=2,tp=4)
  *
- * Exit 3 when no plan fits the memory budget; the message gives the peak of
- * the cheapest plan without the budget (found by solving again without it)
- * and the lower bound no plan can beat.
+ * Graph solves go graph -> problem (formulate/build.h) -> as_solve_problem
+ * -> plans (as_plan_from_choice); the summary groups ops by repeated layer
+ * and adds up the bytes every collective moves.  solve_graph_finish() gets
+ * the solved plans and does everything after the solve (print, write,
+ * emit), so further consumers of plans go there.  Exit 3 when no plan fits
+ * the memory budget; the message gives the peak of the cheapest plan
+ * without the budget (found by solving again without it) and the lower
+ * bound no plan can beat.
  */
 #include "config.h"
 
@@ -19,32 +27,62 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "formulate/build.h"
+#include "graph/autodiff.h"
+#include "graph/io.h"
+#include "graph/presets.h"
+#include "spmd/rules.h"
 #include "solve/solver.h"
 
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
-       OPT_SOL };
+       OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL };
 
 #define SOLVE_MAX_PARAMS 32
+#define SOLVE_MAX_CPARAMS 8
+
+/* The built-in problem of a bare `autoshard solve` (docs/solve.md). */
+#define DEFAULT_PRESET "gpt2-small"
+#define DEFAULT_MESH "dp=2,tp=4"
 
 typedef struct solve_cli {
-    const char *costgraph, *out, *solution;
-    double memory;                       /**< bytes, < 0 = the file's */
+    const char *costgraph, *graph, *out, *solution, *emit, *cache;
+    as_graph_setup setup;
+    double memory;                       /**< bytes, < 0 = the file's / none for graphs */
+    int memory_auto;                     /**< --memory auto: the profile's capacity */
+    int all;                             /**< --all: every op in the table */
     as_solve_opts o;
     const char *params[SOLVE_MAX_PARAMS];
+    const char *cparams[SOLVE_MAX_CPARAMS];
+    char *owned[SOLVE_MAX_CPARAMS];
 } solve_cli;
 
 static int solve_exec(int argc, char **argv);
 
 const struct as_cmd as_cmd_solve = {
     .name = "solve",
-    .args = "--costgraph FILE [--solver NAME] [--memory BYTES] [--time-limit S] [--top K] "
-            "[-o PLAN]",
-    .summary = "choose one strategy per op: solve the ILP of a cost graph",
-    .help = "Options:\n"
-            "  --costgraph FILE     cost graph to solve (JSON, docs/costgraph.md)\n"
+    .args = "[GRAPH --mesh M | --costgraph FILE] [--solver NAME] [--memory BYTES|auto] "
+            "[--top K] [-o PLAN] [--emit jax|dtensor]",
+    .summary = "choose one sharding strategy per op: solve the ILP of a graph on a mesh",
+    .help = "GRAPH is any graph file (.asg or XLA HLO text; '-' = stdin).  Without GRAPH\n"
+            "and --costgraph, solves the built-in default: a GPT-2 small training step\n"
+            "(adam) on an 8-device A100 mesh dp=2,tp=4, memory from the profile.\n"
+            "\nGraph options:\n"
+            "  --mesh M             device mesh: 8, 2x4, dp=2,tp=4 (required with GRAPH)\n"
+            "  --hw NAME|FILE       hardware profile (default a100-dgx; `autoshard hw`)\n"
+            "  --cost-model C       roofline (default), alpa or distir\n"
+            "  --alpha A0,A1        alpa: per-axis latency terms\n"
+            "  --beta B0,B1         alpa: per-axis inverse bandwidths\n"
+            "  --rules-cache F|off  sharding-rule cache file\n"
+            "  --emit jax|dtensor   print a JAX PartitionSpec / PyTorch DTensor placements\n"
+            "                       per parameter and input (stdout; summary to stderr)\n"
+            "  --all                list every op in the strategy table, not only\n"
+            "                       contractions and parameters\n"
+            "\nSolver options:\n"
+            "  --costgraph FILE     solve a cost graph instead (JSON, docs/costgraph.md)\n"
             "  -s, --solver NAME    glpk (default), cbc, brute\n"
-            "  --memory BYTES       per-device budget (suffixes K M G T, Ki Mi Gi Ti);\n"
-            "                       overrides the file's; 0 = none\n"
+            "  --memory BYTES|auto  per-device budget (suffixes K M G T = 1000^n,\n"
+            "                       Ki Mi Gi Ti = 1024^n, optional B); auto = the\n"
+            "                       profile's device memory; 0 = none (graph default)\n"
             "  --time-limit S       seconds (total, over all --top plans)\n"
             "  --gap G              stop at relative gap G (e.g. 0.01)\n"
             "  --threads N          solver threads (cbc)\n"
@@ -53,9 +91,12 @@ const struct as_cmd as_cmd_solve = {
             "  --set S/KEY=VALUE    backend parameter, e.g. glpk/presolve=0\n"
             "  --solution FILE      read an external solver's solution for the model that\n"
             "                       `autoshard export` wrote (CBC, glpsol -w/-o, Gurobi, HiGHS)\n"
-            "  -o FILE              write the plan as JSON ('-' = stdout; summary to stderr)\n"
+            "  -o FILE              write the plan as JSON ('-' = stdout; summary to stderr);\n"
+            "                       with --top K > 1 a JSON array of the K plans\n"
             "\nSolvers: glpk (linked, default), cbc (when built with CBC), brute (exhaustive,\n"
-            "at most 1e7 plans).  Formulation and reductions: docs/ilp.md.\n",
+            "at most 1e7 plans).  Formulation and reductions: docs/ilp.md; output: docs/solve.md.\n"
+            "Exit 3 when no plan fits the memory budget (the message says what the cheapest\n"
+            "plan needs).\n",
     .exec = solve_exec,
 };
 
@@ -96,6 +137,44 @@ parse_num(const char *opt, const char *s, double lo, double *out)
 }
 
 static int
+solve_graph_opt(solve_cli *c, int opt)
+{
+    switch (opt) {
+    case OPT_MESH:
+        c->setup.mesh = optarg;
+        return AS_EXIT_OK;
+    case OPT_HW:
+        c->setup.hw = optarg;
+        return AS_EXIT_OK;
+    case OPT_COST:
+        c->setup.cost = optarg;
+        return AS_EXIT_OK;
+    case OPT_ALPHA:
+    case OPT_BETA:
+        if (c->setup.nparams == SOLVE_MAX_CPARAMS)
+            return as_cmd_usage(&as_cmd_solve, "too many cost-model parameters");
+        c->owned[c->setup.nparams] =
+            as_xasprintf("%s=%s", opt == OPT_ALPHA ? "alpha" : "beta", optarg);
+        c->cparams[c->setup.nparams] = c->owned[c->setup.nparams];
+        c->setup.nparams++;
+        return AS_EXIT_OK;
+    case OPT_EMIT:
+        if (strcmp(optarg, "jax") != 0 && strcmp(optarg, "dtensor") != 0)
+            return as_cmd_usage(&as_cmd_solve, "--emit takes jax or dtensor, got '%s'", optarg);
+        c->emit = optarg;
+        return AS_EXIT_OK;
+    case OPT_CACHE:
+        c->cache = optarg;
+        return AS_EXIT_OK;
+    case OPT_ALL:
+        c->all = 1;
+        return AS_EXIT_OK;
+    default:
+        return as_cmd_usage(&as_cmd_solve, "unknown option");
+    }
+}
+
+static int
 solve_opt(solve_cli *c, int opt)
 {
     double x;
@@ -114,8 +193,10 @@ solve_opt(solve_cli *c, int opt)
         c->solution = optarg;
         return AS_EXIT_OK;
     case OPT_MEM:
-        if (!parse_bytes(optarg, &c->memory))
-            return as_cmd_usage(&as_cmd_solve, "--memory: bad byte count '%s'", optarg);
+        c->memory_auto = strcmp(optarg, "auto") == 0;
+        if (!c->memory_auto && !parse_bytes(optarg, &c->memory))
+            return as_cmd_usage(&as_cmd_solve, "--memory: bad byte count '%s' (e.g. 16GiB, "
+                                "40GB, auto)", optarg);
         return AS_EXIT_OK;
     case OPT_TIME:
         return parse_num("--time-limit", optarg, 0, &c->o.lim.time_limit_s);
@@ -140,7 +221,7 @@ solve_opt(solve_cli *c, int opt)
         c->params[c->o.nparams++] = optarg;
         return AS_EXIT_OK;
     default:
-        return as_cmd_usage(&as_cmd_solve, "unknown option");
+        return solve_graph_opt(c, opt);
     }
 }
 
@@ -153,7 +234,11 @@ solve_parse(int argc, char **argv, solve_cli *c)
         {"gap", required_argument, NULL, OPT_GAP}, {"threads", required_argument, NULL, OPT_THREADS},
         {"top", required_argument, NULL, OPT_TOP}, {"no-reduce", no_argument, NULL, OPT_NORED},
         {"set", required_argument, NULL, OPT_SET}, {"solution", required_argument, NULL, OPT_SOL},
-        {"output", required_argument, NULL, 'o'}, {NULL, 0, NULL, 0}};
+        {"output", required_argument, NULL, 'o'}, {"mesh", required_argument, NULL, OPT_MESH},
+        {"hw", required_argument, NULL, OPT_HW}, {"cost-model", required_argument, NULL, OPT_COST},
+        {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
+        {"emit", required_argument, NULL, OPT_EMIT}, {"rules-cache", required_argument, NULL,
+        OPT_CACHE}, {"all", no_argument, NULL, OPT_ALL}, {NULL, 0, NULL, 0}};
     int opt, rc;
 
     opterr = 0;
@@ -164,12 +249,22 @@ solve_parse(int argc, char **argv, solve_cli *c)
         if ((rc = solve_opt(c, opt)) != AS_EXIT_OK)
             return rc;
     }
-    if (optind < argc)
-        return as_cmd_usage(&as_cmd_solve, "solving graph '%s' needs --mesh, not available "
-                            "yet; give a cost graph with --costgraph", argv[optind]);
-    if (c->costgraph == NULL)
-        return as_cmd_usage(&as_cmd_solve, "missing --costgraph FILE");
+    if (argc - optind > 1)
+        return as_cmd_usage(&as_cmd_solve, "expected at most one GRAPH file, got %d",
+                            argc - optind);
+    c->graph = optind < argc ? argv[optind] : NULL;
     c->o.params = c->params;
+    c->setup.params = c->cparams;
+    if (c->costgraph != NULL && (c->graph != NULL || c->setup.mesh != NULL))
+        return as_cmd_usage(&as_cmd_solve, "give either GRAPH --mesh M or --costgraph FILE");
+    if (c->costgraph != NULL && (c->emit != NULL || c->memory_auto))
+        return as_cmd_usage(&as_cmd_solve, "--emit and --memory auto need a GRAPH");
+    if (c->graph != NULL && c->setup.mesh == NULL)
+        return as_cmd_usage(&as_cmd_solve, "missing --mesh M for graph '%s'", c->graph);
+    if (c->graph == NULL && c->costgraph == NULL && c->solution != NULL)
+        return as_cmd_usage(&as_cmd_solve, "--solution needs GRAPH --mesh M or --costgraph");
+    if (c->emit != NULL && c->out != NULL && strcmp(c->out, "-") == 0)
+        return as_cmd_usage(&as_cmd_solve, "--emit and -o - both write to stdout");
     return AS_EXIT_OK;
 }
 
@@ -277,6 +372,7 @@ solve_infeasible(as_problem *p, const solve_cli *c)
     o.top = 1;
     if (as_solve_problem(p, &o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
+    as_problem_set_memory(p, budget);
     if (res.nplans == 0) {
         as_solve_result_free(&res);
         fprintf(stderr, "autoshard: no plan satisfies the alias constraints, whatever the "
@@ -315,14 +411,15 @@ solve_external(as_problem *p, const solve_cli *c, FILE *fp)
 }
 
 static void
-print_summary(FILE *fp, const as_problem *p, const solve_cli *c, const as_solve_result *r)
+print_summary(FILE *fp, const as_problem *p, const char *what, unsigned reduce,
+              const as_solve_result *r)
 {
     const as_reduce_stats *s = &r->red;
 
     fprintf(fp, "%-13s%s: %zu nodes, %zu edges, %zu liveness points, %zu aliases\n",
-            "cost graph", c->costgraph, as_problem_nnodes(p), as_problem_nedges(p),
+            "cost graph", what, as_problem_nnodes(p), as_problem_nedges(p),
             as_problem_nlive(p), as_problem_naliases(p));
-    if (c->o.reduce)
+    if (reduce)
         fprintf(fp, "%-13s%zu followers merged, %zu constant and %zu parallel edges, "
                 "eliminated %zu/%zu/%zu of degree 0/1/2; %zu nodes, %zu edges left\n",
                 "reductions", s->followers, s->const_edges, s->merged_edges, s->elim[0],
@@ -333,7 +430,7 @@ print_summary(FILE *fp, const as_problem *p, const solve_cli *c, const as_solve_
 }
 
 static int
-solve_run(as_problem *p, solve_cli *c)
+solve_costgraph(as_problem *p, solve_cli *c)
 {
     FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout;
     as_solve_result res;
@@ -345,7 +442,7 @@ solve_run(as_problem *p, solve_cli *c)
         return solve_external(p, c, fp);
     if (as_solve_problem(p, &c->o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
-    print_summary(fp, p, c, &res);
+    print_summary(fp, p, c->costgraph, c->o.reduce, &res);
     if (res.outcome == AS_OUTCOME_INFEASIBLE) {
         as_solve_result_free(&res);
         return solve_infeasible(p, c);
@@ -367,26 +464,621 @@ solve_run(as_problem *p, solve_cli *c)
     return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
 }
 
+/* ---- graphs: the strategy table ---- */
+
+/*
+ * Repeated layers are found by name: the first "SEG.N." in a node name (N
+ * decimal) names its layer "SEG.N" of family SEG, so h.3.mlp.fc1.mm,
+ * d.h.3.mlp.fc1.mm and adam_m.h.3.mlp.fc1.w.new all belong to layer h.3.
+ * A family seen with two or more N is repeated; its other names are not.
+ */
+typedef struct layer_ref {
+    size_t fam_pos, fam_len; /**< SEG within the name */
+    size_t num_len;          /**< digits after "SEG." */
+    long num;
+} layer_ref;
+
+static int
+layer_of(const char *name, layer_ref *lr)
+{
+    const char *seg = name, *q;
+
+    for (;;) {
+        const char *dot = strchr(seg, '.');
+        if (dot == NULL)
+            return 0;
+        for (q = dot + 1; *q >= '0' && *q <= '9'; q++)
+            ;
+        if (q > dot + 1 && *q == '.' && dot > seg && !(seg[0] >= '0' && seg[0] <= '9')) {
+            lr->fam_pos = (size_t)(seg - name);
+            lr->fam_len = (size_t)(dot - seg);
+            lr->num_len = (size_t)(q - dot - 1);
+            lr->num = strtol(dot + 1, NULL, 10);
+            return 1;
+        }
+        seg = dot + 1;
+    }
+}
+
+/* Name of node V with its layer number replaced by '*' into BUF. */
+static const char *
+layer_role(const char *name, const layer_ref *lr, char *buf, size_t n)
+{
+    size_t at = lr->fam_pos + lr->fam_len + 1;
+
+    snprintf(buf, n, "%.*s*%s", (int)at, name, name + at + lr->num_len);
+    return buf;
+}
+
+typedef struct graph_view {
+    const as_graph_problem *gp;
+    const size_t *choice;
+    int all;
+} graph_view;
+
+/* 1 if node V belongs in the short table: parameters and contractions. */
+static int
+node_shown(const graph_view *w, size_t v)
+{
+    int32_t op = as_build_map_node_op(w->gp->map, v), t;
+    const char *ty;
+
+    if (w->all)
+        return 1;
+    if (op < 0) {
+        t = as_build_map_node_tensor(w->gp->map, v);
+        return as_graph_tensor(w->gp->g, t)->kind == AS_TK_PARAM;
+    }
+    ty = as_graph_op(w->gp->g, op)->def->name;
+    return strstr(ty, "matmul") != NULL || strstr(ty, "dot") != NULL ||
+           strstr(ty, "conv") != NULL || strstr(ty, "einsum") != NULL;
+}
+
+static const char *
+node_strategy(const graph_view *w, size_t v)
+{
+    return as_build_map_node_set(w->gp->map, v)->s[w->choice[v]].name;
+}
+
+static void
+table_row(FILE *fp, const graph_view *w, size_t v, const char *note)
+{
+    const as_problem *p = w->gp->p;
+    int32_t op = as_build_map_node_op(w->gp->map, v);
+    const char *ty = op >= 0 ? as_graph_op(w->gp->g, op)->def->name : "param";
+
+    fprintf(fp, "  %-36s %-12s %s%s\n", as_problem_node(p, v)->name, ty, node_strategy(w, v),
+            note);
+}
+
+/* Rows of layer NUM (among NODES) whose role is missing from layer REP or chose otherwise. */
+static size_t
+layer_diff(const graph_view *w, const size_t *nodes, size_t n, long rep, long num,
+           const layer_ref *refs, size_t *diff)
+{
+    const as_problem *p = w->gp->p;
+    char r1[256], r2[256];
+    size_t i, j, nd = 0;
+
+    for (i = 0; i < n; i++) {
+        size_t v = nodes[i];
+        int found = 0;
+        if (refs[v].num != num)
+            continue;
+        layer_role(as_problem_node(p, v)->name, &refs[v], r1, sizeof r1);
+        for (j = 0; j < n && !found; j++) {
+            size_t u = nodes[j];
+            if (refs[u].num != rep)
+                continue;
+            if (strcmp(layer_role(as_problem_node(p, u)->name, &refs[u], r2, sizeof r2), r1) == 0)
+                found = 1 + (strcmp(node_strategy(w, u), node_strategy(w, v)) == 0);
+        }
+        if (found != 2)
+            diff[nd++] = v;
+    }
+    return nd;
+}
+
+/* Signature of every layer number NUMS[i]: "role=strategy;" in node order. */
+static char **
+layer_sigs(const graph_view *w, const size_t *nodes, size_t n, const layer_ref *refs,
+           const long *nums, size_t nnums)
+{
+    char **sig = as_xcalloc(nnums + 1, sizeof *sig), role[256];
+    size_t i, j;
+
+    for (j = 0; j < nnums; j++) {
+        AS_VEC(char) b = {0};
+        for (i = 0; i < n; i++) {
+            size_t v = nodes[i], len;
+            char *row;
+            if (refs[v].num != nums[j])
+                continue;
+            layer_role(as_problem_node(w->gp->p, v)->name, &refs[v], role, sizeof role);
+            row = as_xasprintf("%s=%s;", role, node_strategy(w, v));
+            len = strlen(row);
+            AS_VEC_RESERVE(&b, b.n + len + 1);
+            memcpy(b.v + b.n, row, len);
+            b.n += len;
+            free(row);
+        }
+        AS_VEC_PUSH(&b, '\0');
+        sig[j] = b.v;
+    }
+    return sig;
+}
+
+/* One repeated family: the most common layer in full, then which layers chose alike. */
+static void
+print_family(FILE *fp, const graph_view *w, const char *fam, const size_t *nodes, size_t n,
+             const layer_ref *refs)
+{
+    AS_VEC(long) nums = {0};
+    size_t i, j, hidden = 0, best = 0, bestc = 0, *diff = as_xcalloc(n + 1, sizeof *diff);
+    char **sig;
+    long rep;
+    int same_any = 0;
+
+    for (i = 0; i < n; i++) {
+        int seen = 0;
+        for (j = 0; j < nums.n && !seen; j++)
+            seen = nums.v[j] == refs[nodes[i]].num;
+        if (!seen)
+            AS_VEC_PUSH(&nums, refs[nodes[i]].num);
+    }
+    sig = layer_sigs(w, nodes, n, refs, nums.v, nums.n);
+    for (i = 0; i < nums.n; i++) {
+        size_t cnt = 0;
+        for (j = 0; j < nums.n; j++)
+            cnt += strcmp(sig[i], sig[j]) == 0;
+        if (cnt > bestc) {
+            bestc = cnt;
+            best = i;
+        }
+    }
+    rep = nums.v[best];
+    fprintf(fp, "layer %s.%ld (representative of %zu layers %s.*):\n", fam, rep, nums.n, fam);
+    for (i = 0; i < n; i++) {
+        if (refs[nodes[i]].num != rep)
+            continue;
+        if (node_shown(w, nodes[i]))
+            table_row(fp, w, nodes[i], "");
+        else
+            hidden++;
+    }
+    if (hidden > 0)
+        fprintf(fp, "  (+%zu other ops of the layer; --all lists them)\n", hidden);
+    fprintf(fp, "  layers that chose identically:");
+    for (j = 0; j < nums.n; j++)
+        if (j != best && strcmp(sig[j], sig[best]) == 0) {
+            fprintf(fp, " %s.%ld", fam, nums.v[j]);
+            same_any = 1;
+        }
+    fprintf(fp, "%s\n", same_any ? "" : " none");
+    for (j = 0; j < nums.n; j++) {
+        size_t nd;
+        if (strcmp(sig[j], sig[best]) == 0)
+            continue;
+        nd = layer_diff(w, nodes, n, rep, nums.v[j], refs, diff);
+        fprintf(fp, "  layer %s.%ld differs in %zu op%s:\n", fam, nums.v[j], nd,
+                nd == 1 ? "" : "s");
+        for (i = 0; i < nd; i++)
+            table_row(fp, w, diff[i], "");
+    }
+    for (j = 0; j < nums.n; j++)
+        free(sig[j]);
+    free(sig);
+    AS_VEC_FREE(&nums);
+    free(diff);
+}
+
+static void
+print_table(FILE *fp, const graph_view *w)
+{
+    const as_problem *p = w->gp->p;
+    size_t n = as_problem_nnodes(p), v, i, hidden = 0, nfam = 0;
+    layer_ref *refs = as_xcalloc(n + 1, sizeof *refs);
+    unsigned char *fam_ok = as_xcalloc(n + 1, 1), *done = as_xcalloc(n + 1, 1);
+    size_t *members = as_xcalloc(n + 1, sizeof *members);
+
+    /* a node is in a repeated family when another node of its family has another number */
+    for (v = 0; v < n; v++)
+        if (!layer_of(as_problem_node(p, v)->name, &refs[v]))
+            refs[v].num = -1;
+    for (v = 0; v < n; v++) {
+        const char *nv = as_problem_node(p, v)->name;
+        size_t m = 0;
+        if (refs[v].num < 0 || done[v])
+            continue;
+        for (i = v; i < n; i++) {
+            const char *ni = as_problem_node(p, i)->name;
+            if (refs[i].num >= 0 && !done[i] && refs[i].fam_len == refs[v].fam_len &&
+                strncmp(ni + refs[i].fam_pos, nv + refs[v].fam_pos, refs[v].fam_len) == 0)
+                members[m++] = i;
+        }
+        for (i = 0; i < m; i++)
+            if (refs[members[i]].num != refs[v].num)
+                break;
+        if (i == m)
+            continue; /* one number only: not repeated */
+        for (i = 0; i < m; i++) {
+            done[members[i]] = 1;
+            fam_ok[members[i]] = 1;
+        }
+        if (nfam++ == 0)
+            fprintf(fp, "strategies (repeated layers: one shown in full):\n");
+        {
+            char fam[128];
+            snprintf(fam, sizeof fam, "%.*s", (int)refs[v].fam_len, nv + refs[v].fam_pos);
+            print_family(fp, w, fam, members, m, refs);
+        }
+    }
+    fprintf(fp, "%s:\n", nfam ? "other ops" : "strategies");
+    for (v = 0; v < n; v++) {
+        if (fam_ok[v])
+            continue;
+        if (node_shown(w, v))
+            table_row(fp, w, v, "");
+        else
+            hidden++;
+    }
+    if (hidden > 0)
+        fprintf(fp, "  (+%zu other ops and tensors; --all lists them)\n", hidden);
+    free(refs);
+    free(fam_ok);
+    free(done);
+    free(members);
+}
+
+/* ---- graphs: collectives ---- */
+
+/* Add the collectives that strategy S of SET implies by resolving partial outputs. */
+static void
+strategy_colls(const as_graph_problem *gp, const as_strategy_set *set, const as_strategy *s,
+               double *bytes)
+{
+    const as_mesh *m = gp->mesh;
+    const as_strategy *base = NULL;
+    int i, o, k, naxes = as_mesh_naxes(m);
+
+    if (s->resolve == AS_RESOLVE_NONE)
+        return;
+    for (i = 0; i < set->n && base == NULL; i++)
+        if (set->s[i].resolve == AS_RESOLVE_NONE && memcmp(set->s[i].rule, s->rule,
+                                                           sizeof s->rule) == 0)
+            base = &set->s[i];
+    if (base == NULL)
+        return;
+    for (o = 0; o < set->nout; o++) {
+        as_spec sp = base->out[o];
+        for (k = 0; k < naxes; k++) {
+            if (sp.axis[k] != AS_SPEC_P)
+                continue;
+            if (s->resolve == AS_RESOLVE_ALLREDUCE) {
+                bytes[AS_COLL_ALL_REDUCE] += as_spec_local_bytes(&sp, &set->out_shape[o], m);
+                sp.axis[k] = AS_SPEC_R;
+            } else {
+                bytes[AS_COLL_REDUCE_SCATTER] += as_spec_local_bytes(&sp, &set->out_shape[o], m);
+                sp.axis[k] = (int8_t)s->resolve;
+            }
+            sp.partial[k] = 0;
+        }
+    }
+}
+
+/*
+ * Bytes per collective kind (cost.h's byte conventions) of the plan CHOICE:
+ * partial outputs resolved inside ops, and every resharding step on the
+ * edges (as_reshard_steps), as the ILP charges them.
+ */
+static void
+plan_collectives(const as_graph_problem *gp, const size_t *choice, double *bytes)
+{
+    const as_graph *g = gp->g;
+    as_reshard_step steps[AS_RESHARD_MAX_STEPS];
+    size_t v;
+    int32_t i;
+    int j, k, ns;
+
+    memset(bytes, 0, AS_COLL_COUNT * sizeof *bytes);
+    for (v = 0; v < as_problem_nnodes(gp->p); v++) {
+        const as_strategy_set *set = as_build_map_node_set(gp->map, v);
+        strategy_colls(gp, set, &set->s[choice[v]], bytes);
+    }
+    for (i = 0; i < as_graph_nops(g); i++) {
+        const as_op *op = as_graph_op(g, i);
+        size_t v2 = as_build_map_op_node(gp->map, i);
+        const as_strategy *s = &as_build_map_node_set(gp->map, v2)->s[choice[v2]];
+        for (j = 0; j < op->nin; j++) {
+            int32_t t = op->in[j];
+            if (t < 0)
+                continue;
+            ns = as_reshard_steps(gp->cm, &as_graph_tensor(g, t)->shape,
+                                  as_build_map_tensor_spec(gp->map, t, choice), &s->in[j],
+                                  steps, NULL);
+            for (k = 0; k < ns; k++)
+                if (steps[k].kind >= 0 && steps[k].kind < AS_COLL_COUNT)
+                    bytes[steps[k].kind] += steps[k].bytes;
+        }
+    }
+}
+
+static void
+print_collectives(FILE *fp, const as_graph_problem *gp, const size_t *choice)
+{
+    double bytes[AS_COLL_COUNT];
+    char b[32];
+    int k;
+
+    plan_collectives(gp, choice, bytes);
+    fprintf(fp, "bytes moved per step (all-reduce: buffer per device; gather/scatter: full "
+            "size; all-to-all: per device):\n");
+    for (k = 0; k < AS_COLL_COUNT; k++)
+        if (k != AS_COLL_SEND || bytes[k] > 0)
+            fprintf(fp, "  %-15s %s\n", as_coll_name((as_coll)k),
+                    as_fmt_bytes(bytes[k], b, sizeof b));
+}
+
+/* ---- graphs: solve and report ---- */
+
+static void
+print_graph_header(FILE *fp, const solve_cli *c, const as_graph_problem *gp)
+{
+    char b[32];
+    double mem = as_problem_memory(gp->p);
+
+    fprintf(fp, "%-13s%s (%s): %d ops, %d tensors\n", "graph", as_graph_name(gp->g),
+            c->graph != NULL ? c->graph : "built-in " DEFAULT_PRESET " --train",
+            as_graph_nops(gp->g), as_graph_ntensors(gp->g));
+    fprintf(fp, "%-13s%s on %s, cost model %s\n", "mesh", as_mesh_str(gp->mesh), gp->hw.name,
+            as_cost_model_ops(gp->cm)->name);
+    fprintf(fp, "%-13s%s\n", "memory", mem > 0 ? as_fmt_bytes(mem, b, sizeof b) : "no limit");
+    fprintf(fp, "%-13s%.3f s\n", "problem", gp->build_s);
+}
+
+static void
+print_graph_plan(FILE *fp, const as_plan *pl, const char *solver, double budget)
+{
+    char b1[32], b2[32];
+
+    fprintf(fp, "%-13s%s\n", "solver", solver);
+    fprintf(fp, "%-13s%s\n", "status", as_outcome_name(pl->status));
+    fprintf(fp, "%-13s%.9g s\n", "objective", pl->objective);
+    if (isfinite(pl->bound))
+        fprintf(fp, "%-13s%.9g s\n%-13s%.3g%%\n", "bound", pl->bound, "gap",
+                100 * fmax(0, (pl->objective - pl->bound) / fmax(fabs(pl->objective), 1e-300)));
+    else
+        fprintf(fp, "%-13s(none)\n", "bound");
+    fprintf(fp, "%-13s%.3f s", "time", pl->time_s);
+    if (pl->nodes >= 0)
+        fprintf(fp, ", %ld nodes", pl->nodes);
+    fputc('\n', fp);
+    if (pl->peak >= 0)
+        fprintf(fp, "%-13s%s per device (budget %s)\n", "peak memory",
+                as_fmt_bytes(pl->peak, b1, sizeof b1),
+                budget > 0 ? as_fmt_bytes(budget, b2, sizeof b2) : "none");
+}
+
+/* Write N plans: one JSON object, or an array when there are several. */
+static int
+write_shard_plans(const char *path, as_shard_plan **plans, size_t n, as_err *err)
+{
+    AS_VEC(char) buf = {0};
+    size_t i;
+    int rc;
+
+    if (n == 1)
+        return as_shard_plan_write(plans[0], path, err);
+    AS_VEC_PUSH(&buf, '[');
+    for (i = 0; i < n; i++) {
+        char *s = as_shard_plan_dumps(plans[i]);
+        size_t len = strlen(s);
+        while (len > 0 && s[len - 1] == '\n')
+            len--;
+        if (i > 0)
+            AS_VEC_PUSH(&buf, ',');
+        AS_VEC_PUSH(&buf, '\n');
+        AS_VEC_RESERVE(&buf, buf.n + len);
+        memcpy(buf.v + buf.n, s, len);
+        buf.n += len;
+        free(s);
+    }
+    AS_VEC_PUSH(&buf, '\n');
+    AS_VEC_PUSH(&buf, ']');
+    AS_VEC_PUSH(&buf, '\n');
+    rc = as_write_file_atomic(path, buf.v, buf.n, err);
+    AS_VEC_FREE(&buf);
+    return rc;
+}
+
+/*
+ * Everything after the solve: the plans of the original graph, in order of
+ * objective, are printed, written (-o) and emitted (--emit).
+ */
+static int
+solve_graph_finish(const solve_cli *c, const as_graph_problem *gp, as_shard_plan **plans,
+                   size_t n, as_err *err)
+{
+    if (c->out != NULL)
+        AS_CHECK(write_shard_plans(c->out, plans, n, err));
+    if (c->emit != NULL)
+        AS_CHECK(as_shard_plan_emit(plans[0], c->emit, stdout, err));
+    (void)gp;
+    return AS_OK;
+}
+
+static int
+graph_plans(const solve_cli *c, const as_graph_problem *gp, const as_plan *pls, size_t n,
+            const char *solver, as_err *err)
+{
+    as_shard_plan **plans = as_xcalloc(n + 1, sizeof *plans);
+    size_t i;
+    int rc = AS_OK;
+
+    for (i = 0; i < n && rc == AS_OK; i++) {
+        as_plan_source src = {solver, as_outcome_name(pls[i].status), pls[i].objective,
+                              pls[i].bound, pls[i].peak};
+        rc = as_plan_from_choice(gp->map, pls[i].choice, &src, &plans[i], err);
+    }
+    if (rc == AS_OK)
+        rc = solve_graph_finish(c, gp, plans, n, err);
+    for (i = 0; i < n; i++)
+        as_shard_plan_free(plans[i]);
+    free(plans);
+    return rc;
+}
+
+static void
+print_graph_result(FILE *fp, const solve_cli *c, const as_graph_problem *gp,
+                   const as_plan *pl, size_t n, const char *solver)
+{
+    graph_view w = {gp, pl[0].choice, c->all};
+    size_t i;
+
+    print_graph_plan(fp, &pl[0], solver, as_problem_memory(gp->p));
+    print_table(fp, &w);
+    print_collectives(fp, gp, pl[0].choice);
+    for (i = 1; i < n; i++)
+        fprintf(fp, "plan %-8zu%.9g s (%s, peak %.4g GB)\n", i + 1, pl[i].objective,
+                as_outcome_name(pl[i].status), pl[i].peak / 1e9);
+    if (c->o.top > 1 && n < c->o.top)
+        fprintf(fp, "(only %zu distinct plans within the limits)\n", n);
+}
+
+static int
+solve_graph_external(const solve_cli *c, as_graph_problem *gp, FILE *fp)
+{
+    as_plan plan;
+    as_sol_status st;
+    as_err err = {0};
+    int rc;
+
+    if (as_solve_from_values(gp->p, c->o.reduce, c->solution, &plan, &st, &err) != AS_OK)
+        return as_cmd_fail(&err);
+    if (plan.choice == NULL) {
+        fprintf(stderr, "autoshard: %s: the solver found %s\n", c->solution,
+                st == AS_SOL_INFEASIBLE ? "the model infeasible (no plan fits the limits)"
+                                        : "no solution");
+        return st == AS_SOL_INFEASIBLE ? AS_EXIT_INFEAS : AS_EXIT_RUNTIME;
+    }
+    print_graph_result(fp, c, gp, &plan, 1, "external");
+    rc = graph_plans(c, gp, &plan, 1, "external", &err);
+    as_plan_free(&plan);
+    return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+}
+
+static int
+solve_graph_run(solve_cli *c, as_graph_problem *gp)
+{
+    FILE *fp = (c->out != NULL && strcmp(c->out, "-") == 0) || c->emit != NULL ? stderr : stdout;
+    as_solve_result res;
+    as_err err = {0};
+    int rc;
+
+    print_graph_header(fp, c, gp);
+    if (c->solution != NULL)
+        return solve_graph_external(c, gp, fp);
+    if (as_solve_problem(gp->p, &c->o, &res, &err) != AS_OK)
+        return as_cmd_fail(&err);
+    print_summary(fp, gp->p, as_graph_name(gp->g), c->o.reduce, &res);
+    if (res.outcome == AS_OUTCOME_INFEASIBLE) {
+        as_solve_result_free(&res);
+        return solve_infeasible(gp->p, c);
+    }
+    if (res.nplans == 0) {
+        as_solve_result_free(&res);
+        fprintf(stderr, "autoshard: solver '%s' stopped at the time limit (%g s) without a "
+                "feasible plan\n", c->o.solver, c->o.lim.time_limit_s);
+        return AS_EXIT_RUNTIME;
+    }
+    print_graph_result(fp, c, gp, res.plans, res.nplans, c->o.solver);
+    rc = graph_plans(c, gp, res.plans, res.nplans, c->o.solver, &err);
+    as_solve_result_free(&res);
+    return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+}
+
+/* The graph of a bare `autoshard solve`: GPT-2 small, one adam training step. */
+static int
+default_graph(as_graph **out, as_err *err)
+{
+    const as_preset *pr = as_preset_find(DEFAULT_PRESET);
+    as_train_opts t;
+    int rc;
+
+    if (pr == NULL)
+        return as_errf(err, AS_EINTERNAL, "preset '%s' missing", DEFAULT_PRESET);
+    AS_CHECK(as_preset_build(pr, NULL, out, err));
+    as_train_opts_init(&t);
+    if ((rc = as_autodiff(*out, &t, err)) != AS_OK) {
+        as_graph_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+static int
+solve_graph(solve_cli *c)
+{
+    as_graph_problem gp;
+    as_graph *g = NULL;
+    as_err err = {0};
+    int rc;
+
+    if (c->graph == NULL) {
+        if (c->setup.mesh == NULL)
+            c->setup.mesh = DEFAULT_MESH;
+        if (c->memory < 0)
+            c->memory_auto = 1;
+        rc = default_graph(&g, &err);
+    } else {
+        rc = as_graph_read(c->graph, &g, &err);
+    }
+    if (rc != AS_OK)
+        return as_cmd_fail(&err);
+    as_build_opts_init(&c->setup.build);
+    c->setup.build.memory = c->memory_auto ? -1 : c->memory > 0 ? c->memory : 0;
+    if (as_graph_problem_init(&gp, g, &c->setup, &err) != AS_OK)
+        return as_cmd_fail(&err);
+    rc = solve_graph_run(c, &gp);
+    as_graph_problem_free(&gp);
+    return rc;
+}
+
 static int
 solve_exec(int argc, char **argv)
 {
     solve_cli c = {0};
     as_problem *p = NULL;
     as_err err = {0};
+    size_t i;
     int rc;
 
     as_solve_opts_init(&c.o);
     c.memory = -1;
     c.o.lim.verbosity = as_verbosity;
     if ((rc = solve_parse(argc, argv, &c)) != AS_EXIT_OK)
-        return rc;
-    if (as_solver_find(c.o.solver, &err) == NULL)
-        return as_cmd_usage(&as_cmd_solve, "%s", err.msg);
-    if (as_problem_read(c.costgraph, &p, &err) != AS_OK)
-        return as_cmd_fail(&err);
+        goto out;
+    if (as_solver_find(c.o.solver, &err) == NULL) {
+        rc = as_cmd_usage(&as_cmd_solve, "%s", err.msg);
+        goto out;
+    }
+    if (c.costgraph == NULL) {
+        if (c.cache != NULL)
+            as_rules_set_cache_path(c.cache);
+        rc = solve_graph(&c);
+        as_rules_reset();
+        goto out;
+    }
+    if (as_problem_read(c.costgraph, &p, &err) != AS_OK) {
+        rc = as_cmd_fail(&err);
+        goto out;
+    }
     if (c.memory >= 0)
         as_problem_set_memory(p, c.memory);
-    rc = solve_run(p, &c);
+    rc = solve_costgraph(p, &c);
     as_problem_free(p);
+out:
+    for (i = 0; i < c.setup.nparams; i++)
+        free(c.owned[i]);
     return rc;
 }

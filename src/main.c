@@ -15,6 +15,7 @@ extern const struct as_cmd as_cmd_rules;
 extern const struct as_cmd as_cmd_solve, as_cmd_export;
 
 extern const struct as_cmd as_cmd_simulate;
+extern const struct as_cmd as_cmd_lower, as_cmd_rank;
 extern const struct as_cmd as_cmd_strategies;
 
 static const struct as_cmd *const cmd_table[] = {
@@ -26,6 +27,8 @@ static const struct as_cmd *const cmd_table[] = {
     &as_cmd_solve,
     &as_cmd_export,
     &as_cmd_simulate,
+    &as_cmd_lower,
+    &as_cmd_rank,
     &as_cmd_strategies,
     NULL,
 };

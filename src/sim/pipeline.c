@@ -100,9 +100,9 @@ pipe_tensor(as_sim_prog *p, char c, int stage, int micro)
     char name[64];
 
     if (micro >= 0)
-        snprintf(name, sizeof name, "%c%d.%d", c, stage, micro);
+        snprintf(name, sizeof name, "pipe/%c%d.%d", c, stage, micro);
     else
-        snprintf(name, sizeof name, "%c%d", c, stage);
+        snprintf(name, sizeof name, "pipe/%c%d", c, stage);
     return as_sim_tensor(p, name);
 }
 

@@ -398,7 +398,7 @@ op_intern(as_sim_prog *p, const as_sim_event_spec *s, int32_t *idx, as_err *err)
             return spec_err(p, s, s->col, err, "%s", e2.msg);
     if (as_op_infer(o->def, o->in, o->nin, bound, nbound, outs, &nout, &e2) != AS_OK)
         return spec_err(p, s, s->col, err, "%s", e2.msg);
-    off = (size_t)snprintf(text, sizeof text, "op=%s in=", o->def->name);
+    off = (size_t)snprintf(text, sizeof text, "op=%s%s", o->def->name, o->nin ? " in=" : "");
     for (i = 0; i < o->nin && off < sizeof text; i++)
         off += (size_t)snprintf(text + off, sizeof text - off, "%s%s", i ? "," : "",
                                 as_shape_str(&o->in[i], sh, sizeof sh));

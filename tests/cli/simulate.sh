@@ -54,7 +54,7 @@ expect_fail 2 "unproduced.prog:2:32: tensor 'ghost' on device 0 is never produce
 as simulate --program "$T/missing.prog"
 ok $(( rc != 1 )) "missing file: exit 1"
 as simulate
-[ "$rc" -eq 2 ] && grep -q "program FILE is required" "$T/err"; ok $? "no --program: usage error"
+[ "$rc" -eq 2 ] && grep -q "give --program FILE, or GRAPH and --plan PLAN" "$T/err"; ok $? "no --program or plan: usage error"
 as simulate --program "$D/demo.prog" --cost-model nope
 expect_fail 2 "unknown cost model 'nope'" "unknown cost model"
 done_testing

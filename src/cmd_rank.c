@@ -1,0 +1,230 @@
+/* cmd_rank.c -- `autoshard rank`: simulate several plans of one graph and
+ * compare the simulator's order with the solver's (src/sim/rank.c).
+ *
+ *   autoshard rank GRAPH --plans P1.json P2.json ... | --plans-from DIR
+ *                  [--hw H] [--cost-model C] [--set KEY=VALUE]...
+ *                  [--pipeline P --microbatches K --schedule S]
+ *                  [--no-overlap] [--capacity BYTES]
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "graph/io.h"
+#include "sim/lower.h"
+#include "spmd/rules.h"
+
+enum {
+    OPT_PLANS = 256,
+    OPT_FROM,
+    OPT_HW,
+    OPT_COST,
+    OPT_SET,
+    OPT_PIPELINE,
+    OPT_MICRO,
+    OPT_SCHED,
+    OPT_NO_OVERLAP,
+    OPT_CAPACITY
+};
+
+#define RANK_MAX_PARAMS 16
+
+typedef struct rank_cli {
+    const char *graph, *dir;
+    AS_VEC(char *) plans; /* owned paths */
+    const char *params[RANK_MAX_PARAMS];
+    as_lower_opts lo;
+    as_sim_opts so;
+} rank_cli;
+
+static int rank_exec(int argc, char **argv);
+
+const struct as_cmd as_cmd_rank = {
+    .name = "rank",
+    .args = "GRAPH (--plans P1 P2 ... | --plans-from DIR) [--pipeline P --microbatches K] "
+            "[--hw H] [--cost-model C]",
+    .summary = "simulate several plans and compare the simulator's ranking with the solver's",
+    .help = "Options:\n"
+            "  --plans P1 P2 ...    plan files (JSON from `autoshard solve`), up to the next\n"
+            "                       option\n"
+            "  --plans-from DIR     every *.json file in DIR (sorted by name)\n"
+            "  --hw NAME|FILE       hardware profile (default: each plan's)\n"
+            "  --cost-model M       roofline or distir (default: each plan's)\n"
+            "  --set KEY=VALUE      cost-model parameter (repeatable)\n"
+            "  --pipeline P, --microbatches K, --schedule S   as for `autoshard simulate`\n"
+            "  --no-overlap         communication does not overlap computation\n"
+            "  --capacity BYTES     memory per device for the fit check (default: the\n"
+            "                       profile's)\n"
+            "\nPrints the solver's order (objective) and the simulator's (iteration time,\n"
+            "plans that fit first) side by side, Spearman's rho and Kendall's tau between\n"
+            "them, and how much faster the simulator's best plan is than the solver's.\n",
+    .exec = rank_exec,
+};
+
+static int
+rank_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+rank_dir(rank_cli *c, as_err *err)
+{
+    DIR *d = opendir(c->dir);
+    struct dirent *de;
+    size_t n0 = c->plans.n;
+
+    if (d == NULL)
+        return as_errf(err, AS_EIO, "%s: cannot open directory", c->dir);
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        char *p;
+        if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+            continue;
+        p = as_xmalloc(strlen(c->dir) + len + 2);
+        sprintf(p, "%s/%s", c->dir, de->d_name);
+        AS_VEC_PUSH(&c->plans, p);
+    }
+    closedir(d);
+    qsort(c->plans.v + n0, c->plans.n - n0, sizeof *c->plans.v, rank_cmp);
+    if (c->plans.n == 0)
+        return as_errf(err, AS_EUSAGE, "%s: no *.json plan files", c->dir);
+    return AS_OK;
+}
+
+static int
+rank_parse(int argc, char **argv, rank_cli *c)
+{
+    static const struct option opts[] = {
+        {"plans", required_argument, NULL, OPT_PLANS},
+        {"plans-from", required_argument, NULL, OPT_FROM},
+        {"hw", required_argument, NULL, OPT_HW},
+        {"cost-model", required_argument, NULL, OPT_COST},
+        {"set", required_argument, NULL, OPT_SET},
+        {"pipeline", required_argument, NULL, OPT_PIPELINE},
+        {"microbatches", required_argument, NULL, OPT_MICRO},
+        {"schedule", required_argument, NULL, OPT_SCHED},
+        {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
+        {"capacity", required_argument, NULL, OPT_CAPACITY},
+        {NULL, 0, NULL, 0}};
+    char *end;
+    long v;
+    int ch;
+
+    opterr = 0;
+    /* '-' first: non-options come back as 1, so --plans can take a list */
+    while ((ch = getopt_long(argc, argv, "-", opts, NULL)) != -1) {
+        switch (ch) {
+        case 1:
+            if (c->graph == NULL && c->plans.n == 0)
+                c->graph = optarg;
+            else if (c->plans.n > 0 && c->dir == NULL)
+                AS_VEC_PUSH(&c->plans, as_xstrdup(optarg));
+            else
+                return as_cmd_usage(&as_cmd_rank, "unexpected argument '%s'", optarg);
+            break;
+        case OPT_PLANS:
+            AS_VEC_PUSH(&c->plans, as_xstrdup(optarg));
+            break;
+        case OPT_FROM:
+            c->dir = optarg;
+            break;
+        case OPT_HW:
+            c->lo.hw = c->so.hw = optarg;
+            break;
+        case OPT_COST:
+            c->lo.cost_model = c->so.cost_model = optarg;
+            break;
+        case OPT_SET:
+            if (c->lo.nparams == RANK_MAX_PARAMS)
+                return as_cmd_usage(&as_cmd_rank, "too many --set (at most %d)", RANK_MAX_PARAMS);
+            c->params[c->lo.nparams++] = optarg;
+            break;
+        case OPT_PIPELINE:
+        case OPT_MICRO:
+            v = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || v < 1 || v > 65536)
+                return as_cmd_usage(&as_cmd_rank, "--%s must be an integer >= 1, got '%s'",
+                                    ch == OPT_PIPELINE ? "pipeline" : "microbatches", optarg);
+            if (ch == OPT_PIPELINE)
+                c->lo.pipeline = (int)v;
+            else
+                c->lo.nmicro = (int)v;
+            break;
+        case OPT_SCHED:
+            if (!as_sim_sched_parse(optarg, &c->lo.sched))
+                return as_cmd_usage(&as_cmd_rank, "--schedule must be gpipe or 1f1b, got '%s'",
+                                    optarg);
+            break;
+        case OPT_NO_OVERLAP:
+            c->so.overlap = 0;
+            break;
+        case OPT_CAPACITY:
+            c->so.capacity = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !isfinite(c->so.capacity) || c->so.capacity <= 0)
+                return as_cmd_usage(&as_cmd_rank, "--capacity must be a number > 0, got '%s'",
+                                    optarg);
+            break;
+        default:
+            return as_cmd_usage(&as_cmd_rank, "unknown or incomplete option '%s'",
+                                argv[optind - 1]);
+        }
+    }
+    if (c->graph == NULL)
+        return as_cmd_usage(&as_cmd_rank, "GRAPH is required");
+    if ((c->plans.n == 0) == (c->dir == NULL))
+        return as_cmd_usage(&as_cmd_rank, "give --plans P1 P2 ... or --plans-from DIR");
+    if (c->lo.pipeline == 1 && c->lo.nmicro > 1)
+        return as_cmd_usage(&as_cmd_rank, "--microbatches needs --pipeline P > 1");
+    c->lo.params = c->so.params = c->params;
+    c->so.nparams = c->lo.nparams;
+    return AS_EXIT_OK;
+}
+
+static int
+rank_exec(int argc, char **argv)
+{
+    as_graph *g = NULL;
+    as_shard_plan **plans = NULL;
+    const char **names = NULL;
+    as_err err = {0};
+    rank_cli c;
+    size_t i;
+    int rc;
+
+    memset(&c, 0, sizeof c);
+    as_lower_opts_init(&c.lo);
+    as_sim_opts_init(&c.so);
+    if ((rc = rank_parse(argc, argv, &c)) != AS_EXIT_OK)
+        goto out;
+    rc = c.dir != NULL ? rank_dir(&c, &err) : AS_OK;
+    if (rc == AS_OK)
+        rc = as_graph_read(c.graph, &g, &err);
+    plans = as_xcalloc(c.plans.n + 1, sizeof *plans);
+    for (i = 0; i < c.plans.n && rc == AS_OK; i++)
+        rc = as_shard_plan_read(c.plans.v[i], &plans[i], &err);
+    names = as_xcalloc(c.plans.n + 1, sizeof *names);
+    for (i = 0; i < c.plans.n; i++) /* shown by base name */
+        names[i] = strrchr(c.plans.v[i], '/') ? strrchr(c.plans.v[i], '/') + 1 : c.plans.v[i];
+    if (rc == AS_OK)
+        rc = as_sim_rank_plans(g, (const as_shard_plan *const *)plans, names, NULL, c.plans.n,
+                               &c.lo, &c.so, stdout, NULL, &err);
+    rc = rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+out:
+    for (i = 0; i < c.plans.n; i++) {
+        if (plans != NULL)
+            as_shard_plan_free(plans[i]);
+        free(c.plans.v[i]);
+    }
+    free(plans);
+    free(names);
+    AS_VEC_FREE(&c.plans);
+    as_graph_free(g);
+    as_rules_reset();
+    return rc;
+}

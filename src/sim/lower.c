@@ -1,0 +1,1024 @@
+/* lower.c -- graph + plan (+ pipeline) -> event program.
+ *
+ * Every op becomes one compute event on each device of its (stage's) mesh,
+ * costed from its local input shapes (the strategy's input specs); the op
+ * is interned once per distinct local signature.  Before an op, each input
+ * whose plan spec differs from the spec the strategy wants is resharded
+ * with the steps of as_reshard_steps: per step one collective per device
+ * group of its mesh axis (groups run in parallel).  An op whose strategy
+ * resolves its partial outputs itself ("+allreduce", "+reducescatter(D)")
+ * writes the partial result, then all-reduces / reduce-scatters it.
+ * Parameters, optimizer states, constants and gradient buffers are
+ * resident (their local shard bytes); data inputs are inputs.
+ *
+ * Pipelines: forward ops are cut into P contiguous stages of balanced
+ * cost (their backward ops included), backward ops go to the stage of the
+ * forward tensor they differentiate ("d.NAME"), optimizer ops to their
+ * parameter's stage; as_sim_pipeline() orders the passes and this file's
+ * emit callback writes each pass's events for one microbatch (batch dims
+ * divided by K).  See docs/sim.md "Lowering".
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../spmd/strategy.h"
+#include "lower.h"
+#include "sim_internal.h"
+
+/* Op roles. */
+enum { ROLE_FWD = 0, ROLE_BWD, ROLE_OPT };
+
+typedef struct lower {
+    const as_graph *g;
+    const as_shard_plan *plan;
+    const char *pname;
+    const as_mesh *mesh;       /* the plan's (one stage's) mesh */
+    int n;                     /* devices per stage */
+    as_cost_model *cm;
+    as_strat_ctx *sctx;
+    as_sim_prog *p;
+    as_arena *arena;
+    int32_t nops, nt;
+    const as_strategy **strat; /* [nops] */
+    const as_strategy **pstr;  /* [nops] partial variant when the strategy resolves, else NULL */
+    as_spec *spec;             /* [nt] plan spec */
+    char **sname;              /* [nt] program-safe name */
+    /* pipeline */
+    int np, nmicro, cur_stage;
+    int *stage;                /* [nops] */
+    uint8_t *role;             /* [nops] */
+    int *tstage;               /* [nt] stage of a declared tensor's first reader (-1 none) */
+    int *mbdim;                /* [nt] dim divided by K, -1 none */
+    int32_t *ids;              /* [nmicro * nt] program tensor id, -1 = not yet */
+    double *act_bytes;         /* [np] bytes per device sent forward per microbatch */
+    as_strmap rcache;          /* reshard cache "t/micro/stage/spec" -> tensor id */
+    long nrs;                  /* resharded tensors so far (fresh names) */
+    int *grp;                  /* scratch group */
+    int *devs;                 /* scratch device list */
+} lower;
+
+void
+as_lower_opts_init(as_lower_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->pipeline = 1;
+    o->nmicro = 1;
+    o->sched = AS_SIM_1F1B;
+}
+
+/* Program-safe copy of NAME: characters outside A-Z a-z 0-9 _ . / - become '_'. */
+static char *
+lower_safe(as_arena *a, const char *name)
+{
+    char *s = as_arena_strdup(a, name), *c;
+
+    for (c = s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '_' || *c == '.' || *c == '/' || *c == '-'))
+            *c = '_';
+    return s;
+}
+
+static int
+declared(const as_tensor *t)
+{
+    return t->producer < 0;
+}
+
+/* Global shape of tensor T for one microbatch. */
+static as_shape
+lower_shape(const lower *L, int32_t t)
+{
+    as_shape s = as_graph_tensor(L->g, t)->shape;
+
+    if (L->mbdim[t] >= 0)
+        s.dim[L->mbdim[t]] /= L->nmicro;
+    return s;
+}
+
+/* Per-device bytes of T under SPEC for one microbatch. */
+static double
+lower_bytes(const lower *L, int32_t t, const as_spec *spec)
+{
+    as_shape s = lower_shape(L, t);
+
+    return as_spec_local_bytes(spec, &s, L->mesh);
+}
+
+/* ---- matching the plan to the graph ---------------------------------- */
+
+/* Name of the kept-partial variant of strategy NAME ("row(tp)+allreduce" -> "row(tp)"). */
+static int
+lower_partial_variant(const as_strategy_set *set, const char *name)
+{
+    const char *c = strstr(name, "+allreduce");
+    char buf[256];
+    size_t len;
+
+    if (c == NULL)
+        c = strstr(name, "+reducescatter(");
+    if (c == NULL)
+        return -1;
+    len = (size_t)(c - name);
+    if (len >= sizeof buf)
+        return -1;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    return as_strat_find(set, buf);
+}
+
+static int
+lower_match(lower *L, as_err *err)
+{
+    const as_shard_plan *pl = L->plan;
+    const char *gname = as_graph_name(L->g);
+    uint8_t *seen_t = as_xcalloc((size_t)L->nt + 1, 1), *seen_o = as_xcalloc((size_t)L->nops + 1, 1);
+    const as_plan_op **pop = as_xcalloc((size_t)L->nops + 1, sizeof *pop);
+    char sb[AS_SPEC_TEXT_MAX], sb2[AS_SPEC_TEXT_MAX], shb[128], shb2[128];
+    int rc = AS_OK;
+    size_t i;
+    int32_t t, o;
+
+    for (i = 0; i < pl->nops && rc == AS_OK; i++) {
+        const as_plan_op *po = &pl->ops[i];
+        const as_tensor *gt;
+
+        t = as_graph_find(L->g, po->name);
+        if (t < 0 || (gt = as_graph_tensor(L->g, t))->producer < 0 ||
+            strcmp(as_graph_op(L->g, gt->producer)->name, po->name) != 0) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s' not in graph '%s'", L->pname,
+                         po->name, gname);
+            break;
+        }
+        o = gt->producer;
+        if (strcmp(as_graph_op(L->g, o)->def->name, po->type) != 0) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s' is a %s in the plan but a %s in graph "
+                         "'%s'", L->pname, po->name, po->type, as_graph_op(L->g, o)->def->name,
+                         gname);
+            break;
+        }
+        seen_o[o] = 1;
+        pop[o] = po;
+    }
+    for (i = 0; i < pl->ntensors && rc == AS_OK; i++) {
+        const as_plan_tensor *pt = &pl->tensors[i];
+        const as_tensor *gt;
+
+        if ((t = as_graph_find(L->g, pt->name)) < 0) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': tensor '%s' not in graph '%s'", L->pname,
+                         pt->name, gname);
+            break;
+        }
+        gt = as_graph_tensor(L->g, t);
+        if (!as_shape_equal(&gt->shape, &pt->shape)) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': tensor '%s' is %s in the plan but %s in graph "
+                         "'%s'", L->pname, pt->name, as_shape_str(&pt->shape, shb, sizeof shb),
+                         as_shape_str(&gt->shape, shb2, sizeof shb2), gname);
+            break;
+        }
+        if ((rc = as_spec_check(&pt->spec, &gt->shape, L->mesh, err)) != AS_OK) {
+            as_err_prefix(err, "plan '%s': tensor '%s': ", L->pname, pt->name);
+            break;
+        }
+        L->spec[t] = pt->spec;
+        seen_t[t] = 1;
+    }
+    for (t = 0; t < L->nt && rc == AS_OK; t++)
+        if (!seen_t[t])
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': tensor '%s' of graph '%s' has no spec",
+                         L->pname, as_graph_tensor(L->g, t)->name, gname);
+    for (o = 0; o < L->nops && rc == AS_OK; o++) {
+        const as_op *op = as_graph_op(L->g, o);
+        const as_strategy_set *set;
+        const as_strategy *s;
+        as_opview v;
+        int k, pv;
+
+        if (!seen_o[o]) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s' of graph '%s' has no strategy",
+                         L->pname, op->name, gname);
+            break;
+        }
+        as_opview_init(&v, L->g, op);
+        rc = as_strat_op(L->sctx, &v.info, &set, err);
+        as_opview_free(&v);
+        if (rc != AS_OK) {
+            as_err_prefix(err, "op '%s': ", op->name);
+            break;
+        }
+        if (pop[o]->index < 0 || pop[o]->index >= set->n) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s': strategy index %d out of range "
+                         "(%d strategies on %s)", L->pname, op->name, pop[o]->index, set->n,
+                         as_mesh_str(L->mesh));
+            break;
+        }
+        s = &set->s[pop[o]->index];
+        if (strcmp(s->name, pop[o]->strategy) != 0) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s': strategy %d is '%s', the plan says "
+                         "'%s'", L->pname, op->name, pop[o]->index, s->name, pop[o]->strategy);
+            break;
+        }
+        for (k = 0; k < op->nout; k++)
+            if (!as_spec_equal(&s->out[k], &L->spec[op->out[k]])) {
+                rc = as_errf(err, AS_EUSAGE, "plan '%s': tensor '%s' has spec %s but op '%s' "
+                             "under '%s' produces %s", L->pname,
+                             as_graph_tensor(L->g, op->out[k])->name,
+                             as_spec_str(&L->spec[op->out[k]], L->mesh, sb, sizeof sb), op->name,
+                             s->name, as_spec_str(&s->out[k], L->mesh, sb2, sizeof sb2));
+                break;
+            }
+        if (rc != AS_OK)
+            break;
+        L->strat[o] = s;
+        L->pstr[o] = NULL;
+        if (s->resolve != AS_RESOLVE_NONE && (pv = lower_partial_variant(set, s->name)) >= 0)
+            L->pstr[o] = &set->s[pv];
+    }
+    free(seen_t);
+    free(seen_o);
+    free(pop);
+    return rc;
+}
+
+/* ---- emission ---------------------------------------------------------- */
+
+/* Program tensor id of graph tensor T for microbatch MICRO (declared params: one id). */
+static int32_t
+lower_id(lower *L, int32_t t, int micro)
+{
+    const as_tensor *gt = as_graph_tensor(L->g, t);
+    size_t k;
+    char buf[512];
+
+    if (declared(gt) && gt->kind != AS_TK_INPUT)
+        micro = 0;
+    k = (size_t)micro * (size_t)L->nt + (size_t)t;
+    if (L->ids[k] < 0) {
+        if (L->np > 1 || L->nmicro > 1) {
+            snprintf(buf, sizeof buf, "%s/m%d", L->sname[t], micro);
+            if (declared(gt) && gt->kind != AS_TK_INPUT)
+                snprintf(buf, sizeof buf, "%s", L->sname[t]);
+            L->ids[k] = as_sim_tensor(L->p, buf);
+        } else {
+            L->ids[k] = as_sim_tensor(L->p, L->sname[t]);
+        }
+    }
+    return L->ids[k];
+}
+
+/* Devices BASE .. BASE+n-1 into L->devs. */
+static const int *
+lower_devs(lower *L, int base)
+{
+    int i;
+
+    for (i = 0; i < L->n; i++)
+        L->devs[i] = base + i;
+    return L->devs;
+}
+
+/* One collective of KIND and BYTES per device group along AXIS (stage at BASE). */
+static int
+lower_coll(lower *L, as_coll kind, int axis, double bytes, int32_t rd, int32_t wr, double wb,
+           int base, const char *label, as_err *err)
+{
+    int size = as_mesh_axis_size(L->mesh, axis), d, i;
+    int coords[AS_MESH_MAX_AXES];
+
+    for (d = 0; d < L->n; d++) {
+        as_mesh_coords(L->mesh, d, coords);
+        if (coords[axis] != 0)
+            continue;
+        as_mesh_group(L->mesh, axis, d, L->grp);
+        for (i = 0; i < size; i++)
+            L->grp[i] += base;
+        AS_CHECK(as_sim_add_collective(L->p, kind, L->grp, size, bytes, -1, &rd, 1, &wr,
+                                       wb >= 0 ? &wb : NULL, 1, label, err));
+    }
+    return AS_OK;
+}
+
+/*
+ * Reshard graph tensor T (microbatch shape) held as SRC in spec FROM into TO.
+ * DST >= 0 forces the final tensor id (partial resolution); else a fresh
+ * name, cached per (T, micro, stage, TO).  *OUT gets the id to read.
+ */
+static int
+lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec *to, int32_t src,
+              int32_t dst, int base, int32_t *out, as_err *err)
+{
+    as_reshard_step st[AS_RESHARD_MAX_STEPS];
+    as_shape shape = lower_shape(L, t);
+    const as_tensor *gt = as_graph_tensor(L->g, t);
+    int inplace = (gt->flags & AS_TF_GRAD) || gt->update_of >= 0;
+    char key[AS_SPEC_TEXT_MAX + 64], name[600], label[600];
+    int ns, i, last = -1;
+    int32_t cur = src;
+    int64_t v;
+
+    if (as_spec_equal(from, to) && dst < 0) {
+        *out = src;
+        return AS_OK;
+    }
+    if (dst < 0) {
+        int len = snprintf(key, sizeof key, "%d/%d/%d/", (int)t, micro, L->cur_stage);
+        as_spec_str(to, L->mesh, key + len, sizeof key - (size_t)len);
+        if (as_strmap_get(&L->rcache, key, (size_t)-1, &v)) {
+            *out = (int32_t)v;
+            return AS_OK;
+        }
+    }
+    ns = as_reshard_steps(L->cm, &shape, from, to, st, NULL);
+    for (i = 0; i < ns; i++)
+        if (st[i].kind >= 0 && as_mesh_axis_size(L->mesh, st[i].axis) > 1)
+            last = i;
+    for (i = 0; i <= last; i++) {
+        int32_t next;
+        double wb = -1;
+
+        if (st[i].kind < 0 || as_mesh_axis_size(L->mesh, st[i].axis) <= 1)
+            continue;
+        if (i == last && dst >= 0) {
+            next = dst;
+        } else {
+            snprintf(name, sizeof name, "%s/rs%ld", as_sim_tensor_name(L->p, src), L->nrs++);
+            next = as_sim_tensor(L->p, name);
+        }
+        if (inplace)
+            wb = 0;
+        snprintf(label, sizeof label, "%s/%s.%s", L->sname[t], as_coll_name((as_coll)st[i].kind),
+                 as_mesh_axis_name(L->mesh, st[i].axis));
+        AS_CHECK(lower_coll(L, (as_coll)st[i].kind, st[i].axis, st[i].bytes, cur, next, wb, base,
+                            label, err));
+        cur = next;
+    }
+    if (last < 0 && dst >= 0) {
+        /* nothing to communicate (size-1 axes): a free local copy */
+        double wb = inplace ? 0 : lower_bytes(L, t, to);
+        for (i = 0; i < L->n; i++)
+            AS_CHECK(as_sim_add_compute(L->p, base + i, 0, &src, 1, &dst, &wb, 1, L->sname[t],
+                                        err));
+        cur = dst;
+    }
+    if (dst < 0)
+        as_strmap_put(&L->rcache, as_arena_strdup(L->arena, key), cur);
+    *out = cur;
+    return AS_OK;
+}
+
+/* Intern op OP on local shapes IN (outputs OUT); bytes fallback when inference refuses them. */
+static int
+lower_intern(lower *L, const as_op *op, const as_shape *in, const as_shape *lout, int32_t *id,
+             double *time)
+{
+    as_sim_op so;
+    as_err e2 = {0};
+    as_attr *at;
+    as_opinfo info;
+    int k;
+
+    *time = -1;
+    so.def = op->def;
+    so.in = in;
+    so.nin = op->nin;
+    so.attr = op->attr;
+    so.nattr = op->nattr;
+    if (as_sim_intern_op(L->p, &so, id, &e2) == AS_OK)
+        return AS_OK;
+    /* shape-carrying attributes hold global sizes: rewrite "shape" with the local output */
+    at = as_xmalloc(((size_t)op->nattr + 1) * sizeof *at);
+    memcpy(at, op->attr, (size_t)op->nattr * sizeof *at);
+    for (k = 0; k < op->nattr; k++)
+        if (strcmp(at[k].key, "shape") == 0 && at[k].kind == AS_ATTR_INTS && op->nout == 1) {
+            at[k].n = lout[0].rank;
+            at[k].v = lout[0].dim;
+        }
+    so.attr = at;
+    if (as_sim_intern_op(L->p, &so, id, &e2) == AS_OK) {
+        free(at);
+        return AS_OK;
+    }
+    free(at);
+    /* still not inferable on local shapes: a fixed time from the lowering's model */
+    info = (as_opinfo){op->def, op->nin, in, op->nout, lout, op->nattr, op->attr};
+    *time = as_cost_compute(L->cm, &info);
+    *id = -1;
+    return AS_OK;
+}
+
+/* Source of input T of an op of stage L->cur_stage in a pipeline pass C (substitutes). */
+static int32_t
+lower_src(lower *L, int32_t t, int micro, const as_sim_pipe_ctx *c)
+{
+    const as_tensor *gt = as_graph_tensor(L->g, t);
+    char buf[64];
+    int ps;
+
+    if (c == NULL || declared(gt))
+        return lower_id(L, t, micro);
+    ps = L->stage[gt->producer];
+    if (ps == L->cur_stage)
+        return lower_id(L, t, micro);
+    if (!c->backward)
+        return c->in >= 0 ? c->in : -1;
+    if (L->role[gt->producer] != ROLE_FWD)
+        return c->in >= 0 ? c->in : -1; /* a gradient from the next stage */
+    if (ps < L->cur_stage && L->cur_stage > 0) {
+        snprintf(buf, sizeof buf, "pipe/a%d.%d", L->cur_stage, micro); /* pipeline.c's */
+        return as_sim_tensor(L->p, buf);
+    }
+    return -1;
+}
+
+/* Emit op O of microbatch MICRO on the stage at BASE (pass C, NULL without pipeline). */
+static int
+lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_err *err)
+{
+    const as_op *op = as_graph_op(L->g, o);
+    const as_strategy *s = L->strat[o], *ps = L->pstr[o] ? L->pstr[o] : s;
+    as_shape *lin = as_xmalloc(((size_t)op->nin + 1) * sizeof *lin), lout[AS_MAX_OUTS];
+    int32_t *rd = as_xmalloc(((size_t)op->nin + 1) * sizeof *rd), wr[AS_MAX_OUTS], id;
+    double wb[AS_MAX_OUTS], time;
+    as_sim_event_spec e;
+    char name[600];
+    int j, k, nr = 0, rc = AS_OK;
+
+    for (j = 0; j < op->nin; j++) {
+        int32_t t = op->in[j], src = lower_src(L, t, micro, c), r;
+        as_shape gs = lower_shape(L, t);
+
+        if (!as_spec_fits(&s->in[j], &gs, L->mesh)) {
+            char sb[AS_SPEC_TEXT_MAX], shb[128];
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s': microbatch shape %s of input '%s' "
+                         "does not fit spec %s", L->pname, op->name,
+                         as_shape_str(&gs, shb, sizeof shb), as_graph_tensor(L->g, t)->name,
+                         as_spec_str(&s->in[j], L->mesh, sb, sizeof sb));
+            goto out;
+        }
+        as_spec_local_shape(&s->in[j], &gs, L->mesh, &lin[j]);
+        if (src < 0)
+            continue;
+        AS_CHECK_GOTO(rc, lower_reshard(L, t, micro, &L->spec[t], &s->in[j], src, -1, base, &r,
+                                        err), out);
+        for (k = 0; k < nr; k++)
+            if (rd[k] == r)
+                break;
+        if (k == nr)
+            rd[nr++] = r;
+    }
+    for (k = 0; k < op->nout; k++) {
+        int32_t t = op->out[k];
+        const as_tensor *gt = as_graph_tensor(L->g, t);
+        as_shape gs = lower_shape(L, t);
+
+        as_spec_local_shape(&ps->out[k], &gs, L->mesh, &lout[k]);
+        if (L->pstr[o] != NULL && !as_spec_equal(&ps->out[k], &s->out[k])) {
+            snprintf(name, sizeof name, "%s/part", as_sim_tensor_name(L->p, lower_id(L, t, micro)));
+            wr[k] = as_sim_tensor(L->p, name);
+        } else {
+            wr[k] = lower_id(L, t, micro);
+        }
+        wb[k] = ((gt->flags & AS_TF_GRAD) || gt->update_of >= 0) && wr[k] == lower_id(L, t, micro)
+                    ? 0
+                    : (double)as_shape_bytes(&lout[k]);
+    }
+    lower_intern(L, op, lin, lout, &id, &time);
+    as_sim_event_spec_init(&e);
+    e.kind = AS_SIM_COMPUTE;
+    e.devs = lower_devs(L, base);
+    e.ndevs = L->n;
+    e.op_id = id;
+    e.time = time;
+    e.reads = rd;
+    e.nreads = nr;
+    e.writes = wr;
+    e.wbytes = wb;
+    e.nwrites = op->nout;
+    e.label = L->sname[op->out[0]];
+    AS_CHECK_GOTO(rc, as_sim_add(L->p, &e, err), out);
+    for (k = 0; k < op->nout; k++) {
+        int32_t t = op->out[k], r;
+
+        if (wr[k] == lower_id(L, t, micro))
+            continue;
+        AS_CHECK_GOTO(rc, lower_reshard(L, t, micro, &ps->out[k], &s->out[k], wr[k],
+                                        lower_id(L, t, micro), base, &r, err), out);
+    }
+out:
+    free(lin);
+    free(rd);
+    return rc;
+}
+
+/* Declare tensor T on the stage at BASE (inputs per microbatch). */
+static int
+lower_declare(lower *L, int32_t t, int base, as_err *err)
+{
+    const as_tensor *gt = as_graph_tensor(L->g, t);
+    double b = lower_bytes(L, t, &L->spec[t]);
+    int m;
+
+    if (gt->kind == AS_TK_INPUT) {
+        for (m = 0; m < L->nmicro; m++)
+            AS_CHECK(as_sim_declare(L->p, AS_SIM_INPUT, lower_devs(L, base), L->n,
+                                    lower_id(L, t, m), b, err));
+        return AS_OK;
+    }
+    return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->n, lower_id(L, t, 0), b,
+                          err);
+}
+
+/* Resident gradient buffer of gradient tensor T on the stage at BASE. */
+static int
+lower_grad_buf(lower *L, int32_t t, int base, as_err *err)
+{
+    char name[600];
+
+    snprintf(name, sizeof name, "%s/buf", L->sname[t]);
+    return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->n,
+                          as_sim_tensor(L->p, name), lower_bytes(L, t, &L->spec[t]), err);
+}
+
+/* ---- pipeline ---------------------------------------------------------- */
+
+/* Forward op whose output tensor NAME ("d.X", "grad.X", "X.1") names, or -1. */
+static int32_t
+lower_fwd_of(const lower *L, const char *name)
+{
+    char buf[512];
+    size_t len;
+    int32_t t;
+
+    if (strncmp(name, "d.", 2) == 0)
+        name += 2;
+    else if (strncmp(name, "grad.", 5) == 0)
+        name += 5;
+    else
+        return -1;
+    snprintf(buf, sizeof buf, "%s", name);
+    for (;;) {
+        char *dot;
+        t = as_graph_find(L->g, buf);
+        if (t >= 0 && as_graph_tensor(L->g, t)->producer >= 0 &&
+            L->role[as_graph_tensor(L->g, t)->producer] == ROLE_FWD)
+            return as_graph_tensor(L->g, t)->producer;
+        if (t >= 0 && as_graph_tensor(L->g, t)->producer < 0)
+            return -2 - t; /* a declared tensor: its first reader's stage */
+        if ((dot = strrchr(buf, '.')) == NULL)
+            return -1;
+        len = strspn(dot + 1, "0123456789");
+        if (len == 0 || dot[1 + len] != '\0')
+            return -1;
+        *dot = '\0';
+    }
+}
+
+/* Stages, roles, microbatch dims and the balanced split. */
+static int
+lower_stages(lower *L, as_err *err)
+{
+    const as_graph *g = L->g;
+    double *cost = as_xcalloc((size_t)L->nops + 1, sizeof *cost), maxc;
+    int32_t *fwd = as_xmalloc(((size_t)L->nops + 1) * sizeof *fwd), o, t, nf = 0;
+    int32_t *fidx = as_xmalloc(((size_t)L->nops + 1) * sizeof *fidx);
+    size_t *bounds = as_xmalloc(((size_t)L->np + 1) * sizeof *bounds);
+    uint8_t *carry = as_xcalloc((size_t)L->nt + 1, 1);
+    int64_t batch = 0;
+    int rc = AS_OK, s, j, k;
+
+    for (o = 0; o < L->nops; o++) {
+        unsigned f = as_graph_op(g, o)->flags;
+        L->role[o] = (f & AS_OF_OPTIMIZER) ? ROLE_OPT : (f & AS_OF_BACKWARD) ? ROLE_BWD : ROLE_FWD;
+        fidx[o] = -1;
+        if (L->role[o] == ROLE_FWD) {
+            fidx[o] = nf;
+            fwd[nf++] = o;
+        }
+    }
+    /* the forward op each backward op belongs to */
+    for (o = 0; o < L->nops; o++) {
+        const as_op *op = as_graph_op(g, o);
+        int32_t f;
+        if (L->role[o] != ROLE_BWD)
+            continue;
+        f = lower_fwd_of(L, op->name);
+        if (f < 0) {
+            /* the latest forward op among its inputs' producers */
+            f = -1;
+            for (j = 0; j < op->nin; j++) {
+                int32_t pr = as_graph_tensor(g, op->in[j])->producer;
+                if (pr >= 0 && L->role[pr] == ROLE_FWD && pr > f)
+                    f = pr;
+            }
+        }
+        fidx[o] = f >= 0 ? fidx[f] : -1;
+    }
+    for (o = 0; o < L->nops; o++) {
+        double c = L->strat[o]->compute > 0 ? L->strat[o]->compute : 0;
+        if (fidx[o] >= 0)
+            cost[fidx[o]] += c;
+    }
+    if (nf < L->np) {
+        rc = as_errf(err, AS_EUSAGE, "pipeline of %d stages needs at least %d forward ops; graph "
+                     "'%s' has %d", L->np, L->np, as_graph_name(g), (int)nf);
+        goto out;
+    }
+    AS_CHECK_GOTO(rc, as_sim_balanced_split(cost, (size_t)nf, L->np, bounds, &maxc, err), out);
+    for (s = 0; s < L->np; s++)
+        for (k = (int)bounds[s]; k < (int)bounds[s + 1]; k++)
+            L->stage[fwd[k]] = s;
+    for (o = 0; o < L->nops; o++)
+        if (L->role[o] == ROLE_BWD)
+            L->stage[o] = fidx[o] >= 0 ? L->stage[fwd[fidx[o]]] : L->np - 1;
+    /* declared tensors: the stage of their first forward reader */
+    for (t = 0; t < L->nt; t++)
+        L->tstage[t] = -1;
+    for (o = 0; o < L->nops; o++) {
+        const as_op *op = as_graph_op(g, o);
+        if (L->role[o] != ROLE_FWD)
+            continue;
+        for (j = 0; j < op->nin; j++)
+            if (L->tstage[op->in[j]] < 0)
+                L->tstage[op->in[j]] = L->stage[o];
+    }
+    /* backward ops named after a declared tensor, and optimizer ops: the parameter's stage */
+    for (o = 0; o < L->nops; o++) {
+        const as_op *op = as_graph_op(g, o);
+        int st = -1;
+        if (L->role[o] == ROLE_BWD && fidx[o] < 0) {
+            int32_t f = lower_fwd_of(L, op->name);
+            if (f <= -2)
+                st = L->tstage[-2 - f];
+            L->stage[o] = st >= 0 ? st : L->np - 1;
+        }
+        if (L->role[o] != ROLE_OPT)
+            continue;
+        for (j = 0; j < op->nin && st < 0; j++) {
+            const as_tensor *in = as_graph_tensor(g, op->in[j]);
+            int32_t par = in->kind == AS_TK_PARAM ? in->id : in->kind == AS_TK_STATE ? in->of : -1;
+            if (par >= 0)
+                st = L->tstage[par];
+        }
+        L->stage[o] = st >= 0 ? st : L->np - 1;
+    }
+    for (t = 0; t < L->nt; t++)
+        if (L->tstage[t] < 0)
+            L->tstage[t] = L->np - 1;
+    /* microbatch dims: batch inputs, and activations derived from them */
+    for (t = 0; t < L->nt; t++) {
+        const as_tensor *gt = as_graph_tensor(g, t);
+        L->mbdim[t] = -1;
+        if (gt->kind == AS_TK_INPUT && gt->batch_dim >= 0 && batch == 0)
+            batch = gt->shape.dim[gt->batch_dim];
+    }
+    if (L->nmicro > 1 && (batch == 0 || batch % L->nmicro != 0)) {
+        rc = as_errf(err, AS_EUSAGE, "%d microbatches do not divide the batch (%lld) of graph "
+                     "'%s'", L->nmicro, (long long)batch, as_graph_name(g));
+        goto out;
+    }
+    for (t = 0; t < L->nt; t++) {
+        const as_tensor *gt = as_graph_tensor(g, t);
+        if (gt->kind == AS_TK_INPUT && gt->batch_dim >= 0 && L->nmicro > 1) {
+            carry[t] = 1;
+            L->mbdim[t] = gt->batch_dim;
+        }
+    }
+    for (o = 0; o < L->nops && L->nmicro > 1; o++) {
+        const as_op *op = as_graph_op(g, o);
+        int any = 0;
+        if (L->role[o] == ROLE_OPT)
+            continue;
+        for (j = 0; j < op->nin; j++)
+            any |= carry[op->in[j]];
+        if (!any)
+            continue;
+        for (k = 0; k < op->nout; k++) {
+            const as_tensor *gt = as_graph_tensor(g, op->out[k]);
+            int32_t q;
+            int d, param_shaped = 0;
+            if ((gt->flags & AS_TF_GRAD) || gt->update_of >= 0)
+                continue;
+            for (q = 0; q < L->nt && !param_shaped; q++) {
+                const as_tensor *pt = as_graph_tensor(g, q);
+                param_shaped = pt->kind == AS_TK_PARAM && as_shape_equal(&pt->shape, &gt->shape);
+            }
+            if (param_shaped)
+                continue;
+            for (d = 0; d < gt->shape.rank; d++)
+                if (gt->shape.dim[d] % batch == 0) {
+                    carry[op->out[k]] = 1;
+                    L->mbdim[op->out[k]] = d;
+                    break;
+                }
+        }
+    }
+    /* bytes sent forward from stage s to s+1 per microbatch (per device) */
+    for (t = 0; t < L->nt; t++) {
+        const as_tensor *gt = as_graph_tensor(g, t);
+        int last = -1;
+        if (declared(gt) || L->role[gt->producer] != ROLE_FWD)
+            continue;
+        for (o = gt->producer + 1; o < L->nops; o++) {
+            const as_op *op = as_graph_op(g, o);
+            if (L->role[o] != ROLE_FWD)
+                continue;
+            for (j = 0; j < op->nin; j++)
+                if (op->in[j] == t && L->stage[o] > last)
+                    last = L->stage[o];
+        }
+        for (s = L->stage[gt->producer]; s < last; s++)
+            L->act_bytes[s] += lower_bytes(L, t, &L->spec[t]);
+    }
+out:
+    free(cost);
+    free(fwd);
+    free(fidx);
+    free(bounds);
+    free(carry);
+    return rc;
+}
+
+/* The emit callback: ops of stage C->stage for one microbatch and direction. */
+static int
+lower_emit(as_sim_prog *p, const as_sim_pipe_ctx *c, void *ud, as_err *err)
+{
+    lower *L = ud;
+    int base = c->devs[0];
+    int32_t o, wr[3];
+    double wb[3];
+    int nw = 0;
+    as_sim_event_spec e;
+    char label[64];
+
+    (void)p;
+    L->cur_stage = c->stage;
+    for (o = 0; o < L->nops; o++) {
+        if (L->stage[o] != c->stage)
+            continue;
+        if ((c->backward && L->role[o] == ROLE_BWD) || (!c->backward && L->role[o] == ROLE_FWD))
+            AS_CHECK(lower_op(L, o, c->micro, base, c, err));
+    }
+    if (c->backward && c->grad >= 0)
+        for (o = 0; o < L->nops; o++)
+            if (L->stage[o] == c->stage && L->role[o] == ROLE_OPT)
+                AS_CHECK(lower_op(L, o, c->micro, base, c, err));
+    /* the pass's handoff: activations / gradients to send, stash and gradient markers */
+    if (c->out >= 0) {
+        wr[nw] = c->out;
+        wb[nw++] = c->backward ? L->act_bytes[c->stage - 1] : L->act_bytes[c->stage];
+    }
+    if (!c->backward) {
+        wr[nw] = c->stash;
+        wb[nw++] = 0;
+    } else if (c->grad >= 0) {
+        wr[nw] = c->grad;
+        wb[nw++] = 0;
+    }
+    if (nw == 0)
+        return AS_OK;
+    snprintf(label, sizeof label, "%c%d.%d", c->backward ? 'B' : 'F', c->stage, c->micro);
+    as_sim_event_spec_init(&e);
+    e.kind = AS_SIM_COMPUTE;
+    e.devs = c->devs;
+    e.ndevs = c->ndevs;
+    e.time = 0;
+    e.writes = wr;
+    e.wbytes = wb;
+    e.nwrites = nw;
+    e.label = label;
+    return as_sim_add(L->p, &e, err);
+}
+
+static int
+lower_pipeline(lower *L, as_sim_sched sched, as_err *err)
+{
+    as_sim_stage *st = as_xcalloc((size_t)L->np, sizeof *st);
+    int **sd = as_xcalloc((size_t)L->np, sizeof *sd);
+    as_sim_pipe_opts po;
+    int s, i, rc = AS_OK;
+    int32_t o, t;
+
+    for (s = 0; s < L->np; s++) {
+        sd[s] = as_xmalloc((size_t)L->n * sizeof **sd);
+        for (i = 0; i < L->n; i++)
+            sd[s][i] = s * L->n + i;
+        st[s].devs = sd[s];
+        st[s].ndevs = L->n;
+        st[s].act_bytes = L->act_bytes[s];
+    }
+    for (o = 0; o < L->nops; o++) {
+        double c = L->strat[o]->compute > 0 ? L->strat[o]->compute : 0;
+        if (L->role[o] == ROLE_FWD)
+            st[L->stage[o]].fwd += c / L->nmicro;
+        else
+            st[L->stage[o]].bwd += c / L->nmicro;
+    }
+    /* declared tensors on every stage that reads them; gradient buffers on their op's stage */
+    for (s = 0; s < L->np && rc == AS_OK; s++) {
+        uint8_t *need = as_xcalloc((size_t)L->nt + 1, 1);
+        for (o = 0; o < L->nops; o++) {
+            const as_op *op = as_graph_op(L->g, o);
+            if (L->stage[o] != s)
+                continue;
+            for (i = 0; i < op->nin; i++)
+                need[op->in[i]] = 1;
+            for (i = 0; i < op->nout; i++)
+                if (as_graph_tensor(L->g, op->out[i])->flags & AS_TF_GRAD)
+                    need[op->out[i]] = 2;
+        }
+        for (t = 0; t < L->nt && rc == AS_OK; t++) {
+            if (need[t] == 1 && declared(as_graph_tensor(L->g, t)))
+                rc = lower_declare(L, t, s * L->n, err);
+            else if (need[t] == 2)
+                rc = lower_grad_buf(L, t, s * L->n, err);
+        }
+        free(need);
+    }
+    if (rc == AS_OK) {
+        as_sim_pipe_opts_init(&po);
+        po.sched = sched;
+        po.nmicro = L->nmicro;
+        po.dp = 1;
+        po.send_time = -1;
+        po.ar_time = -1;
+        po.emit = lower_emit;
+        po.ud = L;
+        rc = as_sim_pipeline(L->p, st, L->np, &po, err);
+    }
+    for (s = 0; s < L->np; s++)
+        free(sd[s]);
+    free(sd);
+    free(st);
+    return rc;
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+static int
+lower_flat(lower *L, as_err *err)
+{
+    int32_t t, o;
+
+    for (t = 0; t < L->nt; t++) {
+        const as_tensor *gt = as_graph_tensor(L->g, t);
+        if (declared(gt))
+            AS_CHECK(lower_declare(L, t, 0, err));
+        else if (gt->flags & AS_TF_GRAD)
+            AS_CHECK(lower_grad_buf(L, t, 0, err));
+    }
+    for (o = 0; o < L->nops; o++)
+        AS_CHECK(lower_op(L, o, 0, 0, NULL, err));
+    return AS_OK;
+}
+
+/* Check --mesh against the plan's mesh (times P when pipelining). */
+static int
+lower_check_mesh(const lower *L, const char *spec, as_err *err)
+{
+    as_mesh *m = NULL;
+    int rc = AS_OK, k, off;
+
+    if (spec == NULL)
+        return AS_OK;
+    AS_CHECK(as_mesh_parse(spec, &m, err));
+    off = L->np > 1 ? 1 : 0;
+    if (L->np > 1 && as_mesh_axis_size(m, 0) != L->np)
+        rc = as_errf(err, AS_EUSAGE, "mesh '%s': its first axis must have the %d pipeline "
+                     "stages", spec, L->np);
+    else if (as_mesh_naxes(m) - off != as_mesh_naxes(L->mesh))
+        rc = as_errf(err, AS_EUSAGE, "mesh '%s' does not match plan '%s' (mesh %s%s)", spec,
+                     L->pname, as_mesh_str(L->mesh), L->np > 1 ? " per stage" : "");
+    for (k = 0; rc == AS_OK && k < as_mesh_naxes(L->mesh); k++)
+        if (as_mesh_axis_size(m, k + off) != as_mesh_axis_size(L->mesh, k))
+            rc = as_errf(err, AS_EUSAGE, "mesh '%s' does not match plan '%s' (mesh %s%s)", spec,
+                         L->pname, as_mesh_str(L->mesh), L->np > 1 ? " per stage" : "");
+    as_mesh_free(m);
+    return rc;
+}
+
+int
+as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *o0,
+             as_sim_prog **out, as_err *err)
+{
+    as_lower_opts o;
+    lower L;
+    const as_cost_ops *ops;
+    const char *hwname, *model;
+    as_hw hw;
+    int32_t t;
+    size_t nids;
+    double batch = 0;
+    int rc;
+
+    if (o0 != NULL)
+        o = *o0;
+    else
+        as_lower_opts_init(&o);
+    memset(&L, 0, sizeof L);
+    L.g = g;
+    L.plan = plan;
+    L.pname = o.plan_name ? o.plan_name : "plan";
+    L.mesh = plan->mesh;
+    L.n = as_mesh_ndevices(plan->mesh);
+    L.np = o.pipeline;
+    L.nmicro = o.nmicro;
+    L.nops = as_graph_nops(g);
+    L.nt = as_graph_ntensors(g);
+    if (L.np < 1 || L.nmicro < 1 || (L.np == 1 && L.nmicro != 1))
+        return as_errf(err, AS_EUSAGE, "pipeline needs P >= 1 stages and K >= 1 microbatches "
+                       "(K > 1 only with P > 1; got P=%d, K=%d)", L.np, L.nmicro);
+    if ((long)L.n * L.np > AS_MESH_MAX_DEVICES)
+        return as_errf(err, AS_EUSAGE, "%d stages of %d devices exceed %d devices", L.np, L.n,
+                       AS_MESH_MAX_DEVICES);
+    AS_CHECK(lower_check_mesh(&L, o.mesh, err));
+    hwname = o.hw ? o.hw : plan->hw && *plan->hw ? plan->hw : "a100-dgx";
+    model = o.cost_model ? o.cost_model : plan->cost_model && *plan->cost_model ? plan->cost_model
+                                                                              : "roofline";
+    if (strcmp(model, "alpa") == 0)
+        model = "roofline"; /* the simulator needs seconds; alpa plans are costed in time */
+    AS_CHECK(as_hw_load(hwname, &hw, err));
+    if ((ops = as_cost_model_find(model, err)) == NULL)
+        return err->code;
+    AS_CHECK(as_cost_model_new(ops, &hw, plan->mesh, o.params, o.nparams, &L.cm, err));
+    L.sctx = as_strat_ctx_new(L.cm);
+    L.arena = as_arena_new();
+    as_strmap_init(&L.rcache);
+    L.strat = as_xcalloc((size_t)L.nops + 1, sizeof *L.strat);
+    L.pstr = as_xcalloc((size_t)L.nops + 1, sizeof *L.pstr);
+    L.spec = as_xcalloc((size_t)L.nt + 1, sizeof *L.spec);
+    L.sname = as_xcalloc((size_t)L.nt + 1, sizeof *L.sname);
+    L.stage = as_xcalloc((size_t)L.nops + 1, sizeof *L.stage);
+    L.role = as_xcalloc((size_t)L.nops + 1, 1);
+    L.tstage = as_xcalloc((size_t)L.nt + 1, sizeof *L.tstage);
+    L.mbdim = as_xmalloc(((size_t)L.nt + 1) * sizeof *L.mbdim);
+    L.act_bytes = as_xcalloc((size_t)L.np, sizeof *L.act_bytes);
+    L.grp = as_xmalloc((size_t)L.n * sizeof *L.grp);
+    L.devs = as_xmalloc((size_t)L.n * sizeof *L.devs);
+    nids = (size_t)L.nmicro * (size_t)L.nt + 1;
+    L.ids = as_xmalloc(nids * sizeof *L.ids);
+    memset(L.ids, 0xff, nids * sizeof *L.ids);
+    for (t = 0; t < L.nt; t++) {
+        const as_tensor *gt = as_graph_tensor(g, t);
+        L.sname[t] = lower_safe(L.arena, gt->name);
+        L.mbdim[t] = -1;
+        if (gt->kind == AS_TK_INPUT && gt->batch_dim >= 0 && batch == 0)
+            batch = (double)gt->shape.dim[gt->batch_dim];
+    }
+    AS_CHECK_GOTO(rc, lower_match(&L, err), out);
+    AS_CHECK_GOTO(rc, as_sim_prog_new(as_graph_name(g), L.n * L.np, &L.p, err), out);
+    as_sim_prog_set_hw(L.p, hwname);
+    as_sim_prog_set_cost_model(L.p, model);
+    as_sim_prog_set_batch(L.p, batch);
+    if (L.np > 1) {
+        AS_CHECK_GOTO(rc, lower_stages(&L, err), out);
+        AS_CHECK_GOTO(rc, lower_pipeline(&L, o.sched, err), out);
+    } else {
+        AS_CHECK_GOTO(rc, lower_flat(&L, err), out);
+    }
+    AS_CHECK_GOTO(rc, as_sim_prog_check(L.p, err), out);
+    *out = L.p;
+    L.p = NULL;
+out:
+    as_sim_prog_free(L.p);
+    free(L.strat);
+    free(L.pstr);
+    free(L.spec);
+    free(L.sname);
+    free(L.stage);
+    free(L.role);
+    free(L.tstage);
+    free(L.mbdim);
+    free(L.act_bytes);
+    free(L.grp);
+    free(L.devs);
+    free(L.ids);
+    as_strmap_destroy(&L.rcache);
+    as_arena_free(L.arena);
+    as_strat_ctx_free(L.sctx);
+    as_cost_model_free(L.cm);
+    return rc;
+}
+
+int
+as_sim_plan(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *lo,
+            const as_sim_opts *so, as_sim_result **res, as_sim_prog **prog, as_err *err)
+{
+    as_sim_prog *p = NULL;
+    as_sim_opts d;
+    int rc;
+
+    if (so == NULL) {
+        as_sim_opts_init(&d);
+        so = &d;
+    }
+    AS_CHECK(as_sim_lower(g, plan, lo, &p, err));
+    rc = as_sim_run(p, so, res, err);
+    if (rc == AS_OK && prog != NULL)
+        *prog = p;
+    else
+        as_sim_prog_free(p);
+    return rc;
+}

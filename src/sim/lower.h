@@ -1,0 +1,101 @@
+/* lower.h -- lowering a sharded graph to an event program, and simulating
+ * and re-ranking plans.
+ *
+ * as_sim_lower() turns a graph and a plan (formulate/plan.h: per tensor its
+ * spec, per op its strategy) into an event program (sim.h): per op one
+ * compute event on every device with its local shapes, the collectives the
+ * plan implies (resharding between producer and consumer specs, partial
+ * sums an op resolves itself), resident parameters, gradients and
+ * optimizer state, and data inputs; optionally split into a P-stage,
+ * K-microbatch pipeline (docs/sim.md "Lowering").  as_sim_plan() lowers
+ * and simulates in one call; as_sim_rank_plans() (rank.c) simulates K
+ * plans and compares the simulator's order with the solver's.
+ *
+ * Ownership: the graph and plan are borrowed; returned programs and
+ * results belong to the caller.
+ */
+#ifndef AS_SIM_LOWER_H
+#define AS_SIM_LOWER_H
+
+#include <stdio.h>
+
+#include "../autoshard.h"
+#include "../formulate/plan.h"
+#include "../graph/graph.h"
+#include "sim.h"
+
+typedef struct as_lower_opts {
+    const char *hw;            /**< profile name or file; NULL = the plan's, else a100-dgx */
+    const char *cost_model;    /**< NULL = the plan's, else roofline */
+    const char *const *params; /**< "key=value" cost-model parameters */
+    size_t nparams;
+    const char *mesh;          /**< NULL, or a mesh the plan's must agree with (see docs) */
+    int pipeline;              /**< P stages (1 = no pipeline) */
+    int nmicro;                /**< K microbatches (pipeline only; 1 = none) */
+    as_sim_sched sched;        /**< gpipe or 1f1b */
+    const char *plan_name;     /**< used in messages ("plan 'NAME': ..."); NULL = "plan" */
+} as_lower_opts;
+
+void as_lower_opts_init(as_lower_opts *o);
+
+/**
+ * Lower graph G under PLAN into a new program *OUT named after the graph,
+ * with the profile, cost model and batch (samples: the batch input's batch
+ * dim) in its header.  Errors: AS_EUSAGE "plan 'p.json': op 'x' not in
+ * graph 'g'" for the first mismatch between plan and graph (names, types,
+ * shapes, strategy index or name, specs that do not fit), a bad mesh,
+ * profile, model or pipeline size; rule-discovery errors prefixed with the
+ * op name.
+ */
+int as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *o,
+                 as_sim_prog **out, as_err *err);
+
+/**
+ * Lower and simulate in one call: as_sim_lower(G, PLAN, LO) then
+ * as_sim_run with SO (NULL = defaults).  *RES gets the result; *PROG (may
+ * be NULL) the program, which the result's event ids refer to.
+ */
+int as_sim_plan(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *lo,
+                const as_sim_opts *so, as_sim_result **res, as_sim_prog **prog, as_err *err);
+
+/* Re-ranking (rank.c). */
+typedef struct as_rank_entry {
+    const char *name;  /**< plan name (borrowed from the caller) */
+    double objective;  /**< solver objective */
+    double time;       /**< simulated iteration time, seconds */
+    double peak;       /**< largest peak memory over devices, bytes */
+    int oom;           /**< 1 if some device exceeds its capacity */
+    int solver_rank;   /**< 1-based position by objective */
+    int sim_rank;      /**< 1-based position by simulated time (fitting plans first) */
+} as_rank_entry;
+
+typedef struct as_rank_result {
+    size_t n;
+    as_rank_entry *e;  /**< [n] in input order */
+    double spearman;   /**< Spearman's rho between objective and simulated time */
+    double kendall;    /**< Kendall's tau-b between them */
+    int best_solver;   /**< index of the plan with the lowest objective */
+    int best_sim;      /**< index of the fastest plan that fits (-1: none fits) */
+    double gain;       /**< time(best_solver) / time(best_sim) - 1 (0 if the same plan) */
+} as_rank_result;
+
+/**
+ * Simulate each of the K plans PLANS[0..K) (NAMES[i] their names,
+ * OBJECTIVES[i] their solver objectives; NULL = each plan's own) on G,
+ * print both orders side by side to OUT (may be NULL), mark plans that do
+ * not fit, print Spearman's rho and Kendall's tau and by how much the
+ * simulator's best beats the solver's best.  *RES (may be NULL) gets the
+ * figures (free with as_rank_result_free).  The first lowering or
+ * simulation error stops it, prefixed with the plan's name.
+ */
+int as_sim_rank_plans(const as_graph *g, const as_shard_plan *const *plans,
+                      const char *const *names, const double *objectives, size_t k,
+                      const as_lower_opts *lo, const as_sim_opts *so, FILE *out,
+                      as_rank_result *res, as_err *err);
+void as_rank_result_free(as_rank_result *r);
+/** Spearman's rho of X and Y (average ranks for ties); 0 when N < 2 or constant. */
+double as_rank_spearman(const double *x, const double *y, size_t n);
+/** Kendall's tau-b of X and Y; 0 when N < 2 or constant. */
+double as_rank_kendall(const double *x, const double *y, size_t n);
+
+#endif /* AS_SIM_LOWER_H */
