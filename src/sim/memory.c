@@ -22,9 +22,11 @@
 #include "sim_internal.h"
 
 typedef struct mem_rec {
-    double t;      /**< time */
-    int32_t buf;   /**< buffer id */
+    double t;     /**< time */
+    double delta; /**< +bytes allocated or -bytes freed */
 } mem_rec;
+
+typedef AS_VEC(mem_rec) mem_bucket;
 
 static int
 mem_cmp(const void *a, const void *b)
@@ -44,97 +46,76 @@ mem_counted(const sim_buf *b)
              (b->origin == SIM_BUF_ACT && b->producer < 0));
 }
 
+/* Append a record to bucket BK. */
+static inline void
+mem_push(mem_bucket *bk, double t, double delta)
+{
+    if (bk->n == bk->cap) {
+        bk->cap = bk->cap ? bk->cap * 2 : 256;
+        bk->v = as_xreallocarray(bk->v, bk->cap, sizeof *bk->v);
+    }
+    bk->v[bk->n].t = t > 0 ? t : 0;
+    bk->v[bk->n++].delta = delta;
+}
+
+/* Merge time-ordered X and Y into OUT (X first at equal times). */
+static void
+mem_merge2(const mem_bucket *x, const mem_bucket *y, mem_bucket *out)
+{
+    size_t i = 0, j = 0, n = 0;
+
+    AS_VEC_RESERVE(out, x->n + y->n + 1);
+    while (i < x->n && j < y->n)
+        out->v[n++] = y->v[j].t < x->v[i].t ? y->v[j++] : x->v[i++];
+    while (i < x->n)
+        out->v[n++] = x->v[i++];
+    while (j < y->n)
+        out->v[n++] = y->v[j++];
+    out->n = n;
+}
+
+/*
+ * Peak of a device from its four time-ordered buckets (stream 0 frees,
+ * stream 0 allocations, stream 1 frees, stream 1 allocations): frees are
+ * applied before allocations at equal times.  TMP holds three scratch vectors.
+ */
+static void
+mem_peak(const mem_bucket *bk, double base, mem_bucket *tmp, as_sim_dev_stats *dev)
+{
+    const mem_bucket *fr = &tmp[0], *al = &tmp[1];
+    size_t i = 0, j = 0;
+    double cur = base;
+
+    mem_merge2(&bk[0], &bk[2], &tmp[0]);
+    mem_merge2(&bk[1], &bk[3], &tmp[1]);
+    dev->peak = cur;
+    while (i < fr->n || j < al->n) {
+        const mem_rec *r = j == al->n || (i < fr->n && fr->v[i].t <= al->v[j].t) ? &fr->v[i++]
+                                                                                 : &al->v[j++];
+        cur += r->delta;
+        if (cur > dev->peak) {
+            dev->peak = cur;
+            dev->peak_time = r->t;
+        }
+    }
+}
+
 void
 as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, double capacity,
                 as_sim_dev_stats *dev, size_t *nbuf)
 {
-    size_t nb = p->bufs.n, i, nbk = (size_t)p->ndev * 4, *off, *fill;
+    size_t nb = p->bufs.n, i, nbk = (size_t)p->ndev * 4;
     int32_t *lastev = as_xmalloc((nb ? nb : 1) * sizeof *lastev);
-    uint8_t *done = as_xcalloc(nb ? nb : 1, 1);
-    double *cur;
-    mem_rec *rec;
+    double *lastend = as_xmalloc((nb ? nb : 1) * sizeof *lastend);
+    double *bytes = as_xmalloc((nb ? nb : 1) * sizeof *bytes); /* 0: not counted */
+    int32_t *bdev = as_xmalloc((nb ? nb : 1) * sizeof *bdev);
+    int32_t *prod = as_xmalloc((nb ? nb : 1) * sizeof *prod);
+    mem_bucket *bk = as_xcalloc(nbk, sizeof *bk), tmp[2] = {{0}};
+    double *base = as_xcalloc((size_t)p->ndev, sizeof *base);
     uint32_t k;
-    int d, pass;
+    int d;
 
-    /* the event after whose end each buffer is freed: its last reader, else its producer */
-    for (i = 0; i < nb; i++)
-        lastev[i] = p->bufs.v[i].producer;
-    for (i = 0; i < p->ev.n; i++) {
-        const sim_event *ev = &p->ev.v[i];
-
-        for (k = 0; k < ev->nrd; k++) {
-            int32_t b = p->rds.v[ev->rd_off + k];
-
-            if (lastev[b] < 0 || end[i] >= end[lastev[b]])
-                lastev[b] = (int32_t)i;
-        }
-    }
-    /*
-     * Records per (device, stream, free/alloc) bucket, generated in program
-     * order: a stream runs its events one after another, so every bucket is
-     * already in time order and a 4-way merge per device replaces a sort.
-     * Pass 0 counts, pass 1 fills.
-     */
-    off = as_xcalloc(nbk + 1, sizeof *off);
-    fill = as_xcalloc(nbk + 1, sizeof *fill);
-    rec = NULL;
-    for (pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            for (i = 0; i < nbk; i++)
-                off[i + 1] += off[i];
-            memcpy(fill, off, (nbk + 1) * sizeof *off);
-            rec = as_xmalloc((off[nbk] + 1) * sizeof *rec);
-            memset(done, 0, nb ? nb : 1);
-        }
-        for (i = 0; i < p->ev.n; i++) {
-            const sim_event *ev = &p->ev.v[i];
-            int st = ev->stream & 1;
-
-            for (k = 0; k < ev->nwr; k++) {
-                int32_t b = p->wrs.v[ev->wr_off + k];
-                const sim_buf *bf = &p->bufs.v[b];
-                size_t bk;
-
-                if (!mem_counted(bf) || bf->producer != (int32_t)i)
-                    continue;
-                bk = MEM_BUCKET(bf->dev, st, 1);
-                if (pass == 0) {
-                    off[bk + 1]++;
-                } else {
-                    rec[fill[bk]].t = start[i] > 0 ? start[i] : 0;
-                    rec[fill[bk]++].buf = b;
-                }
-            }
-            for (k = 0; k < (uint32_t)ev->nrd + ev->nwr; k++) {
-                int32_t b = k < ev->nrd ? p->rds.v[ev->rd_off + k] : p->wrs.v[ev->wr_off + k -
-                                                                                ev->nrd];
-                const sim_buf *bf = &p->bufs.v[b];
-                size_t bk;
-
-                if (lastev[b] != (int32_t)i || done[b] || !mem_counted(bf))
-                    continue;
-                done[b] = 1;
-                bk = MEM_BUCKET(bf->dev, st, 0);
-                if (pass == 0) {
-                    off[bk + 1]++;
-                } else {
-                    rec[fill[bk]].t = end[i] > 0 ? end[i] : 0;
-                    rec[fill[bk]++].buf = b;
-                }
-            }
-        }
-    }
-    /* a bucket out of order (it cannot happen with per-stream program order): sort it */
-    for (i = 0; i < nbk; i++) {
-        size_t j;
-
-        for (j = off[i] + 1; j < off[i + 1]; j++)
-            if (rec[j].t < rec[j - 1].t)
-                break;
-        if (j < off[i + 1])
-            qsort(rec + off[i], off[i + 1] - off[i], sizeof *rec, mem_cmp);
-    }
-    cur = as_xcalloc((size_t)p->ndev, sizeof *cur);
+    /* Flat per-buffer facts, so the event loops touch small arrays only. */
     for (d = 0; d < p->ndev; d++) {
         dev[d].resident = 0;
         dev[d].peak = 0;
@@ -142,55 +123,86 @@ as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, do
     }
     for (i = 0; i < nb; i++) {
         const sim_buf *bf = &p->bufs.v[i];
-
+        bytes[i] = mem_counted(bf) ? bf->bytes : 0;
+        bdev[i] = bf->dev;
+        prod[i] = bf->producer;
+        lastev[i] = bf->producer;
+        lastend[i] = bf->producer >= 0 ? end[bf->producer] : -1;
         if (bf->origin == SIM_BUF_RESIDENT)
             dev[bf->dev].resident += bf->bytes;
-        else if (bf->origin == SIM_BUF_INPUT && bf->bytes > 0 && lastev[i] >= 0)
-            cur[bf->dev] += bf->bytes; /* inputs: allocated at time 0 */
     }
-    for (d = 0; d < p->ndev; d++) {
-        size_t h[4], e[4];
-        int q;
-
-        for (q = 0; q < 4; q++) {
-            h[q] = off[(size_t)d * 4 + (size_t)q];
-            e[q] = off[(size_t)d * 4 + (size_t)q + 1];
-        }
-        dev[d].peak = cur[d];
-        /* merge: smallest time first; at equal times frees (buckets 0, 2) before allocations */
-        for (;;) {
-            int best = -1;
-            double bt = 0;
-            const sim_buf *bf;
-
-            for (q = 0; q < 4; q++) {
-                if (h[q] == e[q])
-                    continue;
-                if (best < 0 || rec[h[q]].t < bt ||
-                    (rec[h[q]].t == bt && (q & 1) == 0 && (best & 1) == 1)) {
-                    best = q;
-                    bt = rec[h[q]].t;
-                }
+    /* Room for a balanced share of the records in every bucket (they still grow). */
+    for (i = 0; i < nbk; i++)
+        AS_VEC_RESERVE(&bk[i], 2 * p->wrs.n / (nbk ? nbk : 1) + 16);
+    /* The event after whose end each buffer is freed: its last reader, else its producer. */
+    for (i = 0; i < p->ev.n; i++) {
+        const sim_event *ev = &p->ev.v[i];
+        const int32_t *rd = p->rds.v + ev->rd_off;
+        for (k = 0; k < ev->nrd; k++)
+            if (end[i] >= lastend[rd[k]]) {
+                lastend[rd[k]] = end[i];
+                lastev[rd[k]] = (int32_t)i;
             }
-            if (best < 0)
+    }
+    for (i = 0; i < nb; i++)
+        if (p->bufs.v[i].origin == SIM_BUF_INPUT && p->bufs.v[i].bytes > 0 && lastev[i] >= 0)
+            base[bdev[i]] += p->bufs.v[i].bytes; /* inputs: allocated at time 0 */
+    /*
+     * Records per (device, stream, free/alloc) bucket, generated in program
+     * order: a stream runs its events one after another, so every bucket is
+     * already in time order and a 4-way merge per device replaces a sort.
+     * A buffer's free record is emitted once: lastev is cleared after it.
+     */
+    for (i = 0; i < p->ev.n; i++) {
+        const sim_event *ev = &p->ev.v[i];
+        const int32_t *rd = p->rds.v + ev->rd_off, *wr = p->wrs.v + ev->wr_off;
+        int st = ev->stream & 1;
+        for (k = 0; k < ev->nwr; k++) {
+            int32_t b = wr[k];
+            if (bytes[b] > 0 && prod[b] == (int32_t)i)
+                mem_push(&bk[MEM_BUCKET(bdev[b], st, 1)], start[i], bytes[b]);
+        }
+        for (k = 0; k < ev->nrd; k++) {
+            int32_t b = rd[k];
+            if (lastev[b] == (int32_t)i) {
+                lastev[b] = -2;
+                if (bytes[b] > 0)
+                    mem_push(&bk[MEM_BUCKET(bdev[b], st, 0)], end[i], -bytes[b]);
+            }
+        }
+        for (k = 0; k < ev->nwr; k++) {
+            int32_t b = wr[k];
+            if (lastev[b] == (int32_t)i) {
+                lastev[b] = -2;
+                if (bytes[b] > 0)
+                    mem_push(&bk[MEM_BUCKET(bdev[b], st, 0)], end[i], -bytes[b]);
+            }
+        }
+    }
+    /* a bucket out of order (it cannot happen with per-stream program order): sort it */
+    for (i = 0; i < nbk; i++) {
+        size_t j;
+        for (j = 1; j < bk[i].n; j++)
+            if (bk[i].v[j].t < bk[i].v[j - 1].t)
                 break;
-            bf = &p->bufs.v[rec[h[best]++].buf];
-            cur[d] += (best & 1) ? bf->bytes : -bf->bytes;
-            if (cur[d] > dev[d].peak) {
-                dev[d].peak = cur[d];
-                dev[d].peak_time = bt;
-            }
-        }
+        if (j < bk[i].n)
+            qsort(bk[i].v, bk[i].n, sizeof *bk[i].v, mem_cmp);
     }
     for (d = 0; d < p->ndev; d++) {
+        mem_peak(&bk[(size_t)d * 4], base[d], tmp, &dev[d]);
         dev[d].peak += dev[d].resident;
         dev[d].oom = capacity > 0 && dev[d].peak > capacity;
     }
     *nbuf = nb;
-    free(cur);
-    free(rec);
-    free(off);
-    free(fill);
-    free(done);
+    for (i = 0; i < nbk; i++)
+        free(bk[i].v);
+    free(tmp[0].v);
+    free(tmp[1].v);
+    free(bk);
+    free(base);
+    free(prod);
+    free(bdev);
+    free(bytes);
+    free(lastend);
     free(lastev);
 }
