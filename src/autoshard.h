@@ -147,6 +147,23 @@ int as_read_file(const char *path, char **buf, size_t *len, as_err *err);
  */
 int as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *err);
 /**
+ * An output file being written: a temporary file beside its target, renamed
+ * over the target on commit, so a failed write never leaves half a file.
+ * Targets that exist and are not regular files (a terminal, /dev/null, a
+ * FIFO) are written in place; symlinks are followed (the link stays).
+ * PATH "-" or NULL is stdout.
+ */
+typedef struct as_outfile {
+    FILE *fp;    /**< write here */
+    char *tmp;   /**< temporary name, NULL when writing in place */
+    char *final; /**< the file replaced on commit */
+} as_outfile;
+int as_outfile_open(as_outfile *o, const char *path, as_err *err);
+/** Flush, sync and rename into place; on failure the temporary file is removed. */
+int as_outfile_commit(as_outfile *o, as_err *err);
+/** Give up: close and remove the temporary file. */
+void as_outfile_abort(as_outfile *o);
+/**
  * Create a temporary file "PATH.tmp.XXXXXX" beside PATH with the mode a plain
  * fopen would give (0666 less the umask); *TMP gets its malloc'ed name.
  * Returns the open descriptor, or -1 with AS_EIO in ERR.  Rename it over

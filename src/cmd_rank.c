@@ -91,9 +91,9 @@ rank_dir(rank_cli *c, as_err *err)
         AS_VEC_PUSH(&c->plans, p);
     }
     closedir(d);
-    qsort(c->plans.v + n0, c->plans.n - n0, sizeof *c->plans.v, rank_cmp);
-    if (c->plans.n == 0)
+    if (c->plans.n == n0)
         return as_errf(err, AS_EUSAGE, "%s: no *.json plan files", c->dir);
+    qsort(c->plans.v + n0, c->plans.n - n0, sizeof *c->plans.v, rank_cmp);
     return AS_OK;
 }
 

@@ -11,26 +11,11 @@
 
 #include "cmd.h"
 
-extern const struct as_cmd as_cmd_rules;
-extern const struct as_cmd as_cmd_solve, as_cmd_export;
-
-extern const struct as_cmd as_cmd_simulate;
-extern const struct as_cmd as_cmd_lower, as_cmd_rank;
-extern const struct as_cmd as_cmd_strategies;
-
+/* In the order a user meets them: make a graph, look at it, plan, check the plan. */
 static const struct as_cmd *const cmd_table[] = {
-    &as_cmd_gen,
-    &as_cmd_hw,
-    &as_cmd_inspect,
-    &as_cmd_convert,
-    &as_cmd_rules,
-    &as_cmd_solve,
-    &as_cmd_export,
-    &as_cmd_simulate,
-    &as_cmd_lower,
-    &as_cmd_rank,
-    &as_cmd_strategies,
-    NULL,
+    &as_cmd_gen,     &as_cmd_inspect,  &as_cmd_convert, &as_cmd_hw,    &as_cmd_rules,
+    &as_cmd_strategies, &as_cmd_solve, &as_cmd_export,  &as_cmd_lower, &as_cmd_simulate,
+    &as_cmd_rank,    NULL,
 };
 
 int
@@ -121,6 +106,7 @@ main(int argc, char **argv)
     const struct as_cmd *cmd;
     int c;
 
+    argv[0] = (char *)"autoshard"; /* for getopt's messages */
     while ((c = getopt_long(argc, argv, "+qvVh", opts, NULL)) != -1) {
         switch (c) {
         case 'q':
@@ -145,7 +131,7 @@ main(int argc, char **argv)
         return AS_EXIT_USAGE;
     }
     if (strcmp(argv[optind], "help") == 0) {
-        if (optind + 1 == argc) {
+        if (optind + 1 == argc || strcmp(argv[optind + 1], "help") == 0) {
             usage_main(stdout);
             return AS_EXIT_OK;
         }
@@ -158,6 +144,12 @@ main(int argc, char **argv)
         return cmd_unknown(argv[optind]);
     argc -= optind;
     argv += optind;
+    {
+        /* getopt names argv[0] in its messages: "autoshard solve: unrecognized option" */
+        static char self[64];
+        snprintf(self, sizeof self, "autoshard %s", cmd->name);
+        argv[0] = self;
+    }
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         as_cmd_help(cmd, stdout);
         return AS_EXIT_OK;

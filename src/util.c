@@ -486,39 +486,108 @@ as_mkstemp_beside(const char *path, char **tmp, as_err *err)
     return fd;
 }
 
+/*
+ * Where output for PATH goes.  A path that exists and is not a regular file
+ * (a terminal, /dev/null, a FIFO) is written in place: renaming over it
+ * would replace the device.  A symlink is followed, so the file it points to
+ * is replaced and the link stays.  Directories are refused.
+ */
+int
+as_outfile_open(as_outfile *o, const char *path, as_err *err)
+{
+    struct stat st;
+    int fd;
+
+    memset(o, 0, sizeof *o);
+    if (path == NULL || strcmp(path, "-") == 0) {
+        o->fp = stdout;
+        o->final = as_xstrdup("<stdout>");
+        return AS_OK;
+    }
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode))
+            return as_errf(err, AS_EIO, "%s: is a directory", path);
+        if ((o->fp = fopen(path, "wb")) == NULL)
+            return as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+        o->final = as_xstrdup(path);
+        return AS_OK;
+    }
+    o->final = realpath(path, NULL); /* NULL when PATH does not exist yet */
+    if (o->final == NULL)
+        o->final = as_xstrdup(path);
+    if ((fd = as_mkstemp_beside(o->final, &o->tmp, err)) < 0) {
+        free(o->final);
+        o->final = NULL;
+        return AS_EIO;
+    }
+    if ((o->fp = fdopen(fd, "wb")) == NULL) {
+        as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+        close(fd);
+        as_outfile_abort(o);
+        return AS_EIO;
+    }
+    return AS_OK;
+}
+
+int
+as_outfile_commit(as_outfile *o, as_err *err)
+{
+    int rc = AS_OK;
+
+    if (o->fp == stdout) {
+        if (fflush(stdout) != 0 || ferror(stdout))
+            rc = as_errf(err, AS_EIO, "<stdout>: write error: %s", strerror(errno));
+    } else if (o->tmp == NULL) { /* written in place */
+        if (ferror(o->fp) || fclose(o->fp) != 0)
+            rc = as_errf(err, AS_EIO, "%s: write error: %s", o->final, strerror(errno));
+        o->fp = NULL;
+    } else {
+        if (ferror(o->fp) || fflush(o->fp) != 0 || fsync(fileno(o->fp)) != 0) {
+            rc = as_errf(err, AS_EIO, "%s: write error: %s", o->final, strerror(errno));
+        } else if (fclose(o->fp) != 0 || (o->fp = NULL, rename(o->tmp, o->final) != 0)) {
+            rc = as_errf(err, AS_EIO, "%s: %s", o->final, strerror(errno));
+        } else {
+            free(o->tmp);
+            o->tmp = NULL;
+        }
+    }
+    if (rc != AS_OK) {
+        as_outfile_abort(o);
+        return rc;
+    }
+    o->fp = NULL;
+    free(o->final);
+    o->final = NULL;
+    return AS_OK;
+}
+
+void
+as_outfile_abort(as_outfile *o)
+{
+    if (o->fp != NULL && o->fp != stdout)
+        fclose(o->fp);
+    o->fp = NULL;
+    if (o->tmp != NULL) {
+        unlink(o->tmp);
+        free(o->tmp);
+        o->tmp = NULL;
+    }
+    free(o->final);
+    o->final = NULL;
+}
+
 int
 as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *err)
 {
-    char *tmp;
-    int fd;
-    FILE *fp;
+    as_outfile o;
 
-    if (path == NULL || strcmp(path, "-") == 0) {
-        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)
-            return as_errf(err, AS_EIO, "<stdout>: write error: %s", strerror(errno));
-        return AS_OK;
-    }
-    if ((fd = as_mkstemp_beside(path, &tmp, err)) < 0)
-        return AS_EIO;
-    fp = fdopen(fd, "wb");
-    if (fp == NULL || fwrite(buf, 1, len, fp) != len || fflush(fp) != 0 || fsync(fd) != 0) {
-        as_errf(err, AS_EIO, "%s: write error: %s", path, strerror(errno));
-        if (fp != NULL)
-            fclose(fp);
-        else
-            close(fd);
-        unlink(tmp);
-        free(tmp);
+    AS_CHECK(as_outfile_open(&o, path, err));
+    if (len > 0 && fwrite(buf, 1, len, o.fp) != len) {
+        as_errf(err, AS_EIO, "%s: write error: %s", o.final, strerror(errno));
+        as_outfile_abort(&o);
         return AS_EIO;
     }
-    if (fclose(fp) != 0 || rename(tmp, path) != 0) {
-        as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return AS_EIO;
-    }
-    free(tmp);
-    return AS_OK;
+    return as_outfile_commit(&o, err);
 }
 
 const char *

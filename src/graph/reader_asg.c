@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -697,6 +698,9 @@ asg_train(asg_parser *p)
                              "eps or momentum)",
                              key);
         AS_CHECK(asg_number(p, "a number", &x));
+        if (!isfinite(x) || x < 0)
+            return asg_error(p, p->line, col, "train option '%s' must be a finite number >= 0",
+                             key);
         if (k == 0)
             s->train.lr = x;
         else if (k == 1)
@@ -1001,6 +1005,21 @@ asg_build_directive(asg_parser *p, as_graph *g, const asg_stmt *s)
         if (as_graph_tensor(g, b)->kind != AS_TK_PARAM)
             return asg_error(p, s->line, s->uses[1].col, "'%s' is not a parameter",
                              s->uses[1].name);
+        if (!as_shape_equal(&as_graph_tensor(g, a)->shape, &as_graph_tensor(g, b)->shape)) {
+            char sa[128], sb[128];
+            return asg_error(p, s->line, s->uses[0].col, "gradient '%s' is %s but '%s' is %s",
+                             s->uses[0].name,
+                             as_shape_str(&as_graph_tensor(g, a)->shape, sa, sizeof sa),
+                             s->uses[1].name,
+                             as_shape_str(&as_graph_tensor(g, b)->shape, sb, sizeof sb));
+        }
+        if (as_graph_tensor(g, a)->flags & AS_TF_GRAD)
+            return asg_error(p, s->line, s->uses[0].col, "'%s' is already a gradient",
+                             s->uses[0].name);
+        for (k = 0; k < as_graph_ntensors(g); k++)
+            if ((as_graph_tensor(g, k)->flags & AS_TF_GRAD) && as_graph_tensor(g, k)->of == b)
+                return asg_error(p, s->line, s->uses[1].col, "'%s' already has a gradient ('%s')",
+                                 s->uses[1].name, as_graph_tensor(g, k)->name);
         as_graph_tensor_flag(g, a, AS_TF_GRAD, b);
         return AS_OK;
     }

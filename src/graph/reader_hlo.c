@@ -56,7 +56,13 @@ typedef struct importer {
     int nloops;               /**< while / conditional kept as opaque */
     double *flops;            /**< per computation: estimated FLOPs, < 0 = not yet */
     as_tensor_kind *pkind;    /**< per entry parameter: its tensor kind */
+    int depth;                /**< calls being inlined now */
+    int64_t inlined;          /**< instructions emitted through calls so far */
 } importer;
+
+/* Limits that keep a small file from expanding without bound. */
+#define HLO_MAX_DEPTH 64          /* nested call / fusion levels */
+#define HLO_MAX_INLINED 2000000   /* instructions emitted through inlining */
 
 static int hlo_emit_comp(importer *im, int ci, const char *prefix, const hval *args, hval *res);
 
@@ -90,6 +96,33 @@ hlo_attr_ints(const hlo_instr *ins, const char *key, int64_t *v)
     const hlo_attr *a = as_hlo_i_attr(ins, key);
 
     return a != NULL ? as_hlo_i_ints(a->val, a->vlen, v, MAX_LIST) : -1;
+}
+
+/*
+ * Attributes that hold integer lists must parse as one (at most MAX_LIST
+ * entries): a malformed list must not be read as an absent one.
+ */
+static int
+hlo_check_lists(importer *im, const hlo_instr *ins)
+{
+    static const char *const keys[] = {
+        "dimensions", "lhs_batch_dims", "rhs_batch_dims", "lhs_contracting_dims",
+        "rhs_contracting_dims", "offset_dims", "collapsed_slice_dims", "start_index_map",
+        "slice_sizes", "operand_batching_dims", "start_indices_batching_dims",
+        "update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
+        "input_batching_dims", "scatter_indices_batching_dims", "dynamic_slice_sizes"};
+    int64_t v[MAX_LIST];
+    int i;
+    size_t k;
+
+    for (i = 0; i < ins->nattr; i++)
+        for (k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            if (strcmp(ins->attr[i].key, keys[k]) == 0 &&
+                as_hlo_i_ints(ins->attr[i].val, ins->attr[i].vlen, v, MAX_LIST) < 0)
+                return ierr(im, ins->attr[i].line, ins->attr[i].col,
+                            "malformed %s={...}: expected a list of at most %d integers",
+                            ins->attr[i].key, MAX_LIST);
+    return AS_OK;
 }
 
 static int64_t
@@ -970,12 +1003,20 @@ hlo_inline(importer *im, const hlo_instr *ins, const char *prefix, const hval *v
         return ierr(im, ins->line, ins->col, "'%s' passes %d operands to '%s', which takes %d",
                     ins->name, ins->nops, im->m->comps[callee].name,
                     im->m->comps[callee].nparams);
+    if (im->depth >= HLO_MAX_DEPTH)
+        return ierr(im, ins->line, ins->col, "calls nested more than %d deep", HLO_MAX_DEPTH);
+    im->inlined += im->m->comps[callee].nins;
+    if (im->inlined > HLO_MAX_INLINED)
+        return ierr(im, ins->line, ins->col, "inlining calls expands the module to more than %d "
+                    "instructions", HLO_MAX_INLINED);
     args = as_xcalloc((size_t)ins->nops + 1, sizeof *args);
     for (j = 0; j < ins->nops; j++)
         args[j] = vals[ins->opidx[j]];
+    im->depth++;
     rc = hlo_emit_comp(im, callee, as_graph_strdup(im->g, hlo_full_name(prefix, ins, buf,
                                                                        sizeof buf)),
                        args, res);
+    im->depth--;
     free(args);
     return rc;
 }
@@ -1064,6 +1105,7 @@ hlo_emit_instr(importer *im, const hlo_comp *c, int i, const char *prefix, const
     res->tid = -1;
     res->n = 0;
     res->elts = NULL;
+    AS_CHECK(hlo_check_lists(im, ins));
     if (op_is(ins, "parameter")) {
         int k = (int)strtol(ins->args, NULL, 10);
         if (args != NULL) {

@@ -557,8 +557,12 @@ as_sim_add(as_sim_prog *p, const as_sim_event_spec *s0, as_err *err)
             AS_VEC_PUSH(&p->labels, s.label[i]);
         AS_VEC_PUSH(&p->labels, '\0');
     }
-    if (!(s.time < 0) && !isfinite(s.time))
-        return spec_err(p, &s, s.col, err, "time is not finite");
+    /* Bounds keep sums over millions of events finite (1e9 s is 31 years, 1e18 B an EB). */
+    if (!(s.time < 0) && (!isfinite(s.time) || s.time > AS_SIM_MAX_TIME))
+        return spec_err(p, &s, s.col, err, "time must be a number of seconds <= %g",
+                        AS_SIM_MAX_TIME);
+    if (s.bytes > AS_SIM_MAX_BYTES)
+        return spec_err(p, &s, s.col, err, "bytes must be <= %g", AS_SIM_MAX_BYTES);
     if (s.kind == AS_SIM_COMPUTE && s.time < 0) {
         if (s.op_id >= 0 && (size_t)s.op_id < p->ops.n)
             op = s.op_id;

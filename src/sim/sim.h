@@ -28,6 +28,9 @@
 #include "../graph/registry.h"
 #include "../spmd/cost.h"
 
+#define AS_SIM_MAX_TIME 1e9   /* longest event, seconds */
+#define AS_SIM_MAX_BYTES 1e18 /* largest transfer or buffer, bytes */
+
 typedef struct as_sim_prog as_sim_prog;
 
 /* Event kinds. */

@@ -372,6 +372,13 @@ hw_apply(as_hw *hw, const struct hw_entry *e, const char *path, as_err *err)
     if (k->kind != HW_NONNEG && v <= 0)
         return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be > 0 (got %s)", path, e->line,
                        e->col, k->key, e->val);
+    /* Rates, sizes and times in a range that keeps every cost finite. */
+    if ((k->kind == HW_POS || k->kind == HW_BYTES) && (v < 1 || v > 1e24))
+        return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be between 1 and 1e24 %s (got %s)",
+                       path, e->line, e->col, k->key, k->unit, e->val);
+    if (k->kind == HW_NONNEG && v > 1e3)
+        return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be at most 1000 s (got %s)", path,
+                       e->line, e->col, k->key, e->val);
     if (k->kind == HW_COUNT) {
         if (v != floor(v) || v > 65536)
             return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be an integer in 1..65536 (got %s)",

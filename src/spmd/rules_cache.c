@@ -460,7 +460,26 @@ as_rules_cache_write(const char *path, uint64_t fp, int *nwritten, as_err *err)
     size_t i;
     int n = 0, hl, rc;
     char *all;
+    struct stat st;
+    FILE *f = NULL;
 
+    /* Never replace something that is not a rules cache (a mistyped path, a device). */
+    if (stat(path, &st) == 0) {
+        char magic[sizeof RC_MAGIC] = {0};
+        if (!S_ISREG(st.st_mode))
+            return as_errf(err, AS_EIO, "rules cache '%s' is not a regular file; not written",
+                           path);
+        if (st.st_size > 0 && ((f = fopen(path, "rb")) == NULL ||
+                               fread(magic, 1, sizeof magic - 1, f) != sizeof magic - 1 ||
+                               strcmp(magic, RC_MAGIC) != 0)) {
+            if (f != NULL)
+                fclose(f);
+            return as_errf(err, AS_EIO, "'%s' exists and is not a rules cache; not replaced",
+                           path);
+        }
+        if (st.st_size > 0)
+            fclose(f);
+    }
     pthread_mutex_lock(&rc_lock);
     for (i = 0; i < rc_sets.n; i++) {
         if (!(rc_sets.v[i]->pub.flags & AS_RULES_DISCOVERED))
@@ -678,8 +697,11 @@ rc_disk_save(void)
     pthread_mutex_unlock(&rc_lock);
     if (copy == NULL)
         return;
-    if (as_rules_cache_write(copy, as_rules_fingerprint(), NULL, &e) != AS_OK)
-        as_debug("rules: cannot write the rule cache: %s", e.msg);
+    if (as_rules_cache_write(copy, as_rules_fingerprint(), NULL, &e) != AS_OK) {
+        static int warned; /* once per process: the cache is an optimisation */
+        if (!warned++)
+            as_warn("rules: %s", e.msg);
+    }
     free(copy);
 }
 

@@ -79,4 +79,41 @@ expect_fail 2 "bad_recursion.hlo:10:38: recursion between computations: 'a' call
 as inspect "$D/bad_garbage.hlo"
 expect_fail 2 "bad_garbage.hlo:3:1: unexpected byte 0x7f" "binary garbage"
 
+# Generated modules: a deep call chain and a call tree that doubles at every level.
+chain() { # chain N FANOUT: computation c_i calls c_{i+1} FANOUT times
+    n=$1 f=$2 i=$(($1 - 1))
+    echo "HloModule gen"
+    echo "%c$i (x: f32[4]) -> f32[4] {"
+    echo "  %x = f32[4]{0} parameter(0)"
+    echo "  ROOT %r = f32[4]{0} negate(%x)"
+    echo "}"
+    while [ $i -gt 0 ]; do
+        i=$((i - 1))
+        echo "%c$i (x: f32[4]) -> f32[4] {"
+        echo "  %x = f32[4]{0} parameter(0)"
+        echo "  %a = f32[4]{0} call(%x), to_apply=%c$((i + 1))"
+        if [ "$f" -eq 2 ]; then
+            echo "  %b = f32[4]{0} call(%x), to_apply=%c$((i + 1))"
+            echo "  ROOT %r = f32[4]{0} add(%a, %b)"
+        else
+            echo "  ROOT %r = f32[4]{0} negate(%a)"
+        fi
+        echo "}"
+    done
+    echo "ENTRY %main (x: f32[4]) -> f32[4] {"
+    echo "  %x = f32[4]{0} parameter(0)"
+    echo "  ROOT %r = f32[4]{0} call(%x), to_apply=%c0"
+    echo "}"
+}
+chain 300 1 >"$T/deep.hlo"
+as inspect "$T/deep.hlo"
+expect_fail 2 "deep.hlo:[0-9]*:[0-9]*: calls nested more than 64 deep" "deeply nested calls"
+chain 40 2 >"$T/fanout.hlo"
+as inspect "$T/fanout.hlo"
+expect_fail 2 "fanout.hlo:[0-9]*:[0-9]*: inlining calls expands the module to more than" \
+    "exponential inlining is refused"
+printf 'HloModule m\nENTRY %%main (x: f32[2,3]) -> f32[3,2] {\n  %%x = f32[2,3]{1,0} parameter(0)\n  ROOT %%t = f32[3,2]{1,0} transpose(%%x), dimensions={zz}\n}\n' >"$T/baddims.hlo"
+as inspect "$T/baddims.hlo"
+expect_fail 2 "baddims.hlo:4:[0-9]*: malformed dimensions={...}" "malformed integer list"
+
 done_testing
