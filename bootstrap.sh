@@ -24,4 +24,4 @@ fi
 [ -f Makefile ] || ./configure
 make -j"$(nproc 2>/dev/null || echo 2)"
 echo "bootstrap: built ./autoshard; running the main job:" >&2
-./autoshard gen gpt2-small --train | ./autoshard inspect -
+./autoshard solve

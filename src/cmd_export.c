@@ -1,13 +1,17 @@
-/* cmd_export.c -- `autoshard export`: write the ILP of a cost graph for
- * external solvers (free MPS or CPLEX LP, through GLPK's writers), or the
- * cost graph itself (after --memory), atomically.
+/* cmd_export.c -- `autoshard export`: write the ILP of a graph on a mesh
+ * or of a cost graph for external solvers (free MPS or CPLEX LP, through
+ * GLPK's writers), or the cost graph itself (after --memory), atomically.
  *
- *   autoshard export --costgraph FILE [--format mps|lp|costgraph] [--no-reduce]
- *                    [--memory BYTES] [-o OUT]
+ *   autoshard export GRAPH --mesh M [--hw H] [--cost-model C] [--alpha A] [--beta B]
+ *                    [--format mps|lp|costgraph] [--no-reduce] [--memory BYTES|auto] [-o OUT]
+ *   autoshard export --costgraph FILE [--format ...] [--no-reduce] [--memory BYTES] [-o OUT]
  *
  * The MPS/LP names (s_<node>_<p>, e_<edge>_<p>_<q>) are stable, so the
  * solution an external solver writes can be read back with
- * `autoshard solve --costgraph FILE --solution SOL` (same --no-reduce).
+ * `autoshard solve --costgraph FILE --solution SOL` or `autoshard solve GRAPH
+ * --mesh M --solution SOL` (same mesh, model, --memory and --no-reduce):
+ * both build the problem and the ILP with the same code (as_graph_problem_init,
+ * as_solve_build_ilp).
  */
 #include "config.h"
 
@@ -17,32 +21,98 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "formulate/build.h"
+#include "graph/io.h"
+#include "spmd/rules.h"
 #include "solve/solver.h"
 
-enum { OPT_CG = 256, OPT_FMT, OPT_NORED, OPT_MEM };
+enum { OPT_CG = 256, OPT_FMT, OPT_NORED, OPT_MEM, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA,
+       OPT_BETA };
+
+#define EXPORT_MAX_CPARAMS 8
 
 static int export_exec(int argc, char **argv);
 
 const struct as_cmd as_cmd_export = {
     .name = "export",
-    .args = "--costgraph FILE [--format mps|lp|costgraph] [--no-reduce] [-o OUT]",
+    .args = "[GRAPH --mesh M | --costgraph FILE] [--format mps|lp|costgraph] [--no-reduce] "
+            "[-o OUT]",
     .summary = "write the ILP (MPS, LP) or the cost graph for other tools",
-    .help = "Options:\n"
+    .help = "GRAPH is any graph file (.asg or XLA HLO text; '-' = stdin), built on the\n"
+            "mesh as `autoshard solve` does; or give a cost graph.\n"
+            "\nOptions:\n"
+            "  --mesh M             device mesh (required with GRAPH)\n"
+            "  --hw NAME|FILE       hardware profile (default a100-dgx)\n"
+            "  --cost-model C       roofline (default), alpa or distir\n"
+            "  --alpha A0,A1        alpa: per-axis latency terms\n"
+            "  --beta B0,B1         alpa: per-axis inverse bandwidths\n"
             "  --costgraph FILE     cost graph (JSON, docs/costgraph.md)\n"
             "  --format F           mps (free MPS, default), lp (CPLEX LP) or costgraph\n"
             "  --no-reduce          export the plain ILP (no follow merging, no elimination);\n"
             "                       pass the same flag to `solve --solution`\n"
-            "  --memory BYTES       per-device budget to write into the model (0 = none)\n"
+            "  --memory BYTES|auto  per-device budget to write into the model (suffixes as\n"
+            "                       for solve; auto = the profile's; 0 = none)\n"
             "  -o FILE              output file (default '-': stdout)\n"
             "\nVariables are named s_<node>_<strategy> and e_<edge>_<p>_<q> (docs/ilp.md).\n",
     .exec = export_exec,
 };
 
 typedef struct export_cli {
-    const char *costgraph, *format, *out;
+    const char *costgraph, *format, *out, *graph;
     unsigned reduce;
     double memory;
+    int memory_auto;
+    as_graph_setup setup;
+    const char *cparams[EXPORT_MAX_CPARAMS];
+    char *owned[EXPORT_MAX_CPARAMS];
 } export_cli;
+
+/* Parse a byte count with an optional K/M/G/T (1000) or Ki/Mi/Gi/Ti (1024) suffix. */
+static int
+parse_bytes(const char *s, double *out)
+{
+    static const char *const suf[] = {"K", "M", "G", "T"};
+    char *end;
+    double x = strtod(s, &end), mul = 1;
+    int i;
+
+    if (end == s || !isfinite(x) || x < 0)
+        return 0;
+    for (i = 0; *end != '\0' && i < 4; i++) {
+        if (strcmp(end, suf[i]) == 0 || (end[0] == suf[i][0] && strcmp(end + 1, "B") == 0))
+            mul = pow(1000, i + 1);
+        else if (end[0] == suf[i][0] && (strcmp(end + 1, "i") == 0 || strcmp(end + 1, "iB") == 0))
+            mul = pow(1024, i + 1);
+    }
+    if (*end != '\0' && mul == 1 && strcmp(end, "B") != 0)
+        return 0;
+    *out = x * mul;
+    return 1;
+}
+
+static int
+export_graph_opt(export_cli *c, int opt)
+{
+    switch (opt) {
+    case OPT_MESH:
+        c->setup.mesh = optarg;
+        return AS_EXIT_OK;
+    case OPT_HW:
+        c->setup.hw = optarg;
+        return AS_EXIT_OK;
+    case OPT_COST:
+        c->setup.cost = optarg;
+        return AS_EXIT_OK;
+    default: /* OPT_ALPHA, OPT_BETA */
+        if (c->setup.nparams == EXPORT_MAX_CPARAMS)
+            return as_cmd_usage(&as_cmd_export, "too many cost-model parameters");
+        c->owned[c->setup.nparams] =
+            as_xasprintf("%s=%s", opt == OPT_ALPHA ? "alpha" : "beta", optarg);
+        c->cparams[c->setup.nparams] = c->owned[c->setup.nparams];
+        c->setup.nparams++;
+        return AS_EXIT_OK;
+    }
+}
 
 static int
 export_parse(int argc, char **argv, export_cli *c)
@@ -50,9 +120,11 @@ export_parse(int argc, char **argv, export_cli *c)
     static const struct option opts[] = {
         {"costgraph", required_argument, NULL, OPT_CG}, {"format", required_argument, NULL, OPT_FMT},
         {"no-reduce", no_argument, NULL, OPT_NORED}, {"memory", required_argument, NULL, OPT_MEM},
-        {"output", required_argument, NULL, 'o'}, {NULL, 0, NULL, 0}};
-    char *end;
-    int opt;
+        {"output", required_argument, NULL, 'o'}, {"mesh", required_argument, NULL, OPT_MESH},
+        {"hw", required_argument, NULL, OPT_HW}, {"cost-model", required_argument, NULL, OPT_COST},
+        {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
+        {NULL, 0, NULL, 0}};
+    int opt, rc;
 
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
@@ -67,10 +139,17 @@ export_parse(int argc, char **argv, export_cli *c)
             c->reduce = 0;
             break;
         case OPT_MEM:
-            c->memory = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !isfinite(c->memory) || c->memory < 0)
-                return as_cmd_usage(&as_cmd_export, "--memory must be bytes >= 0, got '%s'",
-                                    optarg);
+            c->memory_auto = strcmp(optarg, "auto") == 0;
+            if (!c->memory_auto && !parse_bytes(optarg, &c->memory))
+                return as_cmd_usage(&as_cmd_export, "--memory: bad byte count '%s'", optarg);
+            break;
+        case OPT_MESH:
+        case OPT_HW:
+        case OPT_COST:
+        case OPT_ALPHA:
+        case OPT_BETA:
+            if ((rc = export_graph_opt(c, opt)) != AS_EXIT_OK)
+                return rc;
             break;
         case 'o':
             c->out = optarg;
@@ -79,11 +158,16 @@ export_parse(int argc, char **argv, export_cli *c)
             return as_cmd_usage(&as_cmd_export, "bad or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (optind < argc)
-        return as_cmd_usage(&as_cmd_export, "exporting graph '%s' needs --mesh, not available "
-                            "yet; give a cost graph with --costgraph", argv[optind]);
-    if (c->costgraph == NULL)
-        return as_cmd_usage(&as_cmd_export, "missing --costgraph FILE");
+    if (argc - optind > 1)
+        return as_cmd_usage(&as_cmd_export, "expected one GRAPH file, got %d", argc - optind);
+    c->graph = optind < argc ? argv[optind] : NULL;
+    c->setup.params = c->cparams;
+    if ((c->graph == NULL) == (c->costgraph == NULL))
+        return as_cmd_usage(&as_cmd_export, "give either GRAPH --mesh M or --costgraph FILE");
+    if (c->graph != NULL && c->setup.mesh == NULL)
+        return as_cmd_usage(&as_cmd_export, "missing --mesh M for graph '%s'", c->graph);
+    if (c->costgraph != NULL && c->memory_auto)
+        return as_cmd_usage(&as_cmd_export, "--memory auto needs a GRAPH");
     if (strcmp(c->format, "mps") != 0 && strcmp(c->format, "lp") != 0 &&
         strcmp(c->format, "costgraph") != 0)
         return as_cmd_usage(&as_cmd_export, "--format must be mps, lp or costgraph, got '%s'",
@@ -91,30 +175,60 @@ export_parse(int argc, char **argv, export_cli *c)
     return AS_EXIT_OK;
 }
 
+/* The problem of the graph (same setup as `solve GRAPH`) or of the cost graph. */
+static int
+export_problem(export_cli *c, as_graph_problem *gp, as_problem **p, as_err *err)
+{
+    as_graph *g;
+
+    if (c->costgraph != NULL) {
+        AS_CHECK(as_problem_read(c->costgraph, p, err));
+        if (c->memory >= 0)
+            as_problem_set_memory(*p, c->memory);
+        return AS_OK;
+    }
+    AS_CHECK(as_graph_read(c->graph, &g, err));
+    as_build_opts_init(&c->setup.build);
+    c->setup.build.memory = c->memory_auto ? -1 : c->memory > 0 ? c->memory : 0;
+    AS_CHECK(as_graph_problem_init(gp, g, &c->setup, err));
+    *p = gp->p;
+    return AS_OK;
+}
+
 static int
 export_exec(int argc, char **argv)
 {
-    export_cli c = {NULL, "mps", "-", AS_REDUCE_ALL, -1};
+    export_cli c = {NULL, "mps", "-", NULL, AS_REDUCE_ALL, -1, 0, {0}, {0}, {0}};
+    as_graph_problem gp;
     as_problem *p = NULL, *rp = NULL;
     as_reduction *red = NULL;
     as_ilp *ilp = NULL;
     as_err err = {0};
+    size_t i;
     int rc;
 
+    memset(&gp, 0, sizeof gp);
     if ((rc = export_parse(argc, argv, &c)) != AS_EXIT_OK)
-        return rc;
-    if (as_problem_read(c.costgraph, &p, &err) != AS_OK)
-        return as_cmd_fail(&err);
-    if (c.memory >= 0)
-        as_problem_set_memory(p, c.memory);
-    if (strcmp(c.format, "costgraph") == 0)
+        goto out;
+    if ((rc = export_problem(&c, &gp, &p, &err)) != AS_OK)
+        ;
+    else if (strcmp(c.format, "costgraph") == 0)
         rc = as_problem_write(p, c.out, &err);
     else if ((rc = as_solve_build_ilp(p, c.reduce, &rp, &red, &ilp, &err)) == AS_OK)
         rc = as_ilp_write(ilp, strcmp(c.format, "mps") == 0 ? AS_ILP_MPS : AS_ILP_LP, c.out,
                           &err);
+    rc = rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+out:
     as_ilp_free(ilp);
     as_reduction_free(red);
     as_problem_free(rp);
-    as_problem_free(p);
-    return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+    if (gp.p != NULL)
+        as_graph_problem_free(&gp);
+    else
+        as_problem_free(p);
+    for (i = 0; i < c.setup.nparams; i++)
+        free(c.owned[i]);
+    if (c.graph != NULL)
+        as_rules_reset();
+    return rc;
 }

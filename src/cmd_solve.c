@@ -42,7 +42,8 @@ enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED
 
 /* The built-in problem of a bare `autoshard solve` (docs/solve.md). */
 #define DEFAULT_PRESET "gpt2-small"
-#define DEFAULT_MESH "dp=2,tp=4"
+#define DEFAULT_MESH "8"
+#define DEFAULT_BATCH 32
 
 typedef struct solve_cli {
     const char *costgraph, *graph, *out, *solution, *emit, *cache;
@@ -427,6 +428,7 @@ print_summary(FILE *fp, const as_problem *p, const char *what, unsigned reduce,
     print_sizes(fp, "ILP before", &r->before);
     print_sizes(fp, "ILP after", &r->after);
     fprintf(fp, "%-13s%.3f s\n", "build", r->build_s);
+    fflush(fp);
 }
 
 static int
@@ -506,7 +508,13 @@ layer_role(const char *name, const layer_ref *lr, char *buf, size_t n)
 {
     size_t at = lr->fam_pos + lr->fam_len + 1;
 
+    char *end;
+
     snprintf(buf, n, "%.*s*%s", (int)at, name, name + at + lr->num_len);
+    /* autodiff numbers its ops (d.h.3.fc.mm.283): drop trailing numbers */
+    while ((end = strrchr(buf, '.')) != NULL && end[1] >= '0' && end[1] <= '9' &&
+           strspn(end + 1, "0123456789") == strlen(end + 1))
+        *end = '\0';
     return buf;
 }
 
@@ -551,6 +559,22 @@ table_row(FILE *fp, const graph_view *w, size_t v, const char *note)
             note);
 }
 
+/* Occurrence of V's role among the nodes of its layer before it (NODES order). */
+static size_t
+role_occurrence(const graph_view *w, const size_t *nodes, size_t n, size_t at,
+                const layer_ref *refs, const char *role)
+{
+    char r2[256];
+    size_t i, occ = 0;
+
+    for (i = 0; i < at && i < n; i++)
+        if (refs[nodes[i]].num == refs[nodes[at]].num &&
+            strcmp(layer_role(as_problem_node(w->gp->p, nodes[i])->name, &refs[nodes[i]], r2,
+                              sizeof r2), role) == 0)
+            occ++;
+    return occ;
+}
+
 /* Rows of layer NUM (among NODES) whose role is missing from layer REP or chose otherwise. */
 static size_t
 layer_diff(const graph_view *w, const size_t *nodes, size_t n, long rep, long num,
@@ -561,16 +585,18 @@ layer_diff(const graph_view *w, const size_t *nodes, size_t n, long rep, long nu
     size_t i, j, nd = 0;
 
     for (i = 0; i < n; i++) {
-        size_t v = nodes[i];
+        size_t v = nodes[i], occ, seen = 0;
         int found = 0;
         if (refs[v].num != num)
             continue;
         layer_role(as_problem_node(p, v)->name, &refs[v], r1, sizeof r1);
+        occ = role_occurrence(w, nodes, n, i, refs, r1);
         for (j = 0; j < n && !found; j++) {
             size_t u = nodes[j];
-            if (refs[u].num != rep)
+            if (refs[u].num != rep ||
+                strcmp(layer_role(as_problem_node(p, u)->name, &refs[u], r2, sizeof r2), r1) != 0)
                 continue;
-            if (strcmp(layer_role(as_problem_node(p, u)->name, &refs[u], r2, sizeof r2), r1) == 0)
+            if (seen++ == occ)
                 found = 1 + (strcmp(node_strategy(w, u), node_strategy(w, v)) == 0);
         }
         if (found != 2)
@@ -662,8 +688,10 @@ print_family(FILE *fp, const graph_view *w, const char *fam, const size_t *nodes
         nd = layer_diff(w, nodes, n, rep, nums.v[j], refs, diff);
         fprintf(fp, "  layer %s.%ld differs in %zu op%s:\n", fam, nums.v[j], nd,
                 nd == 1 ? "" : "s");
-        for (i = 0; i < nd; i++)
+        for (i = 0; i < nd && i < 12; i++)
             table_row(fp, w, diff[i], "");
+        if (nd > 12)
+            fprintf(fp, "  (+%zu more)\n", nd - 12);
     }
     for (j = 0; j < nums.n; j++)
         free(sig[j]);
@@ -976,6 +1004,7 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     int rc;
 
     print_graph_header(fp, c, gp);
+    fflush(fp);
     if (c->solution != NULL)
         return solve_graph_external(c, gp, fp);
     if (as_solve_problem(gp->p, &c->o, &res, &err) != AS_OK)
@@ -1002,12 +1031,15 @@ static int
 default_graph(as_graph **out, as_err *err)
 {
     const as_preset *pr = as_preset_find(DEFAULT_PRESET);
+    as_preset_cfg cfg;
     as_train_opts t;
     int rc;
 
     if (pr == NULL)
         return as_errf(err, AS_EINTERNAL, "preset '%s' missing", DEFAULT_PRESET);
-    AS_CHECK(as_preset_build(pr, NULL, out, err));
+    cfg = pr->cfg;
+    cfg.batch = DEFAULT_BATCH;
+    AS_CHECK(as_preset_build(pr, &cfg, out, err));
     as_train_opts_init(&t);
     if ((rc = as_autodiff(*out, &t, err)) != AS_OK) {
         as_graph_free(*out);

@@ -135,13 +135,54 @@ build_nodes(as_ilp *ilp, const as_problem *p, const size_t *ids)
     }
 }
 
-/* e columns and the marginal rows of every non-constant edge. */
+/*
+ * Classes of identical rows (BY_ROW) or columns of the KU x KV matrix R:
+ * CLS[i] gets the class of row/column i, REP[c] the first member of class
+ * c; returns the number of classes.
+ */
+static size_t
+edge_classes(const double *r, size_t ku, size_t kv, int by_row, size_t *cls, size_t *rep)
+{
+    size_t n = by_row ? ku : kv, len = by_row ? kv : ku, i, c, x, nc = 0;
+
+    for (i = 0; i < n; i++) {
+        for (c = 0; c < nc; c++) {
+            for (x = 0; x < len; x++) {
+                double a = by_row ? r[i * kv + x] : r[x * kv + i];
+                double b = by_row ? r[rep[c] * kv + x] : r[x * kv + rep[c]];
+                if (a != b)
+                    break;
+            }
+            if (x == len)
+                break;
+        }
+        if (c == nc)
+            rep[nc++] = i;
+        cls[i] = c;
+    }
+    return nc;
+}
+
+/*
+ * e columns and the marginal rows of every non-constant edge, aggregated
+ * over classes of identical rows and columns (docs/ilp.md): strategies of u
+ * whose rows of R are equal share one marginal row, likewise for v.  An
+ * edge whose matrix depends on one end only adds its costs to that end's s
+ * columns; a constant one goes to the offset.
+ */
 static void
 build_edges(as_ilp *ilp, const as_problem *p)
 {
     char name[80];
-    size_t j, ku, kv, a, b, first, ne = 0;
+    size_t j, ku, kv, a, b, first, nr, nc, kmax = 1;
+    size_t *rc, *cc, *rrep, *crep;
 
+    for (j = 0; j < ilp->nnodes; j++)
+        kmax = ilp->kk[j] > kmax ? ilp->kk[j] : kmax;
+    rc = as_xcalloc(4 * kmax, sizeof *rc);
+    cc = rc + kmax;
+    rrep = cc + kmax;
+    crep = rrep + kmax;
     for (j = 0; j < as_problem_nedges(p); j++) {
         const as_pedge *e = as_problem_edge(p, j);
         ku = ilp->kk[e->u];
@@ -150,28 +191,43 @@ build_edges(as_ilp *ilp, const as_problem *p)
             ilp->view.offset += e->r[0];
             continue;
         }
+        nr = edge_classes(e->r, ku, kv, 1, rc, rrep);
+        nc = edge_classes(e->r, ku, kv, 0, cc, crep);
+        if (nr == 1 || nc == 1) { /* R[p,q] = f(q) or g(p): a node cost */
+            for (b = 0; nr == 1 && b < kv; b++)
+                ilp->obj.v[ilp->scol[e->v] + b] += e->r[b];
+            for (a = 0; nc == 1 && a < ku; a++)
+                ilp->obj.v[ilp->scol[e->u] + a] += e->r[a * kv];
+            continue;
+        }
         first = ilp->obj.n;
-        for (a = 0; a < ku; a++)
-            for (b = 0; b < kv; b++) {
+        for (a = 0; a < nr; a++)
+            for (b = 0; b < nc; b++) {
                 snprintf(name, sizeof name, "e_%zu_%zu_%zu", j, a, b);
-                add_col(ilp, name, e->r[a * kv + b], 1.0, 0);
+                add_col(ilp, name, e->r[rrep[a] * kv + crep[b]], 1.0, 0);
             }
-        for (a = 0; a < ku; a++) {
-            for (b = 0; b < kv; b++)
-                row_add(ilp, first + a * kv + b, 1.0);
-            row_add(ilp, ilp->scol[e->u] + a, -1.0);
+        for (a = 0; a < nr; a++) {
+            size_t q;
+            for (b = 0; b < nc; b++)
+                row_add(ilp, first + a * nc + b, 1.0);
+            for (q = 0; q < ku; q++)
+                if (rc[q] == a)
+                    row_add(ilp, ilp->scol[e->u] + q, -1.0);
             snprintf(name, sizeof name, "eu_%zu_%zu", j, a);
             row_end(ilp, name, 0.0, 0.0);
         }
-        for (b = 0; b < kv; b++) {
-            for (a = 0; a < ku; a++)
-                row_add(ilp, first + a * kv + b, 1.0);
-            row_add(ilp, ilp->scol[e->v] + b, -1.0);
+        for (b = 0; b < nc; b++) {
+            size_t q;
+            for (a = 0; a < nr; a++)
+                row_add(ilp, first + a * nc + b, 1.0);
+            for (q = 0; q < kv; q++)
+                if (cc[q] == b)
+                    row_add(ilp, ilp->scol[e->v] + q, -1.0);
             snprintf(name, sizeof name, "ev_%zu_%zu", j, b);
             row_end(ilp, name, 0.0, 0.0);
         }
-        ne++;
     }
+    free(rc);
 }
 
 /* Memory, alias, follow and no-good rows. */
@@ -184,11 +240,14 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
 
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
+        if (!as_problem_live_binds(p, t))
+            continue;
+        /* in units of the budget: byte counts (1e9) beside 0/1 rows upset LP tolerances */
         for (i = 0; i < l->n; i++)
             for (s = 0; s < ilp->kk[l->nodes[i]]; s++)
-                row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s]);
+                row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s] / mem);
         snprintf(name, sizeof name, "mem_%zu", t);
-        row_end(ilp, name, -HUGE_VAL, mem - l->resident);
+        row_end(ilp, name, -HUGE_VAL, (mem - l->resident) / mem);
     }
     for (i = 0; i < as_problem_naliases(p); i++) {
         const as_palias *a = as_problem_alias(p, i);

@@ -1131,3 +1131,21 @@ as_problem_random(const as_random_opts *o)
     free(size);
     return p;
 }
+
+int
+as_problem_live_binds(const as_problem *p, size_t t)
+{
+    const as_plive *l = as_problem_live(p, t);
+    double mem = as_problem_memory(p), worst = l->resident;
+    size_t i, s;
+
+    if (mem <= 0)
+        return 0;
+    for (i = 0; i < l->n; i++) {
+        double mx = 0;
+        for (s = 0; s < as_problem_node(p, l->nodes[i])->k; s++)
+            mx = fmax(mx, l->m[i][s]);
+        worst += mx;
+    }
+    return worst > mem;
+}

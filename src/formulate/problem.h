@@ -124,6 +124,12 @@ int as_problem_validate(const as_problem *p, as_err *err);
 double as_problem_eval(const as_problem *p, const size_t *choice);
 /** Peak over liveness points of resident + live memory under CHOICE, bytes per device. */
 double as_problem_peak(const as_problem *p, const size_t *choice);
+/**
+ * 1 if liveness point T can bind under the budget: its resident bytes plus
+ * the largest memory of every entry exceed it.  A point that cannot bind is
+ * left out of the ILP and does not stop reductions (exact).  0 without a budget.
+ */
+int as_problem_live_binds(const as_problem *p, size_t t);
 /** Smallest peak any plan could reach (per point minimum; a lower bound), bytes per device. */
 double as_problem_peak_lower_bound(const as_problem *p);
 /**

@@ -168,6 +168,8 @@ work_init(work *w, const as_problem *p)
     }
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
+        if (!as_problem_live_binds(p, t))
+            continue;
         for (i = 0; i < l->n; i++)
             for (s = 0; s < as_problem_node(p, l->nodes[i])->k; s++)
                 if (l->m[i][s] != 0)
@@ -315,6 +317,8 @@ work_rows(work *w, as_problem *q, const size_t *newidx)
 
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
+        if (!as_problem_live_binds(p, t))
+            continue;
         nodes = as_xcalloc(l->n + 1, sizeof *nodes);
         for (i = 0; i < l->n; i++)
             nodes[i] = newidx[w->red->leader[l->nodes[i]]];

@@ -156,6 +156,9 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
     io.presolve = data->presolve ? GLP_ON : GLP_OFF;
     io.msg_lev = as_verbosity >= 2 ? GLP_MSG_ON : GLP_MSG_OFF;
     io.mip_gap = lim->gap;
+    /* objectives are seconds (1e-4 for small graphs): GLPK's default 1e-7 prunes by
+       absolute amounts that large, so prune only on real ties */
+    io.tol_obj = 1e-12;
     io.gmi_cuts = io.mir_cuts = io.cov_cuts = io.clq_cuts = data->cuts ? GLP_ON : GLP_OFF;
     if (lim->time_limit_s > 0) {
         double left = lim->time_limit_s - (as_now() - t0);

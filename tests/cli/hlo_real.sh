@@ -37,4 +37,15 @@ params mlp__mlp_single_final.hlo 105214     # 784->120->84->10 with biases
 params gpt__gpt2_tp=1.hlo 46476288          # 1 GPT-2 block + 768x50257 head + KV cache + x
 params misc__linear.hlo 163
 
+# Issue 6: `strategies` (mesh 2x2) and `solve` (mesh 2, default solver, a time
+# limit): success or a clean exit 3, never a crash or exit 1/2.
+for f in "$R"/*.hlo; do
+    b=$(basename "$f")
+    as strategies "$f" --mesh 2x2
+    ok $rc "$b: strategies on 2x2"
+    as solve "$f" --mesh 2 --time-limit 10
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ]; then ok 0 "$b: solve on 2 devices (exit $rc)"; else
+        ok 1 "$b: solve on 2 devices exited $rc"; fi
+done
+
 done_testing
