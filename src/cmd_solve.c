@@ -32,10 +32,12 @@
 #include "graph/io.h"
 #include "graph/presets.h"
 #include "spmd/rules.h"
+#include "sim/lower.h"
 #include "solve/solver.h"
 
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
-       OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL };
+       OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL,
+       OPT_SIM };
 
 #define SOLVE_MAX_PARAMS 32
 #define SOLVE_MAX_CPARAMS 8
@@ -51,6 +53,7 @@ typedef struct solve_cli {
     double memory;                       /**< bytes, < 0 = the file's / none for graphs */
     int memory_auto;                     /**< --memory auto: the profile's capacity */
     int all;                             /**< --all: every op in the table */
+    int simulate;                        /**< --simulate: lower and simulate the plans */
     as_solve_opts o;
     const char *params[SOLVE_MAX_PARAMS];
     const char *cparams[SOLVE_MAX_CPARAMS];
@@ -78,6 +81,9 @@ const struct as_cmd as_cmd_solve = {
             "                       per parameter and input (stdout; summary to stderr)\n"
             "  --all                list every op in the strategy table, not only\n"
             "                       contractions and parameters\n"
+            "  --simulate           lower the plan and simulate it (time, throughput, peak\n"
+            "                       memory); with --top K, rank the K plans by simulated\n"
+            "                       time next to the solver's order (on for the default)\n"
             "\nSolver options:\n"
             "  --costgraph FILE     solve a cost graph instead (JSON, docs/costgraph.md)\n"
             "  -s, --solver NAME    glpk (default), cbc, brute\n"
@@ -170,6 +176,9 @@ solve_graph_opt(solve_cli *c, int opt)
     case OPT_ALL:
         c->all = 1;
         return AS_EXIT_OK;
+    case OPT_SIM:
+        c->simulate = 1;
+        return AS_EXIT_OK;
     default:
         return as_cmd_usage(&as_cmd_solve, "unknown option");
     }
@@ -239,7 +248,8 @@ solve_parse(int argc, char **argv, solve_cli *c)
         {"hw", required_argument, NULL, OPT_HW}, {"cost-model", required_argument, NULL, OPT_COST},
         {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
         {"emit", required_argument, NULL, OPT_EMIT}, {"rules-cache", required_argument, NULL,
-        OPT_CACHE}, {"all", no_argument, NULL, OPT_ALL}, {NULL, 0, NULL, 0}};
+        OPT_CACHE}, {"all", no_argument, NULL, OPT_ALL}, {"simulate", no_argument, NULL, OPT_SIM},
+        {NULL, 0, NULL, 0}};
     int opt, rc;
 
     opterr = 0;
@@ -923,6 +933,66 @@ write_shard_plans(const char *path, as_shard_plan **plans, size_t n, as_err *err
  * Everything after the solve: the plans of the original graph, in order of
  * objective, are printed, written (-o) and emitted (--emit).
  */
+/*
+ * Check the plans with the simulator (src/sim/lower.h): one plan gets its
+ * simulated iteration time, throughput and peak memory; several are ranked
+ * by simulated time next to the solver's order.
+ */
+static int
+solve_simulate(const solve_cli *c, const as_graph_problem *gp, as_shard_plan **plans, size_t n,
+               as_err *err)
+{
+    FILE *fp = (c->out != NULL && strcmp(c->out, "-") == 0) || c->emit != NULL ? stderr : stdout;
+    as_lower_opts lo;
+    as_sim_opts so;
+    char b1[32], b2[32];
+
+    as_lower_opts_init(&lo);
+    lo.hw = c->setup.hw;
+    lo.mesh = c->setup.mesh;
+    as_sim_opts_init(&so);
+    if (n == 1) {
+        as_sim_result *r = NULL;
+        double peak = 0;
+        int d, oom = 0;
+        AS_CHECK(as_sim_plan(gp->g, plans[0], &lo, &so, &r, NULL, err));
+        for (d = 0; d < r->ndevices; d++) {
+            if (r->dev[d].peak > peak)
+                peak = r->dev[d].peak;
+            oom += r->dev[d].oom;
+        }
+        fprintf(fp, "\nsimulated (%s, %s): iteration %.4g s", r->hw, r->model, r->time);
+        if (r->throughput > 0)
+            fprintf(fp, ", %.4g samples/s", r->throughput);
+        fprintf(fp, ", peak memory %s per device", as_fmt_bytes(peak, b1, sizeof b1));
+        if (oom > 0)
+            fprintf(fp, " (OOM on %d of %d devices: capacity %s)\n", oom, r->ndevices,
+                    as_fmt_bytes(r->capacity, b2, sizeof b2));
+        else
+            fprintf(fp, " (fits %s)\n", as_fmt_bytes(r->capacity, b2, sizeof b2));
+        fprintf(fp, "bubble %.3f, %zu events (%zu costed once, %zu from the cache)\n", r->bubble,
+                r->nevents, r->cost_misses, r->cost_hits);
+        as_sim_result_free(r);
+    } else {
+        char **names = as_xcalloc(n, sizeof *names);
+        as_rank_result rr;
+        size_t i;
+        int rc;
+        for (i = 0; i < n; i++)
+            names[i] = as_xasprintf("plan %zu", i + 1);
+        fputc('\n', fp);
+        rc = as_sim_rank_plans(gp->g, (const as_shard_plan *const *)plans,
+                               (const char *const *)names, NULL, n, &lo, &so, fp, &rr, err);
+        if (rc == AS_OK)
+            as_rank_result_free(&rr);
+        for (i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        return rc;
+    }
+    return AS_OK;
+}
+
 static int
 solve_graph_finish(const solve_cli *c, const as_graph_problem *gp, as_shard_plan **plans,
                    size_t n, as_err *err)
@@ -931,7 +1001,8 @@ solve_graph_finish(const solve_cli *c, const as_graph_problem *gp, as_shard_plan
         AS_CHECK(write_shard_plans(c->out, plans, n, err));
     if (c->emit != NULL)
         AS_CHECK(as_shard_plan_emit(plans[0], c->emit, stdout, err));
-    (void)gp;
+    if (c->simulate && n > 0)
+        AS_CHECK(solve_simulate(c, gp, plans, n, err));
     return AS_OK;
 }
 
@@ -1059,6 +1130,7 @@ solve_graph(solve_cli *c)
     if (c->graph == NULL) {
         if (c->setup.mesh == NULL)
             c->setup.mesh = DEFAULT_MESH;
+        c->simulate = 1;
         if (c->memory < 0)
             c->memory_auto = 1;
         rc = default_graph(&g, &err);
