@@ -28,6 +28,8 @@ extern const struct as_cmd as_cmd_gen, as_cmd_inspect, as_cmd_convert, as_cmd_hw
 int as_cmd_fail(const as_err *err);
 /** Print the usage line of CMD and a hint to stderr; return AS_EXIT_USAGE. */
 int as_cmd_usage(const struct as_cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Parse --OPT's count ARG (1..65536) into *OUT; a usage error (exit 2) otherwise. */
+int as_cmd_count_opt(const struct as_cmd *cmd, const char *opt, const char *arg, int *out);
 /** Print CMD's full help to FP. */
 void as_cmd_help(const struct as_cmd *cmd, FILE *fp);
 

@@ -65,8 +65,6 @@ lower_parse(int argc, char **argv, lower_cli *c)
         {"schedule", required_argument, NULL, OPT_SCHED},
         {"output", required_argument, NULL, 'o'},
         {NULL, 0, NULL, 0}};
-    char *end;
-    long v;
     int ch;
 
     opterr = 0;
@@ -91,15 +89,12 @@ lower_parse(int argc, char **argv, lower_cli *c)
             c->params[c->lo.nparams++] = optarg;
             break;
         case OPT_PIPELINE:
+            if (as_cmd_count_opt(&as_cmd_lower, "pipeline", optarg, &c->lo.pipeline) != AS_EXIT_OK)
+                return AS_EXIT_USAGE;
+            break;
         case OPT_MICRO:
-            v = strtol(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || v < 1 || v > 65536)
-                return as_cmd_usage(&as_cmd_lower, "--%s must be an integer >= 1, got '%s'",
-                                    ch == OPT_PIPELINE ? "pipeline" : "microbatches", optarg);
-            if (ch == OPT_PIPELINE)
-                c->lo.pipeline = (int)v;
-            else
-                c->lo.nmicro = (int)v;
+            if (as_cmd_count_opt(&as_cmd_lower, "microbatches", optarg, &c->lo.nmicro) != AS_EXIT_OK)
+                return AS_EXIT_USAGE;
             break;
         case OPT_SCHED:
             if (!as_sim_sched_parse(optarg, &c->lo.sched))

@@ -99,7 +99,6 @@ simulate_parse(int argc, char **argv, sim_cli *c)
         {"microbatches", required_argument, NULL, OPT_MICRO},
         {"schedule", required_argument, NULL, OPT_SCHED},
         {NULL, 0, NULL, 0}};
-    long v;
     char *end;
     int ch;
 
@@ -146,15 +145,12 @@ simulate_parse(int argc, char **argv, sim_cli *c)
             c->lo.mesh = optarg;
             break;
         case OPT_PIPELINE:
+            if (as_cmd_count_opt(&as_cmd_simulate, "pipeline", optarg, &c->lo.pipeline) != AS_EXIT_OK)
+                return AS_EXIT_USAGE;
+            break;
         case OPT_MICRO:
-            v = strtol(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || v < 1 || v > 65536)
-                return as_cmd_usage(&as_cmd_simulate, "--%s must be an integer >= 1, got '%s'",
-                                    ch == OPT_PIPELINE ? "pipeline" : "microbatches", optarg);
-            if (ch == OPT_PIPELINE)
-                c->lo.pipeline = (int)v;
-            else
-                c->lo.nmicro = (int)v;
+            if (as_cmd_count_opt(&as_cmd_simulate, "microbatches", optarg, &c->lo.nmicro) != AS_EXIT_OK)
+                return AS_EXIT_USAGE;
             break;
         case OPT_SCHED:
             if (!as_sim_sched_parse(optarg, &c->lo.sched))

@@ -42,6 +42,18 @@ as_cmd_usage(const struct as_cmd *cmd, const char *fmt, ...)
     return AS_EXIT_USAGE;
 }
 
+int
+as_cmd_count_opt(const struct as_cmd *cmd, const char *opt, const char *arg, int *out)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+
+    if (end == arg || *end != '\0' || v < 1 || v > 65536)
+        return as_cmd_usage(cmd, "--%s must be an integer in 1..65536, got '%s'", opt, arg);
+    *out = (int)v;
+    return AS_EXIT_OK;
+}
+
 void
 as_cmd_help(const struct as_cmd *cmd, FILE *fp)
 {
