@@ -6,7 +6,7 @@
  *                   [--gap G] [--threads N] [--top K] [--no-reduce] [--set S/K=V]...
  *                   [--solution SOLFILE] [-o plan.json] [--emit jax|dtensor]
  *   autoshard solve --costgraph FILE [same solver options]
- *   autoshard solve          (built-in default: GPT-2 small training step, dp=2,tp=4)
+ *   autoshard solve          (built-in default: GPT-2 small training step on 8 A100s)
  *
  * Graph solves go graph -> problem (formulate/build.h) -> as_solve_problem
  * -> plans (as_plan_from_choice); the summary groups ops by repeated layer
@@ -69,7 +69,8 @@ const struct as_cmd as_cmd_solve = {
     .summary = "choose one sharding strategy per op: solve the ILP of a graph on a mesh",
     .help = "GRAPH is any graph file (.asg or XLA HLO text; '-' = stdin).  Without GRAPH\n"
             "and --costgraph, solves the built-in default: a GPT-2 small training step\n"
-            "(adam) on an 8-device A100 mesh dp=2,tp=4, memory from the profile.\n"
+            "(adam, batch 32) on 8 A100s (mesh 8), memory from the profile, and\n"
+            "simulates the plan.\n"
             "\nGraph options:\n"
             "  --mesh M             device mesh: 8, 2x4, dp=2,tp=4 (required with GRAPH)\n"
             "  --hw NAME|FILE       hardware profile (default a100-dgx; `autoshard hw`)\n"

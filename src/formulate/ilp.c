@@ -381,6 +381,24 @@ as_ilp_free(as_ilp *ilp)
     free(ilp);
 }
 
+double
+as_ilp_obj_scale(const as_ilp *ilp)
+{
+    double sum = 0;
+    size_t j, n = 0;
+    int e;
+
+    for (j = 0; j < ilp->obj.n; j++)
+        if (ilp->obj.v[j] != 0 && isfinite(ilp->obj.v[j])) {
+            sum += log2(fabs(ilp->obj.v[j]));
+            n++;
+        }
+    if (n == 0)
+        return 1.0;
+    e = (int)lround(-sum / (double)n);
+    return ldexp(1.0, e < -900 ? -900 : e > 900 ? 900 : e);
+}
+
 const as_ilp_view *
 as_ilp_data(const as_ilp *ilp)
 {

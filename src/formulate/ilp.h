@@ -62,6 +62,15 @@ int as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err
 void as_ilp_free(as_ilp *ilp);
 const as_ilp_view *as_ilp_data(const as_ilp *ilp);
 void as_ilp_stats_get(const as_ilp *ilp, as_ilp_stats *st);
+/**
+ * Factor a backend should multiply the objective by (and divide its answers
+ * by): 1 / the geometric mean of the non-zero |objective coefficients|, so
+ * they are O(1).  Costs in seconds are 1e-9..1e-3; LP solvers' absolute
+ * optimality and pruning tolerances (1e-7..1e-9) would otherwise decide the
+ * last digits of the optimum, and GLPK and CBC disagreed by up to 1e-4
+ * relative under memory rows.  A power of two, so scaling is exact.
+ */
+double as_ilp_obj_scale(const as_ilp *ilp);
 /** Column of s_v[s]. */
 size_t as_ilp_scol(const as_ilp *ilp, size_t v, size_t s);
 /** Find a column by name; returns 1 and sets *j if found. */

@@ -60,24 +60,28 @@ cbc_inf(double x)
 
 /* Load the ILP into M. */
 static void
-cbc_load(Cbc_Model *m, const as_ilp_view *iv)
+cbc_load(Cbc_Model *m, const as_ilp_view *iv, double scale)
 {
     CoinBigIndex *beg = as_xcalloc(iv->ncols + 1, sizeof *beg);
+    double *obj = as_xcalloc(iv->ncols + 1, sizeof *obj);
     double *rlb = as_xcalloc(iv->nrows + 1, sizeof *rlb), *rub = as_xcalloc(iv->nrows + 1,
                                                                             sizeof *rub);
     size_t i;
 
     for (i = 0; i <= iv->ncols; i++)
         beg[i] = iv->cbeg[i];
+    for (i = 0; i < iv->ncols; i++)
+        obj[i] = iv->obj[i] * scale;
     for (i = 0; i < iv->nrows; i++) {
         rlb[i] = cbc_inf(iv->row_lb[i]);
         rub[i] = cbc_inf(iv->row_ub[i]);
     }
     Cbc_loadProblem(m, (int)iv->ncols, (int)iv->nrows, beg, iv->cind, iv->cval, iv->col_lb,
-                    iv->col_ub, iv->obj, rlb, rub);
+                    iv->col_ub, obj, rlb, rub);
     for (i = 0; i < iv->ncols; i++)
         if (iv->col_int[i])
             Cbc_setInteger(m, (int)i);
+    free(obj);
     free(rub);
     free(rlb);
     free(beg);
@@ -113,13 +117,15 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
     as_ilp *ilp = NULL;
     const as_ilp_view *iv;
     const double *x;
+    double scale;
     Cbc_Model *m;
     int rc = AS_OK;
 
     AS_CHECK(as_ilp_build(p, NULL, &ilp, err));
     iv = as_ilp_data(ilp);
     m = Cbc_newModel();
-    cbc_load(m, iv);
+    scale = as_ilp_obj_scale(ilp);
+    cbc_load(m, iv, scale); /* objective in O(1) units (as_ilp_obj_scale) */
     cbc_limits(m, data, lim);
     Cbc_solve(m);
     out->nodes = Cbc_getNodeCount(m);
@@ -138,8 +144,8 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
     }
     *outcome = Cbc_isProvenOptimal(m) ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
     AS_CHECK_GOTO(rc, as_ilp_assignment(ilp, x, out->choice, err), out);
-    out->objective = Cbc_getObjValue(m) + iv->offset;
-    out->bound = Cbc_getBestPossibleObjValue(m) + iv->offset;
+    out->objective = Cbc_getObjValue(m) / scale + iv->offset;
+    out->bound = Cbc_getBestPossibleObjValue(m) / scale + iv->offset;
 out:
     Cbc_deleteModel(m);
     as_ilp_free(ilp);

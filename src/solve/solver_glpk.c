@@ -144,20 +144,24 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
 {
     const as_ilp_view *iv = as_ilp_data(ilp);
     glpk_cb_info ci = {-HUGE_VAL, 0};
-    double t0 = as_now(), root = -HUGE_VAL, *x;
+    double t0 = as_now(), root = -HUGE_VAL, *x, scale = as_ilp_obj_scale(ilp);
     glp_iocp io;
     size_t j;
     int ret;
 
+    /* objective in O(1) units (as_ilp_obj_scale); answers are scaled back below */
+    for (j = 0; j < iv->ncols; j++)
+        glp_set_obj_coef(lp, (int)j + 1, iv->obj[j] * scale);
+    glp_set_obj_coef(lp, 0, iv->offset * scale);
     AS_CHECK(glpk_relax(lp, lim, &root, outcome, err));
+    root /= scale;
     if (*outcome != AS_OUTCOME_NOTRUN)
         return AS_OK;
     glp_init_iocp(&io);
     io.presolve = data->presolve ? GLP_ON : GLP_OFF;
     io.msg_lev = as_verbosity >= 2 ? GLP_MSG_ON : GLP_MSG_OFF;
     io.mip_gap = lim->gap;
-    /* objectives are seconds (1e-4 for small graphs): GLPK's default 1e-7 prunes by
-       absolute amounts that large, so prune only on real ties */
+    /* prune only on real ties (the objective is O(1) after scaling) */
     io.tol_obj = 1e-12;
     io.gmi_cuts = io.mir_cuts = io.cov_cuts = io.clq_cuts = data->cuts ? GLP_ON : GLP_OFF;
     if (lim->time_limit_s > 0) {
@@ -169,7 +173,7 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
     ret = glp_intopt(lp, &io);
     AS_CHECK(glpk_mip_outcome(lp, ret, outcome, err));
     out->nodes = ci.nodes;
-    out->bound = fmax(root, ci.bound);
+    out->bound = fmax(root, ci.bound / scale);
     if (*outcome != AS_OUTCOME_OPTIMAL && *outcome != AS_OUTCOME_FEASIBLE)
         return AS_OK;
     x = as_xcalloc(iv->ncols + 1, sizeof *x);
@@ -178,7 +182,7 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
     ret = as_ilp_assignment(ilp, x, out->choice, err);
     free(x);
     AS_CHECK(ret);
-    out->objective = glp_mip_obj_val(lp);
+    out->objective = glp_mip_obj_val(lp) / scale;
     return AS_OK;
 }
 

@@ -84,6 +84,20 @@ typedef struct as_cost_ops {
     AS_DECL_COST_COLL((*collective));        /**< required */
     AS_DECL_COST_MEMORY((*memory));          /**< may be NULL: LOCAL (the largest shard) */
     AS_DECL_COST_PENALTY((*replicated_penalty)); /**< may be NULL: 0 */
+    /**
+     * 1: a contraction computed redundantly over a mesh axis of more than one
+     * device pays an all-reduce of its local input bytes over that axis (Alpa's
+     * DotCost; its compute model is free, so nothing else prices the lost
+     * parallelism).  0 (most models): compute time already does.
+     */
+    int recompute_allreduce;
+    /**
+     * 1: the strategy layer reshards as Alpa does by default: no
+     * reduce-scatter (a partial sum is all-reduced, then sliced: costed as
+     * all-reduce + 0.001, and ops get no "+reducescatter" variants), and an
+     * all-to-all is costed on the whole tensor (Alpa's ReshardingCost).
+     */
+    int alpa_resharding;
 } as_cost_ops;
 
 extern const as_cost_ops as_cost_roofline, as_cost_alpa, as_cost_distir;

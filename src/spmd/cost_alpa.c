@@ -11,11 +11,20 @@
  * bytes / number of tiles; a replicated parameter pays
  * round(sum_k all-reduce(1 byte, k)) (auto_sharding.cc: replicated_penalty
  * = std::round(AllReduceCost(1, 0) + AllReduceCost(1, 1))).
+ * The strategy layer follows Alpa's defaults through the flags below
+ * (strategy.c, reshard.c): no reduce-scatter (prefer_reduce_scatter =
+ * false: a partial sum is all-reduced, then sliced), all-to-all of the whole
+ * tensor (ReshardingCost passes GetBytes(shape) to AllToAllCost).
  * Defaults follow Alpa's get_logical_mesh(): alpha = (1, 1),
  * beta = (1, 0.1) (axis 0 = across hosts); axes 2 and 3 get alpha 1,
  * beta 0.1.  A group that is not one axis uses the largest alpha and beta
  * (as Alpa's two-axis all-reduce does).  send(B) = alpha_k + beta_k B is our
  * extension: Alpa's intra-op pass has no point-to-point transfer.
+ * A contraction (dot) left replicated over an axis is recomputed there:
+ * Alpa forbids that by default (allow_recompute_heavy_op = false) and
+ * otherwise charges DotCost = all-reduce(lhs + rhs bytes) per axis; we
+ * charge the latter (recompute_allreduce, strategy.c), so the ILP stays
+ * feasible and a replicated matmul is never free (docs/strategies.md).
  */
 #include "config.h"
 
@@ -139,4 +148,6 @@ const as_cost_ops as_cost_alpa = {
     .collective = alpa_collective,
     .memory = alpa_memory,
     .replicated_penalty = alpa_penalty,
+    .recompute_allreduce = 1,
+    .alpa_resharding = 1,
 };

@@ -36,10 +36,23 @@ rs_bytes(const rs_state *st)
     return as_spec_local_bytes(&st->cur, st->shape, st->m);
 }
 
+double
+as_strat_coll_cost(const as_cost_model *cm, as_coll kind, double bytes, int axis)
+{
+    if (!as_cost_model_ops(cm)->alpa_resharding)
+        return as_cost_collective(cm, kind, bytes, axis);
+    if (kind == AS_COLL_REDUCE_SCATTER)
+        return as_cost_collective(cm, AS_COLL_ALL_REDUCE, bytes, axis) + 0.001;
+    if (kind == AS_COLL_ALL_TO_ALL)
+        return as_cost_collective(cm, kind, bytes * as_mesh_axis_size(as_cost_model_mesh(cm), axis),
+                                  axis);
+    return as_cost_collective(cm, kind, bytes, axis);
+}
+
 static void
 rs_emit(rs_state *st, int kind, int axis, double bytes)
 {
-    double c = kind < 0 ? 0 : as_cost_collective(st->cm, (as_coll)kind, bytes, axis);
+    double c = kind < 0 ? 0 : as_strat_coll_cost(st->cm, (as_coll)kind, bytes, axis);
 
     if (st->steps != NULL && st->nsteps < AS_RESHARD_MAX_STEPS) {
         as_reshard_step *s = &st->steps[st->nsteps];

@@ -436,8 +436,8 @@ push_resolved(op_enum *e, const int *rule, const as_spec *in, const as_spec *out
                 res[o].partial[k] = 0;
             }
     push_strategy(e, rule, in, res, AS_RESOLVE_ALLREDUCE, compute, c);
-    if (npartial != 1)
-        return;
+    if (npartial != 1 || as_cost_model_ops(e->ctx->cm)->alpa_resharding)
+        return; /* Alpa's dots never reduce-scatter (prefer_reduce_scatter = false) */
     /* reduce-scatter the one partial output along each dim that divides */
     for (d = 0; d < e->out_shape[po].rank; d++) {
         as_spec s = out[po];
@@ -514,6 +514,15 @@ enum_assignment(op_enum *e, const int *rule)
     local.out = lout;
     local.nout = e->nout;
     compute = as_cost_compute(e->ctx->cm, &local);
+    /* Alpa's DotCost: a contraction recomputed over an axis all-reduces its inputs there */
+    if (as_cost_model_ops(e->ctx->cm)->recompute_allreduce && as_cost_is_contraction(info)) {
+        double inb = 0;
+        for (j = 0; j < info->nin; j++)
+            inb += (double)as_shape_bytes(&lin[j]);
+        for (k = 0; k < naxes; k++)
+            if (rule[k] < 0 && as_mesh_axis_size(m, k) > 1)
+                compute += as_cost_collective(e->ctx->cm, AS_COLL_ALL_REDUCE, inb, k);
+    }
     /* halo exchange: send the overlapping rows of every split input to a neighbour */
     for (k = 0; k < naxes; k++) {
         const as_shard_rule *r;

@@ -120,6 +120,13 @@ typedef struct as_reshard_step {
  */
 int as_reshard_steps(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
                      const as_spec *to, as_reshard_step *steps, double *cost);
+/**
+ * Seconds of collective KIND of BYTES (cost.h's convention) over mesh axis
+ * AXIS as the strategy layer charges it: as_cost_collective, except under
+ * a model with alpa_resharding (reduce-scatter = all-reduce + 0.001,
+ * all-to-all on the whole tensor).
+ */
+double as_strat_coll_cost(const as_cost_model *cm, as_coll kind, double bytes, int axis);
 /** Total seconds of as_reshard_steps (0 when FROM equals TO). */
 double as_reshard_cost(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
                        const as_spec *to);
