@@ -385,6 +385,16 @@ solve_infeasible(as_problem *p, const solve_cli *c)
     if (as_solve_problem(p, &o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
     as_problem_set_memory(p, budget);
+    if (res.nplans == 0 && res.outcome != AS_OUTCOME_INFEASIBLE) {
+        /* the budget is proven infeasible, but the solve without it hit the time limit */
+        as_solve_result_free(&res);
+        fprintf(stderr, "autoshard: no plan fits in %s per device (proven); solver '%s' then "
+                "stopped at the time limit (%g s) without a plan when solving without the "
+                "memory limit, and no plan can need less than %s\n",
+                as_fmt_bytes(budget, b1, sizeof b1), o.solver, o.lim.time_limit_s,
+                as_fmt_bytes(as_problem_peak_lower_bound(p), b3, sizeof b3));
+        return AS_EXIT_INFEAS;
+    }
     if (res.nplans == 0) {
         as_solve_result_free(&res);
         fprintf(stderr, "autoshard: no plan satisfies the alias constraints, whatever the "
