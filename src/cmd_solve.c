@@ -92,7 +92,8 @@ const struct as_cmd as_cmd_solve = {
             "                       Ki Mi Gi Ti = 1024^n, optional B); auto = the\n"
             "                       profile's device memory; 0 = none (graph default)\n"
             "  --time-limit S       seconds (total, over all --top plans)\n"
-            "  --gap G              stop at relative gap G (e.g. 0.01)\n"
+            "  --gap G              a plan within relative gap G of the bound is optimal\n"
+            "                       (default 1e-6; 0 = prove the exact optimum)\n"
             "  --threads N          solver threads (cbc)\n"
             "  --top K              the K best distinct plans (no-good cuts; docs/ilp.md)\n"
             "  --no-reduce          solve the plain ILP: no follow merging, no elimination\n"
@@ -441,11 +442,18 @@ print_summary(FILE *fp, const as_problem *p, const char *what, unsigned reduce,
     fprintf(fp, "%-13s%s: %zu nodes, %zu edges, %zu liveness points, %zu aliases\n",
             "cost graph", what, as_problem_nnodes(p), as_problem_nedges(p),
             as_problem_nlive(p), as_problem_naliases(p));
-    if (reduce)
-        fprintf(fp, "%-13s%zu followers merged, %zu constant and %zu parallel edges, "
-                "eliminated %zu/%zu/%zu of degree 0/1/2; %zu nodes, %zu edges left\n",
-                "reductions", s->followers, s->const_edges, s->merged_edges, s->elim[0],
-                s->elim[1], s->elim[2], s->nodes, s->edges);
+    if (reduce) {
+        fprintf(fp, "%-13s%zu followers and %zu alias pairs merged, %zu constant and %zu "
+                "parallel edges, eliminated %zu/%zu/%zu of degree 0/1/2 and %zu with one "
+                "strategy left\n", "reductions", s->followers, s->aliases, s->const_edges,
+                s->merged_edges, s->elim[0], s->elim[1], s->elim[2], s->single);
+        if (s->bound_rounds > 0)
+            fprintf(fp, "%-13s%d rounds: lower bound %.9g s, plan %.9g s; %zu strategies "
+                    "can be in no optimal plan, %zu dominated\n", "bound", s->bound_rounds, s->lb,
+                    s->ub, s->pruned, s->dominated);
+        fprintf(fp, "%-13s%zu nodes, %zu edges, %zu strategies\n", "left", s->nodes, s->edges,
+                s->strategies);
+    }
     print_sizes(fp, "ILP before", &r->before);
     print_sizes(fp, "ILP after", &r->after);
     fprintf(fp, "%-13s%.3f s\n", "build", r->build_s);
@@ -1171,6 +1179,7 @@ solve_exec(int argc, char **argv)
     as_solve_opts_init(&c.o);
     c.memory = -1;
     c.o.lim.verbosity = as_verbosity;
+    c.o.lim.gap = AS_DEFAULT_GAP;
     if ((rc = solve_parse(argc, argv, &c)) != AS_EXIT_OK)
         goto out;
     if (as_solver_find(c.o.solver, &err) == NULL) {

@@ -18,6 +18,12 @@
 
 #include "formulate/ilp.h"
 
+/* The e columns of one edge: first + class(s_u) * nc + class(s_v). */
+typedef struct eblock {
+    size_t u, v, first, nc;
+    const size_t *rc, *cc;  /**< class of each strategy of u / v (arena) */
+} eblock;
+
 typedef struct term {
     int col;
     double val;
@@ -39,7 +45,13 @@ struct as_ilp {
     size_t nnodes;
     const size_t *k;        /**< strategies per node (borrowed from the build) */
     size_t *kk;
+    AS_VEC(eblock) eb;      /**< e columns of each non-constant edge */
+    int count;              /**< sizes only: no names, no triplets (as_ilp_count) */
+    size_t nnz;             /**< non-zeros counted in that mode */
 };
+
+/* Format a column or row name into the local NAME, unless only counting. */
+#define NAMEF(ilp, ...) ((ilp)->count ? (void)0 : (void)snprintf(name, sizeof name, __VA_ARGS__))
 
 void
 as_ilp_opts_init(as_ilp_opts *o)
@@ -54,6 +66,8 @@ add_col(as_ilp *ilp, const char *name, double obj, double ub, int integer)
     AS_VEC_PUSH(&ilp->clb, 0.0);
     AS_VEC_PUSH(&ilp->cub, ub);
     AS_VEC_PUSH(&ilp->cint, (unsigned char)integer);
+    if (ilp->count)
+        return;
     AS_VEC_PUSH(&ilp->cname, as_arena_strdup(ilp->arena, name));
     as_strmap_put(&ilp->names, ilp->cname.v[ilp->cname.n - 1], (int64_t)(ilp->cname.n - 1));
 }
@@ -91,6 +105,10 @@ row_end(as_ilp *ilp, const char *name, double lb, double ub)
     for (i = 0; i < n; i++) {
         if (ilp->pend.v[i].val == 0)
             continue;
+        if (ilp->count) {
+            ilp->nnz++;
+            continue;
+        }
         AS_VEC_PUSH(&ilp->ti, row);
         AS_VEC_PUSH(&ilp->tj, ilp->pend.v[i].col);
         AS_VEC_PUSH(&ilp->tv, ilp->pend.v[i].val);
@@ -98,7 +116,8 @@ row_end(as_ilp *ilp, const char *name, double lb, double ub)
     ilp->pend.n = 0;
     AS_VEC_PUSH(&ilp->rlb, lb);
     AS_VEC_PUSH(&ilp->rub, ub);
-    AS_VEC_PUSH(&ilp->rname, as_arena_strdup(ilp->arena, name));
+    if (!ilp->count)
+        AS_VEC_PUSH(&ilp->rname, as_arena_strdup(ilp->arena, name));
 }
 
 static int
@@ -114,7 +133,7 @@ is_const(const double *r, size_t n)
 
 /* s columns and one_<id> rows. */
 static void
-build_nodes(as_ilp *ilp, const as_problem *p, const size_t *ids)
+build_nodes(as_ilp *ilp, const as_problem *p, const size_t *ids, const size_t *const *sids)
 {
     char name[64];
     size_t v, s;
@@ -123,14 +142,14 @@ build_nodes(as_ilp *ilp, const as_problem *p, const size_t *ids)
         const as_pnode *nd = as_problem_node(p, v);
         ilp->scol[v] = ilp->obj.n;
         for (s = 0; s < nd->k; s++) {
-            snprintf(name, sizeof name, "s_%zu_%zu", ids ? ids[v] : v, s);
+            NAMEF(ilp, "s_%zu_%zu", ids ? ids[v] : v, sids ? sids[v][s] : s);
             add_col(ilp, name, nd->c[s] + nd->d[s], 1.0, 1);
         }
     }
     for (v = 0; v < ilp->nnodes; v++) {
         for (s = 0; s < ilp->kk[v]; s++)
             row_add(ilp, ilp->scol[v] + s, 1.0);
-        snprintf(name, sizeof name, "one_%zu", ids ? ids[v] : v);
+        NAMEF(ilp, "one_%zu", ids ? ids[v] : v);
         row_end(ilp, name, 1.0, 1.0);
     }
 }
@@ -201,9 +220,18 @@ build_edges(as_ilp *ilp, const as_problem *p)
             continue;
         }
         first = ilp->obj.n;
+        {
+            eblock blk = {e->u, e->v, first, nc, NULL, NULL};
+            size_t *x = as_arena_alloc(ilp->arena, (ku + kv) * sizeof *x);
+            memcpy(x, rc, ku * sizeof *x);
+            memcpy(x + ku, cc, kv * sizeof *x);
+            blk.rc = x;
+            blk.cc = x + ku;
+            AS_VEC_PUSH(&ilp->eb, blk);
+        }
         for (a = 0; a < nr; a++)
             for (b = 0; b < nc; b++) {
-                snprintf(name, sizeof name, "e_%zu_%zu_%zu", j, a, b);
+                NAMEF(ilp, "e_%zu_%zu_%zu", j, a, b);
                 add_col(ilp, name, e->r[rrep[a] * kv + crep[b]], 1.0, 0);
             }
         for (a = 0; a < nr; a++) {
@@ -213,7 +241,7 @@ build_edges(as_ilp *ilp, const as_problem *p)
             for (q = 0; q < ku; q++)
                 if (rc[q] == a)
                     row_add(ilp, ilp->scol[e->u] + q, -1.0);
-            snprintf(name, sizeof name, "eu_%zu_%zu", j, a);
+            NAMEF(ilp, "eu_%zu_%zu", j, a);
             row_end(ilp, name, 0.0, 0.0);
         }
         for (b = 0; b < nc; b++) {
@@ -223,7 +251,7 @@ build_edges(as_ilp *ilp, const as_problem *p)
             for (q = 0; q < kv; q++)
                 if (cc[q] == b)
                     row_add(ilp, ilp->scol[e->v] + q, -1.0);
-            snprintf(name, sizeof name, "ev_%zu_%zu", j, b);
+            NAMEF(ilp, "ev_%zu_%zu", j, b);
             row_end(ilp, name, 0.0, 0.0);
         }
     }
@@ -246,7 +274,7 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
         for (i = 0; i < l->n; i++)
             for (s = 0; s < ilp->kk[l->nodes[i]]; s++)
                 row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s] / mem);
-        snprintf(name, sizeof name, "mem_%zu", t);
+        NAMEF(ilp, "mem_%zu", t);
         row_end(ilp, name, -HUGE_VAL, (mem - l->resident) / mem);
     }
     for (i = 0; i < as_problem_naliases(p); i++) {
@@ -257,7 +285,7 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
                     continue;
                 row_add(ilp, ilp->scol[a->a] + s, 1.0);
                 row_add(ilp, ilp->scol[a->b] + q, 1.0);
-                snprintf(name, sizeof name, "alias_%zu_%zu_%zu", i, s, q);
+                NAMEF(ilp, "alias_%zu_%zu_%zu", i, s, q);
                 row_end(ilp, name, -HUGE_VAL, 1.0);
             }
     }
@@ -266,7 +294,7 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
         for (s = 0; f != AS_NO_FOLLOW && s < ilp->kk[v]; s++) {
             row_add(ilp, ilp->scol[v] + s, 1.0);
             row_add(ilp, ilp->scol[f] + s, -1.0);
-            snprintf(name, sizeof name, "fol_%zu_%zu", ids ? ids[v] : v, s);
+            NAMEF(ilp, "fol_%zu_%zu", ids ? ids[v] : v, s);
             row_end(ilp, name, 0.0, 0.0);
         }
     }
@@ -274,7 +302,7 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
         const size_t *ng = as_problem_nogood(p, i);
         for (v = 0; v < ilp->nnodes; v++)
             row_add(ilp, ilp->scol[v] + ng[v], 1.0);
-        snprintf(name, sizeof name, "cut_%zu", i);
+        NAMEF(ilp, "cut_%zu", i);
         row_end(ilp, name, -HUGE_VAL, (double)ilp->nnodes - 1.0);
     }
 }
@@ -318,8 +346,8 @@ ilp_estimate(const as_problem *p)
     return x;
 }
 
-int
-as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *err)
+static int
+ilp_build(const as_problem *p, const as_ilp_opts *o, int count, as_ilp **out, as_err *err)
 {
     as_ilp *ilp;
     size_t v;
@@ -327,6 +355,7 @@ as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *er
     if (ilp_estimate(p) > (double)INT_MAX / 2)
         return as_errf(err, AS_EUSAGE, "ILP too large (about %.3g non-zeros)", ilp_estimate(p));
     ilp = as_xcalloc(1, sizeof *ilp);
+    ilp->count = count;
     ilp->arena = as_arena_new();
     as_strmap_init(&ilp->names);
     ilp->nnodes = as_problem_nnodes(p);
@@ -335,7 +364,7 @@ as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *er
     for (v = 0; v < ilp->nnodes; v++)
         ilp->kk[v] = as_problem_node(p, v)->k;
     ilp->view.offset = as_problem_offset(p);
-    build_nodes(ilp, p, o ? o->node_ids : NULL);
+    build_nodes(ilp, p, o ? o->node_ids : NULL, o ? o->strategy_ids : NULL);
     build_edges(ilp, p);
     build_rows(ilp, p, o ? o->node_ids : NULL);
     AS_VEC_FREE(&ilp->pend);
@@ -353,8 +382,28 @@ as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *er
     ilp->view.ti = ilp->ti.v;
     ilp->view.tj = ilp->tj.v;
     ilp->view.tv = ilp->tv.v;
-    build_csc(ilp);
+    if (count)
+        ilp->view.nnz = ilp->nnz;
+    else
+        build_csc(ilp);
     *out = ilp;
+    return AS_OK;
+}
+
+int
+as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *err)
+{
+    return ilp_build(p, o, 0, out, err);
+}
+
+int
+as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
+{
+    as_ilp *ilp;
+
+    AS_CHECK(ilp_build(p, NULL, 1, &ilp, err));
+    as_ilp_stats_get(ilp, st);
+    as_ilp_free(ilp);
     return AS_OK;
 }
 
@@ -367,6 +416,7 @@ as_ilp_free(as_ilp *ilp)
     AS_VEC_FREE(&ilp->clb);
     AS_VEC_FREE(&ilp->cub);
     AS_VEC_FREE(&ilp->cint);
+    AS_VEC_FREE(&ilp->eb);
     AS_VEC_FREE(&ilp->cname);
     AS_VEC_FREE(&ilp->rlb);
     AS_VEC_FREE(&ilp->rub);
@@ -433,6 +483,20 @@ as_ilp_find_col(const as_ilp *ilp, const char *name, size_t *j)
         return 0;
     *j = (size_t)x;
     return 1;
+}
+
+void
+as_ilp_point(const as_ilp *ilp, const size_t *choice, double *x)
+{
+    size_t v, j;
+
+    memset(x, 0, ilp->view.ncols * sizeof *x);
+    for (v = 0; v < ilp->nnodes; v++)
+        x[ilp->scol[v] + choice[v]] = 1;
+    for (j = 0; j < ilp->eb.n; j++) {
+        const eblock *b = &ilp->eb.v[j];
+        x[b->first + b->rc[choice[b->u]] * b->nc + b->cc[choice[b->v]]] = 1;
+    }
 }
 
 int

@@ -50,6 +50,8 @@ typedef struct as_ilp_view {
 typedef struct as_ilp_opts {
     const size_t *node_ids; /**< id used in names for each node (e.g. the original index of a
                                  reduced node); NULL = the node's own index */
+    const size_t *const *strategy_ids; /**< id used in names for each strategy of each node
+                                            (e.g. the original index); NULL = its own */
 } as_ilp_opts;
 
 void as_ilp_opts_init(as_ilp_opts *o);
@@ -60,6 +62,8 @@ void as_ilp_opts_init(as_ilp_opts *o);
  */
 int as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *err);
 void as_ilp_free(as_ilp *ilp);
+/** The sizes as_ilp_build would give, without names or matrix (faster; for reports). */
+int as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err);
 const as_ilp_view *as_ilp_data(const as_ilp *ilp);
 void as_ilp_stats_get(const as_ilp *ilp, as_ilp_stats *st);
 /**
@@ -80,6 +84,8 @@ int as_ilp_find_col(const as_ilp *ilp, const char *name, size_t *j);
  * node's s values are not one 1 and zeros within 1e-6.
  */
 int as_ilp_assignment(const as_ilp *ilp, const double *x, size_t *choice, as_err *err);
+/** The column values X (ncols) of the plan CHOICE (one strategy per node): s and e columns. */
+void as_ilp_point(const as_ilp *ilp, const size_t *choice, double *x);
 
 /* Export and external solutions (export.c). */
 struct glp_prob;

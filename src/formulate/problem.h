@@ -176,17 +176,31 @@ as_problem *as_problem_random(const as_random_opts *o);
 /* Reductions (reduce.c). */
 #define AS_REDUCE_FOLLOW 0x1u /**< merge followers into their leaders */
 #define AS_REDUCE_CONST 0x2u  /**< drop constant resharding matrices into the offset */
-#define AS_REDUCE_PBQP 0x4u   /**< eliminate degree 0/1/2 nodes outside memory/alias rows */
-#define AS_REDUCE_ALL 0x7u
+#define AS_REDUCE_PBQP 0x4u   /**< eliminate degree 0/1/2 and single-strategy nodes outside
+                                   memory/alias rows */
+#define AS_REDUCE_ALIAS 0x8u  /**< merge alias pairs where one side determines the other */
+#define AS_REDUCE_BOUND 0x10u /**< drop strategies whose lower bound exceeds a known plan
+                                   (keeps one optimum, not all: not for k-best) */
+#define AS_REDUCE_DOMINATED 0x20u /**< drop strategies another one beats in every context
+                                       (keeps one optimum: not for k-best) */
+#define AS_REDUCE_ALL 0x3fu
 
 typedef struct as_reduction as_reduction; /* opaque: how to recover eliminated choices */
 
 /** Sizes before and after, for reports. */
 typedef struct as_reduce_stats {
     size_t followers;     /**< nodes merged into a leader */
+    size_t aliases;       /**< alias pairs merged (one node determines the other) */
     size_t const_edges;   /**< constant edges dropped */
     size_t merged_edges;  /**< parallel edges merged */
     size_t elim[3];       /**< PBQP eliminations of degree 0, 1, 2 */
+    size_t single;        /**< nodes left with one strategy, folded into their neighbours */
+    size_t pruned;        /**< strategies removed: bound above a known plan, or alias rows */
+    size_t dominated;     /**< strategies removed: another one is never worse */
+    size_t strategies;    /**< strategies of the nodes that are left */
+    int bound_rounds;     /**< rounds of bound pruning that ran */
+    double lb, ub;        /**< last bound and plan cost of the pruning (offset included);
+                               NaN when it did not run */
     size_t nodes, edges;  /**< what is left */
 } as_reduce_stats;
 
@@ -194,13 +208,23 @@ typedef struct as_reduce_stats {
  * Reduce P with the reductions in FLAGS into a new problem *OUT with no
  * follow links, whose objective (offset included) equals P's on the
  * recovered plan; *RED records how to recover.  Node names of *OUT are the
- * leaders' names.  Exact: min over *OUT equals min over P.
- * Time O(edges * k^3) for the eliminations.
+ * leaders' names; a node of *OUT may have fewer strategies than its leader
+ * (as_reduction_strategy maps them back).  Exact: min over *OUT equals min
+ * over P (AS_REDUCE_BOUND keeps at least one optimal plan, not every plan).
+ * Time O(edges * k^3) for the eliminations, O(sweeps * sum_e k_u k_v) for
+ * the bound.
  */
 int as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **red,
               as_err *err);
 /** Original index of node I of the reduced problem. */
 size_t as_reduction_origin(const as_reduction *red, size_t i);
+/** Strategy of the original node as_reduction_origin(I) that strategy S of reduced node I is. */
+size_t as_reduction_strategy(const as_reduction *red, size_t i, size_t s);
+/**
+ * The best plan of the reduced problem the bound pruning found (it fits every
+ * row), to start a solver from; NULL if pruning did not run or found none.
+ */
+const size_t *as_reduction_start(const as_reduction *red);
 /** Turn an assignment of the reduced problem into one of the original (n_nodes entries). */
 void as_reduction_recover(const as_reduction *red, const size_t *reduced, size_t *full);
 const as_reduce_stats *as_reduction_stats(const as_reduction *red);

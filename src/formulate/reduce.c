@@ -1,39 +1,70 @@
 /* reduce.c -- exact reductions of the choice problem, and recovery.
  *
- * DESIGN: the problem is copied into a working multigraph over leaders
- * (nodes that follow nobody): a follower adds its cost vector to its
- * leader's and its edges are re-attached to the leader (an edge inside one
- * follow group becomes the diagonal of its matrix, added to the cost).
- * Parallel edges are summed, constant matrices go to the objective offset.
- * Then the PBQP reductions (Scholz & Eckstein; Hames & Scholz) run to a
- * fixpoint on nodes that no memory, alias or no-good row mentions:
+ * DESIGN: the problem is copied into a working multigraph over leaders.
+ * Every original node v has a leader L(v) and a map f_v from the leader's
+ * strategies to its own (identity for the leader and its followers), so
+ * that choosing s for L chooses f_v(s) for v.  Nodes join a leader in two
+ * ways: a follower (Alpa's s_follow) with the identity map, and one side of
+ * an alias pair when the other side determines it (every strategy of one
+ * leader allows exactly one of the other's: parameter and updated
+ * parameter, optimizer state and its update), with that function as map.
+ * Strategies of a leader that no plan can use (an alias row forbids them
+ * against every partner) are masked out.  Costs of the members are added
+ * into the leader's, their edges re-attached through the maps (an edge
+ * inside one group becomes cost), parallel edges are summed and constant
+ * matrices go to the objective offset.
+ *
+ * Then, on nodes that no memory, alias or no-good row mentions (memory rows
+ * that cannot bind do not count), the PBQP reductions (Scholz & Eckstein;
+ * Hames & Scholz) run to a fixpoint:
  *   R0: degree 0 -> pick argmin c_x, offset += min;
  *   R1: neighbour y -> c_y[p] += min_q (R_yx[p,q] + c_x[q]);
- *   R2: neighbours y, z -> R_yz[p,r] += min_q (R_yx[p,q] + c_x[q] + R_xz[q,r]).
+ *   R2: neighbours y, z -> R_yz[p,r] += min_q (R_yx[p,q] + c_x[q] + R_xz[q,r]);
+ *   RS: one strategy left -> each neighbour's cost gains its row of R.
  * Each elimination stores the argmin table indexed by its neighbours'
- * choices; recovery replays them in reverse order, so every table lookup
- * sees neighbours that are already decided.  All three are exact: for any
- * fixed choice of the remaining nodes the eliminated node's best response is
- * what the table holds, and its cost is what was folded in.
+ * choices; recovery replays them in reverse order.
+ *
+ * Bound pruning (AS_REDUCE_BOUND) alternates with them: TRW-S message
+ * passing on what is left (dual.h) gives a lower bound LB, reduced costs
+ * gap_x(p) and a plan of cost UB; when that plan satisfies every memory and
+ * alias row, every plan with s_x = p costs at least LB + gap_x(p) (rows only
+ * remove plans), so strategies with LB + gap_x(p) > UB are dropped: no
+ * optimal plan uses them.  Fewer strategies make more nodes single-strategy
+ * or low-degree, so PBQP runs again.  All of it is exact: the minimum over
+ * the reduced problem equals the original's and the recovered plan attains it.
  */
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "formulate/dual.h"
 #include "formulate/problem.h"
+
+#define NONE ((size_t)-1)
+#define BOUND_ROUNDS 12
+#define BOUND_SWEEPS 300
+#define LAGR_ITERS 40
+#define LAGR_SWEEPS 30
 
 typedef struct wedge {
     size_t u, v;  /**< leader indices */
-    double *r;    /**< k_u x k_v row-major */
+    double *r;    /**< k_u x k_v row-major, leader strategy spaces */
     int alive;
 } wedge;
 
 typedef struct wnode {
-    double *cost;         /**< c + d of the whole follow group plus folded costs */
-    int pinned, alive;
-    AS_VEC(size_t) adj;   /**< incident edge indices (dead ones skipped) */
+    double *cost;        /**< leader space: costs of the whole group plus folded costs */
+    unsigned char *ok;   /**< leader space: strategy still possible */
+    size_t nok;
+    int pinned;          /**< in an alias or no-good row or a follow link: kept */
+    int inmem;           /**< has memory in a live memory row: kept unless decided */
+    size_t fixed;        /**< the one strategy it was eliminated with (RS), or NONE */
+    int frozen;          /**< end of an unmerged follow link: strategies stay whole */
+    int alive;
+    AS_VEC(size_t) adj;  /**< incident edge indices (dead ones skipped) */
 } wnode;
 
 typedef struct elim {
@@ -47,18 +78,36 @@ typedef struct elim {
 struct as_reduction {
     size_t n;               /**< nodes of the original problem */
     size_t *leader;         /**< leader of each original node */
+    size_t **map;           /**< per node: leader strategy -> own strategy (NULL: identity) */
     size_t *origin;         /**< reduced index -> original index */
+    size_t **sub;           /**< reduced index -> (reduced strategy -> original strategy) */
     size_t nred;
+    size_t *start;          /**< a plan of the reduced problem that fits, or NULL */
     AS_VEC(elim) elims;
     as_reduce_stats stats;
 };
+
+/* A binding memory row in leader spaces. */
+typedef struct wrow {
+    int alive;         /**< 0 once it cannot bind any more */
+    size_t n;
+    size_t *node;      /**< leaders */
+    double **m;        /**< leader-space vectors, summed per leader */
+    double room;       /**< budget - resident */
+    double resident;   /**< constant bytes of the point */
+    double lam;        /**< Lagrange multiplier of the bound, seconds per byte */
+} wrow;
 
 typedef struct work {
     const as_problem *p;
     unsigned flags;
     wnode *nodes;
     AS_VEC(wedge) edges;
+    AS_VEC(size_t) kept_alias;  /**< alias pairs that stay rows */
+    AS_VEC(wrow) rows;
     double offset;
+    double theta;               /**< subgradient step factor, kept between rounds */
+    size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     as_reduction *red;
 } work;
 
@@ -68,6 +117,13 @@ kof(const work *w, size_t v)
     return as_problem_node(w->p, v)->k;
 }
 
+/* Strategy of original node V when its leader takes S. */
+static size_t
+fmap(const as_reduction *red, size_t v, size_t s)
+{
+    return red->map[v] == NULL ? s : red->map[v][s];
+}
+
 /* R value for node FROM at strategy A and the other end at B. */
 static double
 rget(const work *w, const wedge *e, size_t from, size_t a, size_t b)
@@ -75,15 +131,51 @@ rget(const work *w, const wedge *e, size_t from, size_t a, size_t b)
     return e->u == from ? e->r[a * kof(w, e->v) + b] : e->r[b * kof(w, e->v) + a];
 }
 
+/* 1 if R is constant over the possible strategies of U and V. */
 static int
-is_const(const double *r, size_t n)
+is_const(const work *w, size_t u, size_t v, const double *r)
 {
-    size_t i;
+    size_t ku = kof(w, u), kv = kof(w, v), p, q;
+    const unsigned char *ou = w->nodes[u].ok, *ov = w->nodes[v].ok;
+    int first = 1;
+    double r0 = 0;
 
-    for (i = 1; i < n; i++)
-        if (r[i] != r[0])
-            return 0;
+    for (p = 0; p < ku; p++)
+        for (q = 0; ou[p] && q < kv; q++) {
+            if (!ov[q])
+                continue;
+            if (first) {
+                r0 = r[p * kv + q];
+                first = 0;
+            } else if (r[p * kv + q] != r0) {
+                return 0;
+            }
+        }
     return 1;
+}
+
+/* The value of a constant matrix (see is_const). */
+static double
+const_value(const work *w, size_t u, size_t v, const double *r)
+{
+    size_t ku = kof(w, u), kv = kof(w, v), p, q;
+
+    for (p = 0; p < ku; p++)
+        for (q = 0; w->nodes[u].ok[p] && q < kv; q++)
+            if (w->nodes[v].ok[q])
+                return r[p * kv + q];
+    return 0;
+}
+
+/* Drop live edge E into the offset when its matrix is constant. */
+static void
+work_try_const(work *w, wedge *e)
+{
+    if ((w->flags & AS_REDUCE_CONST) && e->alive && is_const(w, e->u, e->v, e->r)) {
+        w->offset += const_value(w, e->u, e->v, e->r);
+        e->alive = 0;
+        w->red->stats.const_edges++;
+    }
 }
 
 /* Add matrix R (k_u x k_v) between U and V, merging with a live edge there. Takes R. */
@@ -105,17 +197,7 @@ work_add_edge(work *w, size_t u, size_t v, double *r)
                     o->r[q * ku + p] += r[p * kv + q];
         free(r);
         w->red->stats.merged_edges++;
-        if ((w->flags & AS_REDUCE_CONST) && is_const(o->r, ku * kv)) {
-            w->offset += o->r[0];
-            o->alive = 0;
-            w->red->stats.const_edges++;
-        }
-        return;
-    }
-    if ((w->flags & AS_REDUCE_CONST) && is_const(r, ku * kv)) {
-        w->offset += r[0];
-        free(r);
-        w->red->stats.const_edges++;
+        work_try_const(w, o);
         return;
     }
     e.u = u;
@@ -125,6 +207,7 @@ work_add_edge(work *w, size_t u, size_t v, double *r)
     AS_VEC_PUSH(&w->edges, e);
     AS_VEC_PUSH(&w->nodes[u].adj, w->edges.n - 1);
     AS_VEC_PUSH(&w->nodes[v].adj, w->edges.n - 1);
+    work_try_const(w, &w->edges.v[w->edges.n - 1]);
 }
 
 /* Live incident edges of X, up to 3, into OUT; returns the count (3 = "3 or more"). */
@@ -139,13 +222,117 @@ work_degree(const work *w, size_t x, size_t out[3])
     return d;
 }
 
+/* ---- groups: followers and alias pairs ---- */
+
+/* Is the alias entry for leader strategies S (of a's leader) and T (of b's) forbidden? */
+static int
+alias_bad(const work *w, const as_palias *a, size_t s, size_t t)
+{
+    return a->bad[fmap(w->red, a->a, s) * kof(w, a->b) + fmap(w->red, a->b, t)] != 0;
+}
+
+/* Move every member of leader FROM under leader TO; SIGMA maps TO's strategies to FROM's. */
+static void
+group_merge(work *w, size_t to, size_t from, const size_t *sigma)
+{
+    as_reduction *red = w->red;
+    size_t v, s, kto = kof(w, to);
+
+    for (v = 0; v < red->n; v++) {
+        size_t *m;
+        if (red->leader[v] != from)
+            continue;
+        m = as_xmalloc(kto * sizeof *m);
+        for (s = 0; s < kto; s++)
+            m[s] = w->nodes[to].ok[s] ? fmap(red, v, sigma[s]) : NONE;
+        free(red->map[v]);
+        red->map[v] = m;
+        red->leader[v] = to;
+    }
+    w->nodes[from].nok = 0;
+    red->stats.aliases++;
+}
+
+/*
+ * If every possible strategy of leader X allows exactly one of Y's (or
+ * none: then it is masked), merge Y into X and return 1.  SWAP says X is
+ * the alias's b side.
+ */
+static int
+alias_functional(work *w, const as_palias *a, size_t x, size_t y, int swap)
+{
+    size_t kx = kof(w, x), ky = kof(w, y), s, t, cnt, left = 0;
+    size_t *sigma = as_xcalloc(kx, sizeof *sigma);
+    unsigned char *drop = as_xcalloc(kx, 1);
+    int ok = 1;
+
+    for (s = 0; s < kx && ok; s++) {
+        if (!w->nodes[x].ok[s])
+            continue;
+        for (t = cnt = 0; t < ky; t++)
+            if (w->nodes[y].ok[t] && !(swap ? alias_bad(w, a, t, s) : alias_bad(w, a, s, t))) {
+                cnt++;
+                sigma[s] = t;
+            }
+        if (cnt > 1)
+            ok = 0;
+        else if (cnt == 0)
+            drop[s] = 1;
+        else
+            left++;
+    }
+    if (ok && left > 0) {
+        for (s = 0; s < kx; s++)
+            if (drop[s]) {
+                w->nodes[x].ok[s] = 0;
+                w->nodes[x].nok--;
+                w->red->stats.pruned++;
+            }
+        group_merge(w, x, y, sigma);
+    }
+    free(sigma);
+    free(drop);
+    return ok && left > 0;
+}
+
+/* Apply alias pair I: mask, merge, or keep it as a row. */
+static void
+alias_apply(work *w, size_t i)
+{
+    const as_palias *a = as_problem_alias(w->p, i);
+    size_t x = w->red->leader[a->a], y = w->red->leader[a->b], s, left = 0;
+
+    if (w->nodes[x].frozen || w->nodes[y].frozen) {
+        AS_VEC_PUSH(&w->kept_alias, i);
+        return;
+    }
+    if (x == y) { /* one group: the pair is a condition on the leader's strategy */
+        for (s = 0; s < kof(w, x); s++)
+            left += w->nodes[x].ok[s] && !alias_bad(w, a, s, s);
+        if (left == 0) { /* nothing possible: leave it to the solver to say infeasible */
+            AS_VEC_PUSH(&w->kept_alias, i);
+            return;
+        }
+        for (s = 0; s < kof(w, x); s++)
+            if (w->nodes[x].ok[s] && alias_bad(w, a, s, s)) {
+                w->nodes[x].ok[s] = 0;
+                w->nodes[x].nok--;
+                w->red->stats.pruned++;
+            }
+        return;
+    }
+    if (!alias_functional(w, a, x, y, 0) && !alias_functional(w, a, y, x, 1))
+        AS_VEC_PUSH(&w->kept_alias, i);
+}
+
 static void
 work_init(work *w, const as_problem *p)
 {
-    size_t n = as_problem_nnodes(p), v, s, t, i;
+    size_t n = as_problem_nnodes(p), v, s, t, i, j;
     as_reduction *red = w->red;
 
     w->nodes = as_xcalloc(n, sizeof *w->nodes);
+    red->map = as_xcalloc(n + 1, sizeof *red->map);
     for (v = 0; v < n; v++) {
         size_t l = v;
         while ((w->flags & AS_REDUCE_FOLLOW) && as_problem_node(p, l)->follow != AS_NO_FOLLOW)
@@ -153,31 +340,65 @@ work_init(work *w, const as_problem *p)
         red->leader[v] = l;
         if (l != v)
             red->stats.followers++;
+        w->nodes[v].ok = as_xmalloc(kof(w, v));
+        memset(w->nodes[v].ok, 1, kof(w, v));
+        w->nodes[v].nok = kof(w, v);
+        w->nodes[v].fixed = NONE;
     }
+    for (v = 0; v < n; v++) /* unmerged follow links must stay visible: pin both ends */
+        if (as_problem_node(p, v)->follow != AS_NO_FOLLOW && red->leader[v] == v)
+            w->nodes[v].pinned = w->nodes[v].frozen = w->nodes[as_problem_node(p, v)->follow]
+                                                          .pinned =
+                w->nodes[as_problem_node(p, v)->follow].frozen = 1;
+    for (i = 0; i < as_problem_naliases(p); i++)
+        if (w->flags & AS_REDUCE_ALIAS)
+            alias_apply(w, i);
+        else
+            AS_VEC_PUSH(&w->kept_alias, i);
     for (v = 0; v < n; v++) {
         const as_pnode *nd = as_problem_node(p, v);
-        wnode *L = &w->nodes[red->leader[v]];
+        size_t l = red->leader[v];
+        wnode *L = &w->nodes[l];
         if (L->cost == NULL)
-            L->cost = as_xcalloc(nd->k, sizeof *L->cost);
-        for (s = 0; s < nd->k; s++)
-            L->cost[s] += nd->c[s] + nd->d[s];
+            L->cost = as_xcalloc(kof(w, l), sizeof *L->cost);
+        for (s = 0; s < kof(w, l); s++)
+            if (L->ok[s])
+                L->cost[s] += nd->c[fmap(red, v, s)] + nd->d[fmap(red, v, s)];
         L->alive = 1;
-        /* unmerged follow links must stay visible: pin both ends */
-        if (nd->follow != AS_NO_FOLLOW && red->leader[v] == v)
-            w->nodes[v].pinned = w->nodes[nd->follow].pinned = 1;
+    }
+    for (i = 0; i < w->kept_alias.n; i++) {
+        const as_palias *a = as_problem_alias(p, w->kept_alias.v[i]);
+        w->nodes[red->leader[a->a]].pinned = w->nodes[red->leader[a->b]].pinned = 1;
     }
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
+        wrow row = {0};
         if (!as_problem_live_binds(p, t))
             continue;
-        for (i = 0; i < l->n; i++)
-            for (s = 0; s < as_problem_node(p, l->nodes[i])->k; s++)
-                if (l->m[i][s] != 0)
-                    w->nodes[red->leader[l->nodes[i]]].pinned = 1;
-    }
-    for (i = 0; i < as_problem_naliases(p); i++) {
-        w->nodes[red->leader[as_problem_alias(p, i)->a]].pinned = 1;
-        w->nodes[red->leader[as_problem_alias(p, i)->b]].pinned = 1;
+        row.node = as_xcalloc(l->n + 1, sizeof *row.node);
+        row.m = as_xcalloc(l->n + 1, sizeof *row.m);
+        row.room = as_problem_memory(p) - l->resident;
+        row.resident = l->resident;
+        for (i = 0; i < l->n; i++) {
+            size_t v0 = l->nodes[i], L = red->leader[v0], kl = kof(w, L);
+            int nz = 0;
+            for (s = 0; s < kof(w, v0); s++)
+                nz |= l->m[i][s] != 0;
+            if (!nz)
+                continue;
+            w->nodes[L].inmem = 1;
+            for (j = 0; j < row.n && row.node[j] != L; j++)
+                ;
+            if (j == row.n) {
+                row.node[row.n] = L;
+                row.m[row.n++] = as_xcalloc(kl, sizeof **row.m);
+            }
+            for (s = 0; s < kl; s++)
+                if (w->nodes[L].ok[s])
+                    row.m[j][s] += l->m[i][fmap(red, v0, s)];
+        }
+        row.alive = 1;
+        AS_VEC_PUSH(&w->rows, row);
     }
     for (v = 0; as_problem_nnogoods(p) > 0 && v < n; v++)
         w->nodes[v].pinned = 1;
@@ -187,41 +408,49 @@ static void
 work_edges(work *w)
 {
     const as_problem *p = w->p;
+    const as_reduction *red = w->red;
     size_t j, a, b, ka, kb, s, q;
 
     for (j = 0; j < as_problem_nedges(p); j++) {
         const as_pedge *e = as_problem_edge(p, j);
-        a = w->red->leader[e->u];
-        b = w->red->leader[e->v];
-        ka = kof(w, e->u);
-        kb = kof(w, e->v);
-        if (a == b) { /* both ends share one strategy index */
+        size_t kv = kof(w, e->v);
+        a = red->leader[e->u];
+        b = red->leader[e->v];
+        ka = kof(w, a);
+        kb = kof(w, b);
+        if (a == b) { /* both ends are decided by one strategy of their leader */
             for (s = 0; s < ka; s++)
-                w->nodes[a].cost[s] += e->r[s * kb + s];
+                if (w->nodes[a].ok[s])
+                    w->nodes[a].cost[s] += e->r[fmap(red, e->u, s) * kv + fmap(red, e->v, s)];
             continue;
         }
-        double *r = as_xmalloc(ka * kb * sizeof *r);
+        double *r = as_xcalloc(ka * kb, sizeof *r);
         for (s = 0; s < ka; s++)
-            for (q = 0; q < kb; q++)
-                r[s * kb + q] = e->r[s * kb + q];
+            for (q = 0; w->nodes[a].ok[s] && q < kb; q++)
+                if (w->nodes[b].ok[q])
+                    r[s * kb + q] = e->r[fmap(red, e->u, s) * kv + fmap(red, e->v, q)];
         work_add_edge(w, a, b, r);
     }
 }
 
+/* ---- PBQP ---- */
+
 static void
 elim_deg0(work *w, size_t x)
 {
-    elim el = {.x = x, .deg = 0};
+    elim el = {.x = x, .deg = 0, .choice = NONE};
     size_t s;
 
-    for (s = 1; s < kof(w, x); s++)
-        if (w->nodes[x].cost[s] < w->nodes[x].cost[el.choice])
+    for (s = 0; s < kof(w, x); s++)
+        if (w->nodes[x].ok[s] &&
+            (el.choice == NONE || w->nodes[x].cost[s] < w->nodes[x].cost[el.choice]))
             el.choice = s;
     w->offset += w->nodes[x].cost[el.choice];
     AS_VEC_PUSH(&w->red->elims, el);
     w->red->stats.elim[0]++;
 }
 
+/* Best strategy of X and its value, for neighbour strategies through the two callbacks. */
 static void
 elim_deg1(work *w, size_t x, wedge *e)
 {
@@ -231,8 +460,13 @@ elim_deg1(work *w, size_t x, wedge *e)
     el.best = as_xcalloc(ky, sizeof *el.best);
     for (p = 0; p < ky; p++) {
         double best = INFINITY;
+        if (!w->nodes[y].ok[p])
+            continue;
         for (q = 0; q < kx; q++) {
-            double v = rget(w, e, y, p, q) + w->nodes[x].cost[q];
+            double v;
+            if (!w->nodes[x].ok[q])
+                continue;
+            v = rget(w, e, y, p, q) + w->nodes[x].cost[q];
             if (v < best) {
                 best = v;
                 el.best[p] = q;
@@ -251,14 +485,19 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
     size_t y = e1->u == x ? e1->v : e1->u, z = e2->u == x ? e2->v : e2->u;
     size_t ky = kof(w, y), kz = kof(w, z), kx = kof(w, x), p, r, q;
     elim el = {.x = x, .y = y, .z = z, .deg = 2, .kz = kz};
-    double *n = as_xmalloc(ky * kz * sizeof *n);
+    double *n = as_xcalloc(ky * kz, sizeof *n);
 
     el.best = as_xcalloc(ky * kz, sizeof *el.best);
     for (p = 0; p < ky; p++)
-        for (r = 0; r < kz; r++) {
+        for (r = 0; w->nodes[y].ok[p] && r < kz; r++) {
             double best = INFINITY;
+            if (!w->nodes[z].ok[r])
+                continue;
             for (q = 0; q < kx; q++) {
-                double v = rget(w, e1, y, p, q) + w->nodes[x].cost[q] + rget(w, e2, z, r, q);
+                double v;
+                if (!w->nodes[x].ok[q])
+                    continue;
+                v = rget(w, e1, y, p, q) + w->nodes[x].cost[q] + rget(w, e2, z, r, q);
                 if (v < best) {
                     best = v;
                     el.best[p * kz + r] = q;
@@ -272,11 +511,38 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
     work_add_edge(w, y, z, n);
 }
 
-/* Run R0/R1/R2 on unpinned leaders until nothing changes. */
+/* X has one possible strategy: its edges become costs of its neighbours. */
+static void
+elim_single(work *w, size_t x)
+{
+    size_t i, s0, p;
+    elim el = {.x = x, .deg = 0};
+
+    for (s0 = 0; !w->nodes[x].ok[s0]; s0++)
+        ;
+    for (i = 0; i < w->nodes[x].adj.n; i++) {
+        wedge *e = &w->edges.v[w->nodes[x].adj.v[i]];
+        size_t y;
+        if (!e->alive)
+            continue;
+        y = e->u == x ? e->v : e->u;
+        for (p = 0; p < kof(w, y); p++)
+            if (w->nodes[y].ok[p])
+                w->nodes[y].cost[p] += rget(w, e, y, p, s0);
+        e->alive = 0;
+    }
+    el.choice = s0;
+    w->nodes[x].fixed = s0;
+    w->offset += w->nodes[x].cost[s0];
+    AS_VEC_PUSH(&w->red->elims, el);
+    w->red->stats.single++;
+}
+
+/* Run R0/R1/R2/RS on unpinned leaders until nothing changes. */
 static void
 work_pbqp(work *w)
 {
-    size_t n = as_problem_nnodes(w->p), x, deg, inc[3], y, z;
+    size_t n = as_problem_nnodes(w->p), x, deg, inc[3], y, z, i;
     AS_VEC(size_t) stack = {0};
 
     for (x = n; x-- > 0;)
@@ -286,8 +552,18 @@ work_pbqp(work *w)
         x = stack.v[--stack.n];
         if (!w->nodes[x].alive || w->nodes[x].pinned)
             continue;
+        if (w->nodes[x].nok == 1) { /* decided: its memory is a constant (work_refresh) */
+            for (i = 0; i < w->nodes[x].adj.n; i++) {
+                const wedge *e = &w->edges.v[w->nodes[x].adj.v[i]];
+                if (e->alive)
+                    AS_VEC_PUSH(&stack, e->u == x ? e->v : e->u);
+            }
+            w->nodes[x].alive = 0;
+            elim_single(w, x);
+            continue;
+        }
         deg = work_degree(w, x, inc);
-        if (deg > 2)
+        if (deg > 2 || w->nodes[x].inmem)
             continue;
         w->nodes[x].alive = 0;
         if (deg == 0) {
@@ -307,35 +583,811 @@ work_pbqp(work *w)
     AS_VEC_FREE(&stack);
 }
 
+/* ---- dominance ---- */
+
+/*
+ * Dead-end elimination (Goldstein's criterion): strategy p of X is dropped
+ * when another possible strategy t is no worse whatever the neighbours
+ * choose -- c(t) - c(p) + sum_e max_q (R_e[t][q] - R_e[p][q]) <= 0 -- and
+ * uses no more memory in any live row.  Some optimal plan avoids p: in any
+ * plan using p, switching X to t costs no more and still fits.  Returns
+ * how many strategies went.
+ */
+static size_t
+work_dominance(work *w)
+{
+    size_t n = as_problem_nnodes(w->p), x, t, i, p, q, a, removed = 0;
+    size_t *off = as_xcalloc(n + 2, sizeof *off), *fill = as_xcalloc(n + 1, sizeof *fill);
+    size_t *tro = NULL;
+    AS_VEC(double) tr = {0};
+    const double **mv;
+
+    for (t = 0; t < w->rows.n; t++)
+        for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++)
+            off[w->rows.v[t].node[i] + 1]++;
+    for (x = 0; x < n; x++)
+        off[x + 1] += off[x];
+    mv = as_xcalloc(off[n] + 1, sizeof *mv);
+    for (t = 0; t < w->rows.n; t++)
+        for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
+            x = w->rows.v[t].node[i];
+            mv[off[x] + fill[x]++] = w->rows.v[t].m[i];
+        }
+    for (x = 0; x < n; x++) {
+        wnode *nd = &w->nodes[x];
+        size_t kx = kof(w, x);
+        if (!nd->alive || nd->pinned || nd->nok < 2)
+            continue;
+        tr.n = 0; /* x's rows of the matrices where x is the v end, transposed */
+        tro = as_xrealloc(tro, (nd->adj.n + 1) * sizeof *tro);
+        for (i = 0; i < nd->adj.n; i++) {
+            const wedge *e = &w->edges.v[nd->adj.v[i]];
+            size_t ky = kof(w, e->u);
+            tro[i] = tr.n;
+            if (!e->alive || e->u == x)
+                continue;
+            for (p = 0; p < kx; p++)
+                for (q = 0; q < ky; q++)
+                    AS_VEC_PUSH(&tr, e->r[q * kx + p]);
+        }
+        for (p = 0; p < kx && nd->nok > 1; p++) {
+            if (!nd->ok[p])
+                continue;
+            for (a = 0; a < kx; a++) {
+                double d;
+                if (a == p || !nd->ok[a])
+                    continue;
+                d = nd->cost[a] - nd->cost[p];
+                for (i = 0; d <= 0 && i < nd->adj.n; i++) {
+                    const wedge *e = &w->edges.v[nd->adj.v[i]];
+                    size_t y = e->u == x ? e->v : e->u, ky = kof(w, y);
+                    const double *ra, *rp;
+                    const unsigned char *oy = w->nodes[y].ok;
+                    double mx = -INFINITY;
+                    if (!e->alive)
+                        continue;
+                    if (e->u == x) {
+                        ra = e->r + a * ky;
+                        rp = e->r + p * ky;
+                    } else { /* rows of x from the transposed copy */
+                        ra = tr.v + tro[i] + a * ky;
+                        rp = tr.v + tro[i] + p * ky;
+                    }
+                    for (q = 0; q < ky; q++)
+                        if (oy[q] && ra[q] - rp[q] > mx)
+                            mx = ra[q] - rp[q];
+                    d += mx;
+                }
+                for (i = off[x]; d <= 0 && i < off[x + 1]; i++)
+                    if (mv[i][a] > mv[i][p])
+                        d = INFINITY;
+                if (d <= 0) { /* a dominates p */
+                    if (w->best != NULL && w->best[x] == p)
+                        w->best[x] = a; /* no worse, and still fits */
+                    nd->ok[p] = 0;
+                    nd->nok--;
+                    removed++;
+                    break;
+                }
+            }
+        }
+    }
+    free(off);
+    free(fill);
+    free(mv);
+    free(tro);
+    AS_VEC_FREE(&tr);
+    w->red->stats.dominated += removed;
+    return removed;
+}
+
+/* ---- memory rows ---- */
+
+/*
+ * Is live row A implied by live row B: every entry of A is in B with no
+ * more memory for any possible strategy, and A's constant is no larger?
+ * POS (n entries, NONE-filled) is scratch: it maps B's leaders to entries.
+ */
+static int
+row_within(const work *w, const wrow *a, const wrow *b, size_t *pos)
+{
+    size_t i, s, ok = 1;
+
+    if (a->resident > b->resident || a->n > b->n)
+        return 0;
+    for (i = 0; i < b->n; i++)
+        pos[b->node[i]] = i;
+    for (i = 0; ok && i < a->n; i++) {
+        size_t L = a->node[i], j = pos[L];
+        if (j == NONE) {
+            ok = 0;
+            break;
+        }
+        for (s = 0; s < kof(w, L); s++)
+            if (w->nodes[L].ok[s] && a->m[i][s] > b->m[j][s]) {
+                ok = 0;
+                break;
+            }
+    }
+    for (i = 0; i < b->n; i++)
+        pos[b->node[i]] = NONE;
+    return (int)ok;
+}
+
+/* Drop rows implied by a neighbouring live row (liveness points are in schedule order). */
+static void
+work_row_dominance(work *w)
+{
+    size_t n = as_problem_nnodes(w->p), t, i, *pos = as_xmalloc((n + 1) * sizeof *pos);
+    AS_VEC(size_t) stack = {0};
+
+    for (i = 0; i < n; i++)
+        pos[i] = NONE;
+    for (t = 0; t < w->rows.n; t++) {
+        wrow *r = &w->rows.v[t];
+        if (!r->alive)
+            continue;
+        while (stack.n > 0 && row_within(w, &w->rows.v[stack.v[stack.n - 1]], r, pos))
+            w->rows.v[stack.v[--stack.n]].alive = 0;
+        if (stack.n > 0 && row_within(w, r, &w->rows.v[stack.v[stack.n - 1]], pos))
+            r->alive = 0;
+        else
+            AS_VEC_PUSH(&stack, t);
+    }
+    AS_VEC_FREE(&stack);
+    free(pos);
+}
+
+/*
+ * Fold decided nodes into the rows' constants, drop rows that can no longer
+ * bind (constants plus every entry's largest possible memory fit), and
+ * recompute which leaders are still in a row.  Returns how many leaders
+ * left every row (so PBQP may take them now).
+ */
+static size_t
+work_refresh(work *w)
+{
+    size_t n = as_problem_nnodes(w->p), t, i, j, s, freed = 0;
+    double budget = as_problem_memory(w->p);
+    unsigned char *was = as_xcalloc(n + 1, 1);
+
+    for (t = 0; t < w->rows.n; t++) {
+        wrow *r = &w->rows.v[t];
+        double top = r->resident;
+        if (!r->alive)
+            continue;
+        for (i = j = 0; i < r->n; i++) {
+            wnode *x = &w->nodes[r->node[i]];
+            size_t s0 = x->fixed;
+            if (x->alive) { /* the same memory whatever it chooses: a constant too */
+                for (s0 = 0; !x->ok[s0]; s0++)
+                    ;
+                for (s = s0 + 1; s < kof(w, r->node[i]); s++)
+                    if (x->ok[s] && r->m[i][s] != r->m[i][s0])
+                        break;
+                if (s < kof(w, r->node[i]))
+                    s0 = NONE - 1; /* varies: stays */
+            }
+            if (s0 != NONE - 1) {
+                if (s0 != NONE) {
+                    r->resident += r->m[i][s0];
+                    r->room -= r->m[i][s0];
+                }
+                free(r->m[i]);
+                continue;
+            }
+            r->node[j] = r->node[i];
+            r->m[j++] = r->m[i];
+        }
+        r->n = j;
+        top = r->resident;
+        for (i = 0; i < r->n; i++) {
+            double mx = 0;
+            for (s = 0; s < kof(w, r->node[i]); s++)
+                if (w->nodes[r->node[i]].ok[s] && r->m[i][s] > mx)
+                    mx = r->m[i][s];
+            top += mx;
+        }
+        if (top <= budget)
+            r->alive = 0;
+    }
+    work_row_dominance(w);
+    for (i = 0; i < n; i++) {
+        was[i] = (unsigned char)w->nodes[i].inmem;
+        w->nodes[i].inmem = 0;
+    }
+    for (t = 0; t < w->rows.n; t++)
+        for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
+            size_t L = w->rows.v[t].node[i];
+            for (s = 0; s < kof(w, L); s++)
+                if (w->nodes[L].ok[s] && w->rows.v[t].m[i][s] != 0)
+                    w->nodes[L].inmem = 1;
+        }
+    for (i = 0; i < n; i++)
+        freed += was[i] && !w->nodes[i].inmem && w->nodes[i].alive;
+    free(was);
+    return freed;
+}
+
+/* ---- bound pruning ---- */
+
+/* Does PLAN (leader strategies, NONE for dead leaders) satisfy every memory and alias row? */
+static int
+work_plan_ok(const work *w, const size_t *plan)
+{
+    size_t t, i;
+
+    for (t = 0; t < w->rows.n; t++) {
+        const wrow *r = &w->rows.v[t];
+        double sum = 0;
+        if (!r->alive)
+            continue;
+        for (i = 0; i < r->n; i++)
+            if (plan[r->node[i]] != NONE)
+                sum += r->m[i][plan[r->node[i]]];
+        if (sum > r->room * (1 + 1e-12))
+            return 0;
+    }
+    for (i = 0; i < w->kept_alias.n; i++) {
+        const as_palias *a = as_problem_alias(w->p, w->kept_alias.v[i]);
+        size_t x = plan[w->red->leader[a->a]], y = plan[w->red->leader[a->b]];
+        if (x != NONE && y != NONE && alias_bad(w, a, x, y))
+            return 0;
+    }
+    return 1;
+}
+
+/* The bound's problem over the live leaders: compact strategy lists. */
+typedef struct cgraph {
+    as_mrf g;
+    size_t *node;     /**< compact -> leader */
+    size_t *cidx;     /**< leader -> compact */
+    size_t **sub;     /**< compact strategy -> leader strategy */
+    size_t *aoff;     /**< adjacency CSR: edges of c are adj[aoff[c] .. aoff[c+1]) */
+    size_t *adj;      /**< 2 * edge + side (0: c is eu) */
+} cgraph;
+
+/* Cost change of moving compact node C from strategy A to B, neighbours at PLAN. */
+static double
+move_cost(const cgraph *cg, const size_t *plan, size_t c, size_t a, size_t b)
+{
+    const as_mrf *g = &cg->g;
+    double d = g->c[c][b] - g->c[c][a];
+    size_t i;
+
+    for (i = cg->aoff[c]; i < cg->aoff[c + 1]; i++) {
+        size_t j = cg->adj[i] / 2, kv = g->k[g->ev[j]];
+        if (cg->adj[i] % 2 == 0)
+            d += g->r[j][b * kv + plan[g->ev[j]]] - g->r[j][a * kv + plan[g->ev[j]]];
+        else
+            d += g->r[j][plan[g->eu[j]] * kv + b] - g->r[j][plan[g->eu[j]] * kv + a];
+    }
+    return d;
+}
+
+/* Memory rows seen from the compact nodes: entries of C are x in [off[c], off[c+1]). */
+typedef struct crows {
+    size_t *off, *row, *ent;
+} crows;
+
+static void
+crows_init(crows *cr, const work *w, const cgraph *cg)
+{
+    size_t nn = cg->g.n, t, i, c, *fill = as_xcalloc(nn + 1, sizeof *fill);
+
+    cr->off = as_xcalloc(nn + 1, sizeof *cr->off);
+    for (t = 0; t < w->rows.n; t++)
+        for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++)
+            cr->off[cg->cidx[w->rows.v[t].node[i]] + 1]++;
+    for (c = 0; c < nn; c++)
+        cr->off[c + 1] += cr->off[c];
+    cr->row = as_xcalloc(cr->off[nn] + 1, sizeof *cr->row);
+    cr->ent = as_xcalloc(cr->off[nn] + 1, sizeof *cr->ent);
+    for (t = 0; t < w->rows.n; t++)
+        for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
+            c = cg->cidx[w->rows.v[t].node[i]];
+            cr->row[cr->off[c] + fill[c]] = t;
+            cr->ent[cr->off[c] + fill[c]++] = i;
+        }
+    free(fill);
+}
+
+static void
+crows_free(crows *cr)
+{
+    free(cr->off);
+    free(cr->row);
+    free(cr->ent);
+}
+
+/* SUM[t] = memory of live row t under compact PLAN. */
+static void
+crows_sums(const work *w, const cgraph *cg, const crows *cr, const size_t *plan, double *sum)
+{
+    size_t c, x;
+
+    memset(sum, 0, (w->rows.n + 1) * sizeof *sum);
+    for (c = 0; c < cg->g.n; c++)
+        for (x = cr->off[c]; x < cr->off[c + 1]; x++)
+            sum[cr->row[x]] += w->rows.v[cr->row[x]].m[cr->ent[x]][cg->sub[c][plan[c]]];
+}
+
+/*
+ * Make PLAN (compact) satisfy the live memory rows: greedily apply the
+ * single-node move with the least cost increase per byte of excess removed,
+ * then improve by moves that keep every row within its room.  Returns 1 if
+ * the plan fits.
+ */
+static int
+work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
+{
+    size_t nn = cg->g.n, t, i, c, b, it, nr = w->rows.n;
+    const size_t *ioff = cr->off, *irow = cr->row, *ient = cr->ent;
+    size_t *stamp = as_xcalloc(nn + 1, sizeof *stamp), *touched = as_xcalloc(nn + 1, sizeof *touched);
+    size_t *doff = as_xcalloc(nn + 1, sizeof *doff);
+    double *sum = as_xcalloc(nr + 1, sizeof *sum), excess = 0, *de;
+    int fits = 0;
+
+    for (c = 0; c < nn; c++)
+        doff[c + 1] = doff[c] + cg->g.k[c];
+    de = as_xcalloc(doff[nn] + 1, sizeof *de);
+    crows_sums(w, cg, cr, plan, sum);
+#define ROWM(x) (w->rows.v[irow[x]].m[ient[x]])
+#define OVER(t_, x_) fmax(0, (x_) - w->rows.v[t_].room * (1 + 1e-12))
+    for (t = 0; t < nr; t++)
+        if (w->rows.v[t].alive)
+            excess += OVER(t, sum[t]);
+    for (it = 1; excess > 0 && it <= 20 * nn + 100; it++) {
+        double best = INFINITY;
+        size_t bc = NONE, bb = 0, ntouch = 0;
+        /* excess removed by each move, over the rows over their room now */
+        for (t = 0; t < nr; t++) {
+            double e;
+            if (!w->rows.v[t].alive || (e = OVER(t, sum[t])) <= 0)
+                continue;
+            for (i = 0; i < w->rows.v[t].n; i++) {
+                const double *m = w->rows.v[t].m[i];
+                c = cg->cidx[w->rows.v[t].node[i]];
+                if (stamp[c] != it) {
+                    stamp[c] = it;
+                    touched[ntouch++] = c;
+                    memset(de + doff[c], 0, cg->g.k[c] * sizeof *de);
+                }
+                for (b = 0; b < cg->g.k[c]; b++)
+                    de[doff[c] + b] += fmax(-e, m[cg->sub[c][b]] - m[cg->sub[c][plan[c]]]);
+            }
+        }
+        for (i = 0; i < ntouch; i++) {
+            c = touched[i];
+            for (b = 0; b < cg->g.k[c]; b++) {
+                double dc, score;
+                if (b == plan[c] || !(de[doff[c] + b] < 0))
+                    continue;
+                dc = move_cost(cg, plan, c, plan[c], b);
+                score = dc / -de[doff[c] + b];
+                if (score < best) {
+                    best = score;
+                    bc = c;
+                    bb = b;
+                }
+            }
+        }
+        if (bc == NONE)
+            break;
+        for (i = ioff[bc]; i < ioff[bc + 1]; i++)
+            sum[irow[i]] += ROWM(i)[cg->sub[bc][bb]] - ROWM(i)[cg->sub[bc][plan[bc]]];
+        plan[bc] = bb;
+        excess = 0;
+        for (t = 0; t < nr; t++)
+            if (w->rows.v[t].alive)
+                excess += OVER(t, sum[t]);
+    }
+    fits = !(excess > 0);
+    for (it = 0; fits && it < 20; it++) { /* cheaper moves that keep every row within room */
+        int moved = 0;
+        for (c = 0; c < nn; c++) {
+            size_t a = plan[c], bb = a;
+            double best = -1e-12 * fabs(cg->g.c[c][a]);
+            for (b = 0; b < cg->g.k[c]; b++) {
+                size_t x;
+                double dc;
+                if (b == a)
+                    continue;
+                for (x = ioff[c]; x < ioff[c + 1]; x++)
+                    if (OVER(irow[x], sum[irow[x]] + ROWM(x)[cg->sub[c][b]] -
+                                          ROWM(x)[cg->sub[c][a]]) > 0)
+                        break;
+                if (x < ioff[c + 1])
+                    continue;
+                dc = move_cost(cg, plan, c, a, b);
+                if (dc < best) {
+                    best = dc;
+                    bb = b;
+                }
+            }
+            if (bb != a) {
+                for (i = ioff[c]; i < ioff[c + 1]; i++)
+                    sum[irow[i]] += ROWM(i)[cg->sub[c][bb]] - ROWM(i)[cg->sub[c][a]];
+                plan[c] = bb;
+                moved = 1;
+            }
+        }
+        if (!moved)
+            break;
+    }
+#undef ROWM
+#undef OVER
+    free(stamp);
+    free(touched);
+    free(doff);
+    free(de);
+    free(sum);
+    return fits;
+}
+
+/* Build the compact problem of the live leaders. */
+static void
+cgraph_init(cgraph *cg, const work *w)
+{
+    size_t n = as_problem_nnodes(w->p), v, j, nn = 0, ne = 0, i, q, s;
+    size_t *k = as_xcalloc(n + 1, sizeof *k), *eu, *ev;
+    double **c = as_xcalloc(n + 1, sizeof *c), **r;
+
+    memset(cg, 0, sizeof *cg);
+    cg->cidx = as_xcalloc(n + 1, sizeof *cg->cidx);
+    cg->node = as_xcalloc(n + 1, sizeof *cg->node);
+    cg->sub = as_xcalloc(n + 1, sizeof *cg->sub);
+    for (v = 0; v < n; v++) {
+        cg->cidx[v] = NONE;
+        if (!w->nodes[v].alive)
+            continue;
+        cg->cidx[v] = nn;
+        cg->node[nn] = v;
+        cg->sub[nn] = as_xcalloc(w->nodes[v].nok, sizeof **cg->sub);
+        c[nn] = as_xcalloc(w->nodes[v].nok, sizeof **c);
+        for (s = 0; s < kof(w, v); s++)
+            if (w->nodes[v].ok[s]) {
+                c[nn][k[nn]] = w->nodes[v].cost[s];
+                cg->sub[nn][k[nn]++] = s;
+            }
+        nn++;
+    }
+    eu = as_xcalloc(w->edges.n + 1, sizeof *eu);
+    ev = as_xcalloc(w->edges.n + 1, sizeof *ev);
+    r = as_xcalloc(w->edges.n + 1, sizeof *r);
+    cg->aoff = as_xcalloc(nn + 2, sizeof *cg->aoff);
+    for (j = 0; j < w->edges.n; j++) {
+        const wedge *e = &w->edges.v[j];
+        size_t a, b, kv = kof(w, e->v);
+        if (!e->alive)
+            continue;
+        a = eu[ne] = cg->cidx[e->u];
+        b = ev[ne] = cg->cidx[e->v];
+        r[ne] = as_xmalloc(k[a] * k[b] * sizeof **r);
+        for (i = 0; i < k[a]; i++)
+            for (q = 0; q < k[b]; q++)
+                r[ne][i * k[b] + q] = e->r[cg->sub[a][i] * kv + cg->sub[b][q]];
+        cg->aoff[a + 1]++;
+        cg->aoff[b + 1]++;
+        ne++;
+    }
+    for (v = 0; v < nn; v++)
+        cg->aoff[v + 1] += cg->aoff[v];
+    cg->adj = as_xcalloc(2 * ne + 1, sizeof *cg->adj);
+    for (j = 0; j < ne; j++) {
+        cg->adj[cg->aoff[eu[j]]++] = 2 * j;
+        cg->adj[cg->aoff[ev[j]]++] = 2 * j + 1;
+    }
+    for (v = nn; v > 0; v--) /* the fill moved every start one list ahead */
+        cg->aoff[v] = cg->aoff[v - 1];
+    cg->aoff[0] = 0;
+    cg->g.n = nn;
+    cg->g.k = k;
+    cg->g.c = (const double *const *)c;
+    cg->g.m = ne;
+    cg->g.eu = eu;
+    cg->g.ev = ev;
+    cg->g.r = (const double *const *)r;
+}
+
+static void
+cgraph_free(cgraph *cg)
+{
+    size_t i;
+
+    for (i = 0; i < cg->g.n; i++) {
+        free(cg->sub[i]);
+        free((double *)cg->g.c[i]);
+    }
+    for (i = 0; i < cg->g.m; i++)
+        free((double *)cg->g.r[i]);
+    free((size_t *)cg->g.k);
+    free((double **)cg->g.c);
+    free((size_t *)cg->g.eu);
+    free((size_t *)cg->g.ev);
+    free((double **)cg->g.r);
+    free(cg->node);
+    free(cg->cidx);
+    free(cg->sub);
+    free(cg->aoff);
+    free(cg->adj);
+}
+
+/* Does compact PLAN satisfy every row?  (Leader plan in LP, n entries.) */
+static int
+cplan_ok(const work *w, const cgraph *cg, const size_t *plan, size_t *lp)
+{
+    size_t v, i;
+
+    for (v = 0; v < as_problem_nnodes(w->p); v++)
+        lp[v] = NONE;
+    for (i = 0; i < cg->g.n; i++)
+        lp[cg->node[i]] = cg->sub[i][plan[i]];
+    return work_plan_ok(w, lp);
+}
+
+/* Cost of compact PLAN under the costs C0 (not the penalised ones in CG). */
+static double
+cplan_cost(cgraph *cg, double **c0, const size_t *plan)
+{
+    const double *const *cur = cg->g.c;
+    double v;
+
+    cg->g.c = (const double *const *)c0;
+    v = as_mrf_eval(&cg->g, plan);
+    cg->g.c = cur;
+    return v;
+}
+
+/* Node costs of CG = C0 plus the rows' multipliers times memory; returns sum_t lam_t room_t. */
+static double
+cg_penalise(const work *w, cgraph *cg, const crows *cr, double **c0)
+{
+    double **cc = (double **)cg->g.c, pen = 0;
+    size_t c, x, j, t;
+
+    for (t = 0; t < w->rows.n; t++)
+        if (w->rows.v[t].alive)
+            pen += w->rows.v[t].lam * w->rows.v[t].room;
+    for (c = 0; c < cg->g.n; c++) {
+        memcpy(cc[c], c0[c], cg->g.k[c] * sizeof **cc);
+        for (x = cr->off[c]; x < cr->off[c + 1]; x++) {
+            const double *m = w->rows.v[cr->row[x]].m[cr->ent[x]];
+            double l = w->rows.v[cr->row[x]].lam;
+            for (j = 0; l > 0 && j < cg->g.k[c]; j++)
+                cc[c][j] += l * m[cg->sub[c][j]];
+        }
+    }
+    return pen;
+}
+
+/* Keep compact PLAN as the best plan if it fits and costs less than *UB (under C0). */
+static void
+consider(const work *w, cgraph *cg, double **c0, const size_t *plan, size_t *lp, double *ub,
+         size_t *ubplan)
+{
+    double cost;
+
+    if (cplan_ok(w, cg, plan, lp) && (cost = cplan_cost(cg, c0, plan)) < *ub) {
+        *ub = cost;
+        memcpy(ubplan, plan, cg->g.n * sizeof *plan);
+    }
+}
+
+/*
+ * Lagrangian bound for the memory rows: with multipliers l_t >= 0, every
+ * plan that fits costs at least min_s [cost(s) + sum_t l_t (mem_t(s) -
+ * room_t)], and the penalties are node costs, so TRW-S bounds it.  Projected
+ * subgradient steps (Polyak's rule towards UB) raise the bound; each
+ * penalised plan that fits may lower UB.  The multipliers live in the rows
+ * and carry over to the next round.  BEST holds the best bound's result
+ * (its lb already net of the penalty constant).
+ */
+static void
+work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
+              as_mrf_result *best, double *ub, size_t *ubplan)
+{
+    size_t nn = cg->g.n, nr = w->rows.n, t, it;
+    double *sum = as_xcalloc(nr + 1, sizeof *sum), cur = best->lb, tol;
+    size_t *plan = as_xcalloc(nn + 1, sizeof *plan), *lp;
+    int stall = 0;
+
+    lp = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp);
+    memcpy(plan, best->plan, nn * sizeof *plan);
+    for (it = 0; it < LAGR_ITERS; it++) {
+        double norm = 0, step, pen;
+        as_mrf_result r;
+        tol = 1e-9 * fmax(fabs(*ub), fabs(best->lb));
+        if (*ub - best->lb <= tol)
+            break;
+        crows_sums(w, cg, cr, plan, sum);
+        for (t = 0; t < nr; t++) {
+            double g = sum[t] - w->rows.v[t].room;
+            if (!w->rows.v[t].alive || (w->rows.v[t].lam == 0 && g < 0))
+                continue;
+            norm += g * g;
+        }
+        if (norm == 0)
+            break;
+        step = w->theta * (*ub - cur) / norm;
+        for (t = 0; t < nr; t++)
+            if (w->rows.v[t].alive)
+                w->rows.v[t].lam =
+                    fmax(0, w->rows.v[t].lam + step * (sum[t] - w->rows.v[t].room));
+        pen = cg_penalise(w, cg, cr, c0);
+        as_mrf_state_sync(st);
+        as_mrf_state_run(st, LAGR_SWEEPS, &r);
+        cur = r.lb - pen;
+        if (getenv("AS_DEBUG_REDUCE") != NULL)
+            fprintf(stderr, "  lagrange %zu: lb %.12g (best %.12g) ub %.12g sweeps %d\n", it, cur,
+                    best->lb, *ub, r.iters);
+        memcpy(plan, r.plan, nn * sizeof *plan);
+        if (cur > best->lb) {
+            as_mrf_result_free(best, nn);
+            *best = r;
+            best->lb = cur;
+            stall = 0;
+        } else {
+            as_mrf_result_free(&r, nn);
+            if (++stall >= 3) {
+                w->theta /= 2;
+                stall = 0;
+            }
+        }
+        consider(w, cg, c0, plan, lp, ub, ubplan);
+    }
+    free(sum);
+    free(plan);
+    free(lp);
+}
+
+/*
+ * One round: bound the live problem (with Lagrangian multipliers on the
+ * memory rows); when a plan satisfies every row (the bound's own, the best
+ * of earlier rounds, or one repaired to fit), drop the strategies that
+ * cannot be optimal.  Returns how many.
+ */
+static size_t
+work_bound(work *w)
+{
+    size_t n = as_problem_nnodes(w->p), i, s, removed = 0, nn, *lp, *ubplan, *tmp;
+    cgraph cg;
+    crows cr;
+    as_mrf_state *st;
+    as_mrf_result res;
+    double tol, ub = INFINITY, t0 = as_now(), **c0, pen;
+    int dbg = getenv("AS_DEBUG_REDUCE") != NULL;
+
+    cgraph_init(&cg, w);
+    crows_init(&cr, w, &cg);
+    nn = cg.g.n;
+    c0 = as_xcalloc(nn + 1, sizeof *c0);
+    for (i = 0; i < nn; i++) {
+        c0[i] = as_xmalloc(cg.g.k[i] * sizeof **c0);
+        memcpy(c0[i], cg.g.c[i], cg.g.k[i] * sizeof **c0);
+    }
+    pen = cg_penalise(w, &cg, &cr, c0);
+    st = as_mrf_state_new(&cg.g);
+    as_mrf_state_run(st, BOUND_SWEEPS, &res);
+    res.lb -= pen;
+    lp = as_xcalloc(n + 1, sizeof *lp);
+    ubplan = as_xcalloc(nn + 1, sizeof *ubplan);
+    tmp = as_xcalloc(nn + 1, sizeof *tmp);
+    consider(w, &cg, c0, res.plan, lp, &ub, ubplan);
+    if (w->best != NULL) { /* still a plan of the reduced problem, and it still fits */
+        for (i = 0; i < nn; i++)
+            for (tmp[i] = 0; cg.sub[i][tmp[i]] != w->best[cg.node[i]]; tmp[i]++)
+                ;
+        consider(w, &cg, c0, tmp, lp, &ub, ubplan);
+    }
+    if (!isfinite(ub)) {
+        memcpy(tmp, res.plan, nn * sizeof *tmp);
+        if (work_repair(w, &cg, &cr, tmp))
+            consider(w, &cg, c0, tmp, lp, &ub, ubplan);
+    }
+    if (dbg)
+        fprintf(stderr, "  trw-s %d sweeps lb %.12g, plan %.12g (%.3f s)\n", res.iters, res.lb, ub,
+                as_now() - t0);
+    if (isfinite(ub) && cr.off[nn] > 0)
+        work_lagrange(w, &cg, &cr, c0, st, &res, &ub, ubplan);
+    w->red->stats.lb = res.lb + w->offset + as_problem_offset(w->p);
+    w->red->stats.ub = ub + w->offset + as_problem_offset(w->p);
+    w->red->stats.bound_rounds++;
+    if (isfinite(ub)) {
+        tol = 1e-9 * fmax(fabs(ub), fabs(res.lb)) + 1e-300;
+        if (w->best == NULL)
+            w->best = as_xcalloc(n + 1, sizeof *w->best);
+        for (i = 0; i < nn; i++) {
+            wnode *x = &w->nodes[cg.node[i]];
+            w->best[cg.node[i]] = cg.sub[i][ubplan[i]];
+            if (x->frozen)
+                continue;
+            for (s = 0; s < cg.g.k[i]; s++)
+                if (res.lb + res.gap[i][s] > ub + tol && x->nok > 1 && s != ubplan[i]) {
+                    x->ok[cg.sub[i][s]] = 0;
+                    x->nok--;
+                    removed++;
+                }
+        }
+    }
+    w->red->stats.pruned += removed;
+    if (dbg)
+        fprintf(stderr, "bound: %zu nodes %zu edges %zu rows-entries lb %.12g ub %.12g "
+                "removed %zu (%.3f s)\n", nn, cg.g.m, cr.off[nn], res.lb, ub, removed,
+                as_now() - t0);
+    for (i = 0; i < nn; i++) { /* the cgraph frees its own cost arrays */
+        memcpy((double *)cg.g.c[i], c0[i], cg.g.k[i] * sizeof **c0);
+        free(c0[i]);
+    }
+    free(c0);
+    as_mrf_result_free(&res, nn);
+    as_mrf_state_free(st);
+    crows_free(&cr);
+    cgraph_free(&cg);
+    free(lp);
+    free(ubplan);
+    free(tmp);
+    return removed;
+}
+
+/* ---- output ---- */
+
 /* Map liveness, aliases and no-goods of P onto the reduced problem Q. */
 static void
 work_rows(work *w, as_problem *q, const size_t *newidx)
 {
     const as_problem *p = w->p;
-    size_t t, i, v, n = as_problem_nnodes(p);
-    size_t *nodes, *choice;
+    const as_reduction *red = w->red;
+    size_t t, i, j, v, s, n = as_problem_nnodes(p), *nodes, *choice;
 
-    for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
-        const as_plive *l = as_problem_live(p, t);
-        if (!as_problem_live_binds(p, t))
+    for (t = 0; t < w->rows.n; t++) {
+        const wrow *r = &w->rows.v[t];
+        double **m = as_xcalloc(r->n + 1, sizeof *m);
+        size_t cnt = 0;
+        if (!r->alive) {
+            free(m);
             continue;
-        nodes = as_xcalloc(l->n + 1, sizeof *nodes);
-        for (i = 0; i < l->n; i++)
-            nodes[i] = newidx[w->red->leader[l->nodes[i]]];
-        as_problem_add_liveness_m(q, nodes, l->m, l->n, l->resident, NULL);
+        }
+        nodes = as_xcalloc(r->n + 1, sizeof *nodes);
+        for (i = 0; i < r->n; i++) {
+            size_t L = r->node[i], id = newidx[L];
+            if (id == NONE)
+                continue; /* work_refresh folded the decided ones, the others have none */
+            nodes[cnt] = id;
+            m[cnt] = as_xcalloc(as_problem_node(q, id)->k, sizeof **m);
+            for (s = 0; s < as_problem_node(q, id)->k; s++)
+                m[cnt][s] = r->m[i][red->sub[id][s]];
+            cnt++;
+        }
+        as_problem_add_liveness_m(q, nodes, (const double *const *)m, cnt, r->resident, NULL);
+        for (i = 0; i < cnt; i++)
+            free(m[i]);
+        free(m);
         free(nodes);
     }
-    for (i = 0; i < as_problem_naliases(p); i++) {
-        const as_palias *a = as_problem_alias(p, i);
-        as_problem_add_alias(q, newidx[w->red->leader[a->a]], newidx[w->red->leader[a->b]], a->bad,
-                             NULL);
+    for (i = 0; i < w->kept_alias.n; i++) {
+        const as_palias *a = as_problem_alias(p, w->kept_alias.v[i]);
+        size_t x = newidx[red->leader[a->a]], y = newidx[red->leader[a->b]];
+        size_t kx = as_problem_node(q, x)->k, ky = as_problem_node(q, y)->k;
+        unsigned char *bad = as_xcalloc(kx * ky + 1, 1);
+        for (s = 0; s < kx; s++)
+            for (j = 0; j < ky; j++)
+                bad[s * ky + j] = (unsigned char)alias_bad(w, a, red->sub[x][s], red->sub[y][j]);
+        as_problem_add_alias(q, x, y, bad, NULL);
+        free(bad);
     }
     choice = as_xcalloc(as_problem_nnodes(q) + 1, sizeof *choice);
     for (i = 0; i < as_problem_nnogoods(p); i++) {
         const size_t *ng = as_problem_nogood(p, i);
-        for (v = 0; v < n && ng[v] == ng[w->red->leader[v]]; v++)
-            choice[newidx[w->red->leader[v]]] = ng[v];
-        if (v == n) /* a no-good that breaks a follow link cannot match any plan */
+        for (v = 0; v < n; v++) {
+            size_t L = red->leader[v], sl = ng[L], id = newidx[L];
+            if (id == NONE || !w->nodes[L].ok[sl] || fmap(red, v, sl) != ng[v])
+                break;
+            for (s = 0; red->sub[id][s] != sl; s++)
+                ;
+            choice[id] = s;
+        }
+        if (v == n) /* a no-good outside the reduced plans cannot match any plan */
             as_problem_add_nogood(q, choice, NULL);
     }
     free(choice);
@@ -345,66 +1397,163 @@ static as_problem *
 work_output(work *w)
 {
     const as_problem *p = w->p;
-    size_t n = as_problem_nnodes(p), v, s, j, id;
+    size_t n = as_problem_nnodes(p), v, s, j, id, kk, a, b;
     size_t *newidx = as_xcalloc(n + 1, sizeof *newidx);
     as_problem *q = as_problem_new();
     as_reduction *red = w->red;
+    double *c = as_xcalloc(1, sizeof *c), *m = as_xcalloc(1, sizeof *m);
 
     red->origin = as_xcalloc(n + 1, sizeof *red->origin);
+    red->sub = as_xcalloc(n + 1, sizeof *red->sub);
     for (v = 0; v < n; v++) {
         const as_pnode *nd = as_problem_node(p, v);
-        newidx[v] = (size_t)-1;
-        if (!w->nodes[v].alive)
+        wnode *x = &w->nodes[v];
+        newidx[v] = NONE;
+        if (!x->alive)
             continue;
-        as_problem_add_node(q, nd->name, nd->k, w->nodes[v].cost, NULL, nd->m, &id, NULL);
-        for (s = 0; nd->snames != NULL && s < nd->k; s++)
-            if (nd->snames[s] != NULL)
-                as_problem_set_strategy_name(q, id, s, nd->snames[s], NULL);
+        c = as_xrealloc(c, nd->k * sizeof *c);
+        m = as_xrealloc(m, nd->k * sizeof *m);
+        id = as_problem_nnodes(q);
+        red->sub[id] = as_xcalloc(x->nok, sizeof **red->sub);
+        for (s = kk = 0; s < nd->k; s++)
+            if (x->ok[s]) {
+                c[kk] = x->cost[s];
+                m[kk] = nd->m[s];
+                red->sub[id][kk++] = s;
+            }
+        as_problem_add_node(q, nd->name, kk, c, NULL, m, &id, NULL);
+        for (s = 0; nd->snames != NULL && s < kk; s++)
+            if (nd->snames[red->sub[id][s]] != NULL)
+                as_problem_set_strategy_name(q, id, s, nd->snames[red->sub[id][s]], NULL);
         newidx[v] = id;
         red->origin[id] = v;
+        red->stats.strategies += kk;
     }
     red->nred = as_problem_nnodes(q);
-    for (v = 0; v < n; v++) /* follow links kept when not merged (both ends pinned) */
+    for (v = 0; v < n; v++) /* follow links kept when not merged (frozen: strategies whole) */
         if (w->nodes[v].alive && as_problem_node(p, v)->follow != AS_NO_FOLLOW)
             as_problem_set_follow(q, newidx[v], newidx[as_problem_node(p, v)->follow], NULL);
-    for (j = 0; j < w->edges.n; j++)
-        if (w->edges.v[j].alive)
-            as_problem_add_edge(q, newidx[w->edges.v[j].u], newidx[w->edges.v[j].v],
-                                w->edges.v[j].r, NULL);
+    for (j = 0; j < w->edges.n; j++) {
+        const wedge *e = &w->edges.v[j];
+        size_t kv = kof(w, e->v), ka, kb, i;
+        double *r;
+        if (!e->alive)
+            continue;
+        a = newidx[e->u];
+        b = newidx[e->v];
+        ka = as_problem_node(q, a)->k;
+        kb = as_problem_node(q, b)->k;
+        r = as_xmalloc(ka * kb * sizeof *r);
+        for (i = 0; i < ka; i++)
+            for (s = 0; s < kb; s++)
+                r[i * kb + s] = e->r[red->sub[a][i] * kv + red->sub[b][s]];
+        as_problem_add_edge(q, a, b, r, NULL);
+        free(r);
+    }
     work_rows(w, q, newidx);
     as_problem_set_memory(q, as_problem_memory(p));
     as_problem_set_offset(q, as_problem_offset(p) + w->offset);
     red->stats.nodes = as_problem_nnodes(q);
     red->stats.edges = as_problem_nedges(q);
+    if (w->best != NULL && red->nred > 0) { /* the pruning's plan, for the solver to start from */
+        red->start = as_xcalloc(red->nred, sizeof *red->start);
+        for (id = 0; id < red->nred && red->start != NULL; id++) {
+            for (s = 0; s < as_problem_node(q, id)->k; s++)
+                if (red->sub[id][s] == w->best[red->origin[id]])
+                    break;
+            red->start[id] = s;
+            if (s == as_problem_node(q, id)->k) { /* cannot happen: pruning keeps it */
+                free(red->start);
+                red->start = NULL;
+            }
+        }
+    }
     free(newidx);
+    free(c);
+    free(m);
     return q;
+}
+
+/* Are the constant edges of the live graph all gone (matrices may have become constant)? */
+static void
+work_const_sweep(work *w)
+{
+    size_t j;
+
+    for (j = 0; j < w->edges.n; j++)
+        work_try_const(w, &w->edges.v[j]);
+}
+
+/* Constant edges out, PBQP, dominance and row refresh until nothing changes. */
+static void
+work_simplify(work *w)
+{
+    size_t more;
+
+    do {
+        work_const_sweep(w);
+        if (w->flags & AS_REDUCE_PBQP)
+            work_pbqp(w);
+        more = work_refresh(w) > 0 && (w->flags & AS_REDUCE_PBQP);
+        if ((w->flags & AS_REDUCE_DOMINATED) && as_problem_nnogoods(w->p) == 0 &&
+            work_dominance(w) > 0)
+            more = 1;
+    } while (more);
 }
 
 int
 as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **redp,
           as_err *err)
 {
-    size_t n = as_problem_nnodes(p), v, j;
-    work w = {.p = p, .flags = flags};
+    size_t n = as_problem_nnodes(p), v, j, t;
+    work w = {.p = p, .flags = flags, .theta = 1.0};
+    double t0 = as_now();
+#define DBG(what)                                                                                 \
+    do {                                                                                          \
+        if (getenv("AS_DEBUG_REDUCE") != NULL)                                                    \
+            fprintf(stderr, "reduce: %s %.3f s\n", what, as_now() - t0);                          \
+    } while (0)
     as_reduction *red;
+    int round;
 
     AS_CHECK(as_problem_validate(p, err));
     red = as_xcalloc(1, sizeof *red);
     red->n = n;
-    red->leader = as_xcalloc(n, sizeof *red->leader);
+    red->leader = as_xcalloc(n + 1, sizeof *red->leader);
+    red->stats.lb = red->stats.ub = NAN;
     w.red = red;
     work_init(&w, p);
+    DBG("init");
     work_edges(&w);
-    if (flags & AS_REDUCE_PBQP)
-        work_pbqp(&w);
+    DBG("edges");
+    work_simplify(&w);
+    DBG("simplify");
+    for (round = 0; (flags & AS_REDUCE_BOUND) && as_problem_nnogoods(p) == 0 &&
+                    round < BOUND_ROUNDS;
+         round++) {
+        if (work_bound(&w) == 0)
+            break;
+        work_simplify(&w);
+        DBG("round");
+    }
     *out = work_output(&w);
     *redp = red;
     for (v = 0; v < n; v++) {
         free(w.nodes[v].cost);
+        free(w.nodes[v].ok);
         AS_VEC_FREE(&w.nodes[v].adj);
     }
     for (j = 0; j < w.edges.n; j++)
         free(w.edges.v[j].r);
+    for (t = 0; t < w.rows.n; t++) {
+        for (j = 0; j < w.rows.v[t].n; j++)
+            free(w.rows.v[t].m[j]);
+        free(w.rows.v[t].m);
+        free(w.rows.v[t].node);
+    }
+    AS_VEC_FREE(&w.rows);
+    free(w.best);
+    AS_VEC_FREE(&w.kept_alias);
     AS_VEC_FREE(&w.edges);
     free(w.nodes);
     return AS_OK;
@@ -416,13 +1565,25 @@ as_reduction_origin(const as_reduction *red, size_t i)
     return red->origin[i];
 }
 
+const size_t *
+as_reduction_start(const as_reduction *red)
+{
+    return red->start;
+}
+
+size_t
+as_reduction_strategy(const as_reduction *red, size_t i, size_t s)
+{
+    return red->sub[i][s];
+}
+
 void
 as_reduction_recover(const as_reduction *red, const size_t *reduced, size_t *full)
 {
     size_t i, v;
 
     for (i = 0; i < red->nred; i++)
-        full[red->origin[i]] = reduced[i];
+        full[red->origin[i]] = red->sub[i][reduced[i]];
     for (i = red->elims.n; i-- > 0;) {
         const elim *el = &red->elims.v[i];
         if (el->deg == 0)
@@ -433,7 +1594,8 @@ as_reduction_recover(const as_reduction *red, const size_t *reduced, size_t *ful
             full[el->x] = el->best[full[el->y] * el->kz + full[el->z]];
     }
     for (v = 0; v < red->n; v++)
-        full[v] = full[red->leader[v]];
+        if (red->leader[v] != v)
+            full[v] = fmap(red, v, full[red->leader[v]]);
 }
 
 const as_reduce_stats *
@@ -451,8 +1613,15 @@ as_reduction_free(as_reduction *red)
         return;
     for (i = 0; i < red->elims.n; i++)
         free(red->elims.v[i].best);
+    for (i = 0; i < red->n; i++)
+        free(red->map[i]);
+    for (i = 0; i < red->nred; i++)
+        free(red->sub[i]);
     AS_VEC_FREE(&red->elims);
+    free(red->map);
+    free(red->sub);
     free(red->leader);
     free(red->origin);
+    free(red->start);
     free(red);
 }

@@ -209,7 +209,7 @@ as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_red
                    as_ilp **ilp, as_err *err)
 {
     as_ilp_opts io;
-    size_t *ids = NULL, i;
+    size_t *ids = NULL, i, s, **sids = NULL;
     int rc;
 
     *rp = NULL;
@@ -224,13 +224,22 @@ as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_red
             AS_CHECK(as_reduce(p, reduce & ~AS_REDUCE_PBQP, rp, red, err));
         }
         ids = as_xcalloc(as_problem_nnodes(*rp) + 1, sizeof *ids);
-        for (i = 0; i < as_problem_nnodes(*rp); i++)
+        sids = as_xcalloc(as_problem_nnodes(*rp) + 1, sizeof *sids);
+        for (i = 0; i < as_problem_nnodes(*rp); i++) {
             ids[i] = as_reduction_origin(*red, i);
+            sids[i] = as_xcalloc(as_problem_node(*rp, i)->k, sizeof **sids);
+            for (s = 0; s < as_problem_node(*rp, i)->k; s++)
+                sids[i][s] = as_reduction_strategy(*red, i, s);
+        }
         io.node_ids = ids;
+        io.strategy_ids = (const size_t *const *)sids;
     } else {
         AS_CHECK(as_problem_validate(p, err));
     }
     rc = as_ilp_build(*rp != NULL ? *rp : p, &io, ilp, err);
+    for (i = 0; sids != NULL && i < as_problem_nnodes(*rp); i++)
+        free(sids[i]);
+    free(sids);
     free(ids);
     if (rc != AS_OK) {
         as_problem_free(*rp);
@@ -263,12 +272,7 @@ as_solve_result_free(as_solve_result *res)
 static int
 ilp_stats_of(const as_problem *p, as_ilp_stats *st, as_err *err)
 {
-    as_ilp *ilp;
-
-    AS_CHECK(as_ilp_build(p, NULL, &ilp, err));
-    as_ilp_stats_get(ilp, st);
-    as_ilp_free(ilp);
-    return AS_OK;
+    return as_ilp_count(p, st, err);
 }
 
 /* Recover the full plan of A, check it on the original P, and append it to RES. */
@@ -338,12 +342,28 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     if (ops == NULL)
         return AS_EUSAGE;
     for (i = 0; i < (o->top ? o->top : 1); i++) {
+        lim.start = i == 0 && red != NULL ? as_reduction_start(red) : NULL;
         if (o->lim.time_limit_s > 0) {
             lim.time_limit_s = o->lim.time_limit_s - (as_now() - t0);
-            if (lim.time_limit_s <= 0.01)
+            if (lim.time_limit_s <= 0.01 && lim.start == NULL)
                 break;
         }
-        rc = as_solve(ops, rp, &lim, o->params, o->nparams, &a, &outcome, err);
+        if (o->lim.time_limit_s > 0 && lim.time_limit_s <= 0.01) { /* no time to start one */
+            as_assignment_init(&a, as_problem_nnodes(rp));
+            a.bound = -HUGE_VAL;
+            outcome = AS_OUTCOME_LIMIT;
+        } else {
+            rc = as_solve(ops, rp, &lim, o->params, o->nparams, &a, &outcome, err);
+        }
+        if (rc == AS_OK && outcome == AS_OUTCOME_LIMIT && lim.start != NULL) {
+            /* stopped before a plan of its own: the reductions' plan fits every row */
+            double lb = as_reduction_stats(red)->lb;
+            memcpy(a.choice, lim.start, as_problem_nnodes(rp) * sizeof *a.choice);
+            a.objective = as_problem_eval(rp, a.choice);
+            a.bound = fmin(isfinite(a.bound) ? fmax(a.bound, lb) : lb, a.objective);
+            a.gap = (a.objective - a.bound) / fmax(fabs(a.objective), 1e-300);
+            outcome = AS_OUTCOME_FEASIBLE;
+        }
         if (i == 0)
             res->outcome = outcome;
         if (rc == AS_OK && (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE))
@@ -370,11 +390,15 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
 
     memset(res, 0, sizeof *res);
     if (o->top > 1)
-        flags &= ~AS_REDUCE_PBQP; /* k-best needs every plan to stay distinguishable */
+        flags &= ~(AS_REDUCE_PBQP | AS_REDUCE_BOUND | AS_REDUCE_DOMINATED); /* k-best: every plan */
     AS_CHECK(as_problem_validate(p, err));
     AS_CHECK(ilp_stats_of(p, &res->before, err));
+    if (getenv("AS_DEBUG_REDUCE") != NULL)
+        fprintf(stderr, "solve: ILP before %.3f s\n", as_now() - t0);
     if (flags != 0) {
         AS_CHECK(as_reduce(p, flags, &rp, &red, err));
+        if (getenv("AS_DEBUG_REDUCE") != NULL)
+            fprintf(stderr, "solve: reduced %.3f s\n", as_now() - t0);
         res->red = *as_reduction_stats(red);
     } else {
         rp = as_problem_clone(p);

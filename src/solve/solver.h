@@ -37,9 +37,14 @@ typedef struct as_limits {
     int threads;         /**< 0 = backend default */
     uint64_t seed;       /**< for seeded backends */
     int verbosity;       /**< 0 quiet, 1 normal, 2 backend log on stderr */
+    const size_t *start; /**< a plan of the problem solved (one strategy per node) for the
+                              backend to start from as its incumbent, or NULL */
 } as_limits;
 
 void as_limits_init(as_limits *lim);
+
+/** The command line's relative gap: a plan within 1e-6 of the bound counts as optimal. */
+#define AS_DEFAULT_GAP 1e-6
 
 /** What a backend returns besides the outcome. */
 typedef struct as_assignment {

@@ -127,6 +127,17 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
     scale = as_ilp_obj_scale(ilp);
     cbc_load(m, iv, scale); /* objective in O(1) units (as_ilp_obj_scale) */
     cbc_limits(m, data, lim);
+    if (lim->start != NULL) { /* the reductions' plan as the first incumbent */
+        double *x0 = as_xcalloc(iv->ncols + 1, sizeof *x0);
+        int *idx = as_xcalloc(iv->ncols + 1, sizeof *idx);
+        size_t j;
+        as_ilp_point(ilp, lim->start, x0);
+        for (j = 0; j < iv->ncols; j++)
+            idx[j] = (int)j;
+        Cbc_setMIPStartI(m, (int)iv->ncols, idx, x0);
+        free(x0);
+        free(idx);
+    }
     Cbc_solve(m);
     out->nodes = Cbc_getNodeCount(m);
     if (Cbc_isAbandoned(m)) {

@@ -31,6 +31,7 @@ struct as_solver_data {
 typedef struct glpk_cb_info {
     double bound;  /**< best open node's bound, -HUGE_VAL until known */
     long nodes;
+    double *start; /**< 1-based column values of a plan to offer as incumbent, or NULL */
 } glpk_cb_info;
 
 static int
@@ -48,6 +49,10 @@ glpk_cb(glp_tree *tree, void *info)
     glpk_cb_info *ci = info;
     int a, n, t, best;
 
+    if (ci->start != NULL && glp_ios_reason(tree) == GLP_IHEUR) {
+        glp_ios_heur_sol(tree, ci->start); /* rejected if no better than the incumbent */
+        ci->start = NULL;
+    }
     glp_ios_tree_size(tree, &a, &n, &t);
     ci->nodes = t;
     best = glp_ios_best_node(tree);
@@ -129,8 +134,9 @@ glpk_mip_outcome(glp_prob *lp, int ret, as_outcome *outcome, as_err *err)
     }
     if (ret != 0 && ret != GLP_ETMLIM && ret != GLP_EMIPGAP && ret != GLP_ESTOP)
         return as_errf(err, AS_ESOLVER, "glp_intopt failed (code %d)", ret);
-    if (st == GLP_OPT)
-        *outcome = ret == 0 ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
+    if (st == GLP_OPT || (st == GLP_FEAS && ret == GLP_EMIPGAP))
+        /* proven within the requested gap counts as optimal, as CBC reports it */
+        *outcome = ret == 0 || ret == GLP_EMIPGAP ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
     else if (st == GLP_FEAS)
         *outcome = AS_OUTCOME_FEASIBLE;
     else
@@ -143,8 +149,8 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
          as_assignment *out, as_outcome *outcome, as_err *err)
 {
     const as_ilp_view *iv = as_ilp_data(ilp);
-    glpk_cb_info ci = {-HUGE_VAL, 0};
-    double t0 = as_now(), root = -HUGE_VAL, *x, scale = as_ilp_obj_scale(ilp);
+    glpk_cb_info ci = {-HUGE_VAL, 0, NULL};
+    double t0 = as_now(), root = -HUGE_VAL, *x, scale = as_ilp_obj_scale(ilp), *startx = NULL;
     glp_iocp io;
     size_t j;
     int ret;
@@ -170,7 +176,16 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
     }
     io.cb_func = glpk_cb;
     io.cb_info = &ci;
+    if (lim->start != NULL) {
+        /* the callback sees the problem as loaded only without the MIP presolver; the
+           LP relaxation above left an optimal basis, which is what intopt then needs */
+        startx = as_xcalloc(iv->ncols + 1, sizeof *startx);
+        as_ilp_point(ilp, lim->start, startx + 1);
+        ci.start = startx;
+        io.presolve = GLP_OFF;
+    }
     ret = glp_intopt(lp, &io);
+    free(startx);
     AS_CHECK(glpk_mip_outcome(lp, ret, outcome, err));
     out->nodes = ci.nodes;
     out->bound = fmax(root, ci.bound / scale);

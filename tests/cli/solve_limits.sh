@@ -8,14 +8,15 @@
 as gen gpt2-small --train -o "$T/g.asg"
 ok $rc "gen gpt2-small training step"
 
-# no budget: the LP relaxation of ~40k columns does not finish in 1 ms
-as solve "$T/g.asg" --mesh 2 --time-limit 0.001
+# no budget, no reductions (whose bound would hand the solver a plan to start
+# from): the LP relaxation of ~40k columns does not finish in 1 ms
+as solve "$T/g.asg" --mesh 2 --time-limit 0.001 --no-reduce
 expect_fail 1 "stopped at the time limit (0.001 s) without a feasible plan" \
     "time limit without a plan: exit 1"
 
 # a 1 MB budget is proven infeasible at once (presolve); the solve without it
 # (for the cheapest plan's peak) then stops at the time limit
-as solve "$T/g.asg" --mesh 2 --memory 1MB --time-limit 0.3
+as solve "$T/g.asg" --mesh 2 --memory 1MB --time-limit 0.3 --no-reduce
 s=0
 grep -q "alias constraints" "$T/err" && s=1
 [ "$rc" -eq 1 ] || [ "$rc" -eq 3 ] || s=1
@@ -35,6 +36,17 @@ if [ "$rc" -eq 3 ]; then
 else
     echo "ok $tap_n # SKIP the budgeted solve itself hit the 0.3 s limit on this machine"
 fi
+
+# a binding budget the bound pruning cannot close: at the time limit the plan
+# the reductions found (it fits) comes back as feasible, with its gap
+as gen gpt2-small --layers 2 --train --batch 8 -o "$T/s2.asg"
+as solve "$T/s2.asg" --mesh 2x4 --memory 700MiB --time-limit 0.001
+s=$rc
+grep -q "^status *feasible" "$T/out" || s=1
+grep -Eq "^gap *[0-9.e+-]+%" "$T/out" || s=1
+grep -Eq "^gap *0%" "$T/out" && s=1
+grep -q "^peak memory .*budget 700.00 MiB" "$T/out" || s=1
+ok $s "time limit with an incumbent: status feasible with its gap, exit 0"
 
 # the unconstrained solve without a time limit still gives the peak
 as gen mlp-1b --layers 1 --hidden 64 --batch 16 --train -o "$T/m.asg"

@@ -1,0 +1,401 @@
+/* dual.c -- TRW-S message passing, a lower bound with reduced costs, and a
+ * plan improved by ICM, for a pairwise choice problem (dual.h).
+ *
+ * DESIGN: the state is a reparametrisation.  Every edge e = (u, v) keeps
+ * two vectors f_eu, f_ev; the current node costs are t_v = c_v + sum_e f_ev
+ * and the current edge costs are t_e(p, q) = r_e(p, q) - f_eu(p) - f_ev(q),
+ * so every plan costs the same under (t_v, t_e) as under (c_v, r_e).  A
+ * forward sweep visits the nodes in index order; node v hands the share
+ * g_v = 1 / max(#earlier neighbours, #later neighbours) of its cost to each
+ * edge towards a later node w (f_ev -= g_v t_v) and the edge passes its
+ * min-marginal on to w (f_ew(q) = min_p r_e(p, q) - f_ev(p)); the backward
+ * sweep does the same in reverse order.  That is Kolmogorov's TRW-S with
+ * monotonic chains: the bound never decreases.  After a backward sweep
+ * every edge has min_q t_e(p, q) = 0, so sum_v min t_v is the bound; the
+ * final bound adds the exact min of every t_e to be safe from rounding.
+ * Plans are decoded after each backward sweep in index order from the
+ * messages of later nodes and the real costs to earlier ones (TRW-S's
+ * rounding), and the best is polished by ICM.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autoshard.h"
+#include "formulate/dual.h"
+
+typedef struct inc {
+    size_t e;    /**< edge */
+    size_t w;    /**< the other end */
+    int side;    /**< 0: this node is eu[e]; 1: it is ev[e] */
+} inc;
+
+struct as_mrf_state {
+    const as_mrf *g;
+    size_t *off;     /**< n + 1: incident edges of v are inc[off[v] .. off[v+1]) */
+    inc *inc;        /**< sorted by the other end */
+    size_t *nbefore; /**< incident edges to lower-index nodes (they come first) */
+    double **f;      /**< 2 m vectors: f[2e] (k[eu]), f[2e + 1] (k[ev]) */
+    double **t;      /**< n current node costs */
+    double *tmp, *msg;
+    size_t kmax;
+};
+typedef struct as_mrf_state dual;
+
+static int
+inc_cmp(const void *a, const void *b)
+{
+    const inc *x = a, *y = b;
+
+    return (x->w > y->w) - (x->w < y->w);
+}
+
+static void
+dual_init(dual *d, const as_mrf *g)
+{
+    size_t v, j, *fill;
+
+    memset(d, 0, sizeof *d);
+    d->g = g;
+    d->off = as_xcalloc(g->n + 1, sizeof *d->off);
+    d->inc = as_xcalloc(2 * g->m + 1, sizeof *d->inc);
+    d->nbefore = as_xcalloc(g->n + 1, sizeof *d->nbefore);
+    d->f = as_xcalloc(2 * g->m + 1, sizeof *d->f);
+    d->t = as_xcalloc(g->n + 1, sizeof *d->t);
+    for (j = 0; j < g->m; j++) {
+        d->off[g->eu[j] + 1]++;
+        d->off[g->ev[j] + 1]++;
+        d->f[2 * j] = as_xcalloc(g->k[g->eu[j]], sizeof **d->f);
+        d->f[2 * j + 1] = as_xcalloc(g->k[g->ev[j]], sizeof **d->f);
+    }
+    for (v = 0; v < g->n; v++) {
+        d->off[v + 1] += d->off[v];
+        d->t[v] = as_xmalloc(g->k[v] * sizeof **d->t);
+        memcpy(d->t[v], g->c[v], g->k[v] * sizeof **d->t);
+        if (g->k[v] > d->kmax)
+            d->kmax = g->k[v];
+    }
+    fill = as_xcalloc(g->n + 1, sizeof *fill);
+    for (j = 0; j < g->m; j++) {
+        size_t u = g->eu[j], w = g->ev[j];
+        d->inc[d->off[u] + fill[u]++] = (inc){j, w, 0};
+        d->inc[d->off[w] + fill[w]++] = (inc){j, u, 1};
+    }
+    for (v = 0; v < g->n; v++) {
+        qsort(d->inc + d->off[v], d->off[v + 1] - d->off[v], sizeof *d->inc, inc_cmp);
+        for (j = d->off[v]; j < d->off[v + 1] && d->inc[j].w < v; j++)
+            d->nbefore[v]++;
+    }
+    free(fill);
+    d->tmp = as_xcalloc(d->kmax + 1, sizeof *d->tmp);
+    d->msg = as_xcalloc(d->kmax + 1, sizeof *d->msg);
+}
+
+static void
+dual_free(dual *d)
+{
+    size_t v, j;
+
+    for (j = 0; j < 2 * d->g->m; j++)
+        free(d->f[j]);
+    for (v = 0; v < d->g->n; v++)
+        free(d->t[v]);
+    free(d->f);
+    free(d->t);
+    free(d->off);
+    free(d->inc);
+    free(d->nbefore);
+    free(d->tmp);
+    free(d->msg);
+}
+
+/* OUT[q] = min_p r(p, q) - fv(p) over the strategies p of V, q of the other end. */
+static void
+edge_min(const as_mrf *g, const inc *x, const double *fv, double *out)
+{
+    size_t j = x->e, ku = g->k[g->eu[j]], kv = g->k[g->ev[j]], p, q;
+    const double *r = g->r[j];
+
+    if (x->side == 0) { /* v = eu: rows are p */
+        for (q = 0; q < kv; q++)
+            out[q] = INFINITY;
+        for (p = 0; p < ku; p++) {
+            const double *row = r + p * kv;
+            double base = -fv[p];
+            for (q = 0; q < kv; q++)
+                if (row[q] + base < out[q])
+                    out[q] = row[q] + base;
+        }
+    } else { /* v = ev: columns are p */
+        for (q = 0; q < ku; q++) {
+            const double *row = r + q * kv;
+            double best = INFINITY;
+            for (p = 0; p < kv; p++)
+                if (row[p] - fv[p] < best)
+                    best = row[p] - fv[p];
+            out[q] = best;
+        }
+    }
+}
+
+/* Pass node V's share to the edges [lo, hi) of its incidence list. */
+static void
+dual_send(dual *d, size_t v, size_t lo, size_t hi, double gamma)
+{
+    const as_mrf *g = d->g;
+    size_t i, p, q, kv = g->k[v];
+
+    memcpy(d->tmp, d->t[v], kv * sizeof *d->tmp);
+    for (i = lo; i < hi; i++) {
+        const inc *x = &d->inc[i];
+        double *fv = d->f[2 * x->e + (size_t)x->side];
+        double *fw = d->f[2 * x->e + 1 - (size_t)x->side];
+        double *tw = d->t[x->w];
+        for (p = 0; p < kv; p++) {
+            fv[p] -= gamma * d->tmp[p];
+            d->t[v][p] -= gamma * d->tmp[p];
+        }
+        edge_min(g, x, fv, d->msg);
+        for (q = 0; q < g->k[x->w]; q++) {
+            tw[q] += d->msg[q] - fw[q];
+            fw[q] = d->msg[q];
+        }
+    }
+}
+
+static double
+vmin(const double *x, size_t n)
+{
+    double m = x[0];
+    size_t i;
+
+    for (i = 1; i < n; i++)
+        if (x[i] < m)
+            m = x[i];
+    return m;
+}
+
+static void
+dual_sweep(dual *d, int forward)
+{
+    const as_mrf *g = d->g;
+    size_t i, v, nb, na;
+
+    for (i = 0; i < g->n; i++) {
+        v = forward ? i : g->n - 1 - i;
+        nb = d->nbefore[v];
+        na = d->off[v + 1] - d->off[v] - nb;
+        if (forward && na > 0)
+            dual_send(d, v, d->off[v] + nb, d->off[v + 1], 1.0 / (double)(na > nb ? na : nb));
+        else if (!forward && nb > 0)
+            dual_send(d, v, d->off[v], d->off[v] + nb, 1.0 / (double)(na > nb ? na : nb));
+    }
+}
+
+/* R value with V at P and the other end at Q. */
+static double
+rat(const as_mrf *g, const inc *x, size_t p, size_t q)
+{
+    size_t kv = g->k[g->ev[x->e]];
+
+    return x->side == 0 ? g->r[x->e][p * kv + q] : g->r[x->e][q * kv + p];
+}
+
+/* TRW-S rounding: real costs to earlier nodes, messages from later ones. */
+static void
+dual_decode(dual *d, size_t *plan)
+{
+    const as_mrf *g = d->g;
+    size_t v, i, p;
+
+    for (v = 0; v < g->n; v++) {
+        double best = INFINITY;
+        for (p = 0; p < g->k[v]; p++) {
+            double s = g->c[v][p];
+            for (i = d->off[v]; i < d->off[v + 1]; i++) {
+                const inc *x = &d->inc[i];
+                s += x->w < v ? rat(g, x, p, plan[x->w]) : d->f[2 * x->e + (size_t)x->side][p];
+            }
+            if (s < best) {
+                best = s;
+                plan[v] = p;
+            }
+        }
+    }
+}
+
+/* Iterated conditional modes: move single nodes to their best response until none improves. */
+static void
+dual_icm(dual *d, size_t *plan)
+{
+    const as_mrf *g = d->g;
+    size_t v, i, p, sweep;
+    int changed = 1;
+
+    for (sweep = 0; changed && sweep < 100; sweep++) {
+        changed = 0;
+        for (v = 0; v < g->n; v++) {
+            double cur = 0, best;
+            size_t bp = plan[v];
+            for (p = 0; p < g->k[v]; p++) {
+                double s = g->c[v][p];
+                for (i = d->off[v]; i < d->off[v + 1]; i++)
+                    s += rat(g, &d->inc[i], p, plan[d->inc[i].w]);
+                if (p == plan[v])
+                    cur = s;
+                d->tmp[p] = s;
+            }
+            best = cur;
+            for (p = 0; p < g->k[v]; p++)
+                if (d->tmp[p] < best - 1e-12 * fabs(best)) {
+                    best = d->tmp[p];
+                    bp = p;
+                }
+            if (bp != plan[v]) {
+                plan[v] = bp;
+                changed = 1;
+            }
+        }
+    }
+}
+
+double
+as_mrf_eval(const as_mrf *g, const size_t *plan)
+{
+    double s = 0;
+    size_t v, j;
+
+    for (v = 0; v < g->n; v++)
+        s += g->c[v][plan[v]];
+    for (j = 0; j < g->m; j++)
+        s += g->r[j][plan[g->eu[j]] * g->k[g->ev[j]] + plan[g->ev[j]]];
+    return s;
+}
+
+/* Exact bound of the current reparametrisation: sum of node minima and edge minima. */
+static double
+dual_bound(const dual *d)
+{
+    const as_mrf *g = d->g;
+    double lb = 0;
+    size_t v, j, p, q;
+
+    for (v = 0; v < g->n; v++)
+        lb += vmin(d->t[v], g->k[v]);
+    for (j = 0; j < g->m; j++) {
+        size_t kv = g->k[g->ev[j]];
+        const double *fu = d->f[2 * j], *fv = d->f[2 * j + 1];
+        double m = INFINITY;
+        for (p = 0; p < g->k[g->eu[j]]; p++)
+            for (q = 0; q < kv; q++)
+                if (g->r[j][p * kv + q] - fu[p] - fv[q] < m)
+                    m = g->r[j][p * kv + q] - fu[p] - fv[q];
+        lb += m;
+    }
+    return lb;
+}
+
+as_mrf_state *
+as_mrf_state_new(const as_mrf *g)
+{
+    dual *d = as_xcalloc(1, sizeof *d);
+
+    dual_init(d, g);
+    return d;
+}
+
+void
+as_mrf_state_free(as_mrf_state *st)
+{
+    if (st == NULL)
+        return;
+    dual_free(st);
+    free(st);
+}
+
+void
+as_mrf_state_sync(as_mrf_state *d)
+{
+    const as_mrf *g = d->g;
+    size_t v, i, p;
+
+    for (v = 0; v < g->n; v++) {
+        memcpy(d->t[v], g->c[v], g->k[v] * sizeof **d->t);
+        for (i = d->off[v]; i < d->off[v + 1]; i++) {
+            const double *f = d->f[2 * d->inc[i].e + (size_t)d->inc[i].side];
+            for (p = 0; p < g->k[v]; p++)
+                d->t[v][p] += f[p];
+        }
+    }
+}
+
+void
+as_mrf_state_run(as_mrf_state *d, int max_iters, as_mrf_result *res)
+{
+    const as_mrf *g = d->g;
+    size_t v, p, *plan;
+    double hist[10], lb = -INFINITY, ub;
+    int it;
+
+    memset(res, 0, sizeof *res);
+    res->plan = as_xcalloc(g->n + 1, sizeof *res->plan);
+    res->gap = as_xcalloc(g->n + 1, sizeof *res->gap);
+    if (g->n == 0)
+        return;
+    plan = as_xcalloc(g->n + 1, sizeof *plan);
+    ub = INFINITY;
+    for (it = 0; it < max_iters; it++) {
+        double cost;
+        dual_sweep(d, 1);
+        dual_sweep(d, 0);
+        dual_decode(d, plan);
+        cost = as_mrf_eval(g, plan);
+        if (cost < ub) {
+            ub = cost;
+            memcpy(res->plan, plan, g->n * sizeof *plan);
+        }
+        lb = 0;
+        for (v = 0; v < g->n; v++)
+            lb += vmin(d->t[v], g->k[v]);
+        res->iters = it + 1;
+        if (ub - lb <= 1e-9 * fabs(ub))
+            break; /* the bound meets the plan: nothing left to gain */
+        if (it >= 10 && lb - hist[it % 10] <= 1e-7 * fabs(lb))
+            break; /* stalled over the last 10 sweeps */
+        hist[it % 10] = lb;
+    }
+    dual_icm(d, res->plan);
+    res->ub = as_mrf_eval(g, res->plan);
+    res->lb = dual_bound(d);
+    for (v = 0; v < g->n; v++) {
+        double m = vmin(d->t[v], g->k[v]);
+        res->gap[v] = as_xmalloc(g->k[v] * sizeof **res->gap);
+        for (p = 0; p < g->k[v]; p++)
+            res->gap[v][p] = d->t[v][p] - m;
+    }
+    free(plan);
+}
+
+void
+as_mrf_dual(const as_mrf *g, int max_iters, as_mrf_result *res)
+{
+    as_mrf_state *d = as_mrf_state_new(g);
+
+    as_mrf_state_run(d, max_iters, res);
+    as_mrf_state_free(d);
+}
+
+void
+as_mrf_result_free(as_mrf_result *res, size_t n)
+{
+    size_t v;
+
+    if (res->gap != NULL)
+        for (v = 0; v < n; v++)
+            free(res->gap[v]);
+    free(res->gap);
+    free(res->plan);
+    memset(res, 0, sizeof *res);
+}

@@ -1,0 +1,57 @@
+/* dual.h -- a lower bound, reduced costs and a good plan for a pairwise
+ * choice problem without side rows (a min-sum Markov random field), by
+ * sequential tree-reweighted message passing (TRW-S, Kolmogorov 2006) and
+ * iterated conditional modes.
+ *
+ * The reductions (reduce.c) use it to remove strategies that cannot be in
+ * any optimal plan: after message passing the objective is reparametrised
+ * as sum_v t_v(s_v) + sum_e t_e(s_u, s_v) with the same value for every
+ * plan, so LB = sum_v min t_v + sum_e min t_e bounds every plan from below
+ * and every plan with s_x = p costs at least LB + (t_x(p) - min t_x).  A
+ * strategy whose bound exceeds the cost of a known plan is never optimal.
+ */
+#ifndef AS_DUAL_H
+#define AS_DUAL_H
+
+#include <stddef.h>
+
+/** A pairwise problem; every array is borrowed. */
+typedef struct as_mrf {
+    size_t n;                  /**< nodes */
+    const size_t *k;           /**< strategies per node, >= 1 */
+    const double *const *c;    /**< n cost vectors (k[v] entries) */
+    size_t m;                  /**< edges */
+    const size_t *eu, *ev;     /**< endpoints of each edge, eu[j] != ev[j] */
+    const double *const *r;    /**< m matrices, k[eu] x k[ev] row-major */
+} as_mrf;
+
+/** What as_mrf_dual computes; free with as_mrf_result_free. */
+typedef struct as_mrf_result {
+    double lb;        /**< lower bound on every plan's cost */
+    double ub;        /**< cost of plan */
+    double **gap;     /**< n vectors: every plan with s_v = p costs >= lb + gap[v][p] */
+    size_t *plan;     /**< the best plan found (n entries) */
+    int iters;        /**< message-passing sweeps run */
+} as_mrf_result;
+
+/**
+ * Run at most MAX_ITERS forward+backward sweeps (stopping early when the
+ * bound stalls or meets the plan), then improve the plan by ICM.
+ * Deterministic.  Time O(iters * sum_e k_u k_v).
+ */
+void as_mrf_dual(const as_mrf *g, int max_iters, as_mrf_result *res);
+
+/** Message-passing state kept between runs (warm start). */
+typedef struct as_mrf_state as_mrf_state;
+/** Start from zero messages on G, which must outlive the state. */
+as_mrf_state *as_mrf_state_new(const as_mrf *g);
+/** The node costs G->c changed: take them up, keeping the messages. */
+void as_mrf_state_sync(as_mrf_state *st);
+/** Like as_mrf_dual, continuing from ST's messages (RES is overwritten). */
+void as_mrf_state_run(as_mrf_state *st, int max_iters, as_mrf_result *res);
+void as_mrf_state_free(as_mrf_state *st);
+void as_mrf_result_free(as_mrf_result *res, size_t n);
+/** Cost of PLAN (n entries). */
+double as_mrf_eval(const as_mrf *g, const size_t *plan);
+
+#endif /* AS_DUAL_H */
