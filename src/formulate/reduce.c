@@ -1188,9 +1188,10 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
               as_mrf_result *best, double *ub, size_t *ubplan)
 {
     size_t nn = cg->g.n, nr = w->rows.n, t, it;
-    double *sum = as_xcalloc(nr + 1, sizeof *sum), cur = best->lb, tol;
+    double *sum = as_xcalloc(nr + 1, sizeof *sum), cur = best->lb, tol, dot, dd, beta;
+    double *dir = as_xcalloc(nr + 1, sizeof *dir);
     size_t *plan = as_xcalloc(nn + 1, sizeof *plan), *lp;
-    int stall = 0;
+    int stall = 0, good = 0;
 
     lp = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp);
     memcpy(plan, best->plan, nn * sizeof *plan);
@@ -1201,19 +1202,27 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
         if (*ub - best->lb <= tol)
             break;
         crows_sums(w, cg, cr, plan, sum);
-        for (t = 0; t < nr; t++) {
+        /* deflected subgradient (Camerini, Fratta, Maffioli): d = g + beta d_prev when g turns
+           against d_prev, which damps the zigzag between near-active rows */
+        for (t = 0, dot = dd = 0; t < nr; t++) {
             double g = sum[t] - w->rows.v[t].room;
             if (!w->rows.v[t].alive || (w->rows.v[t].lam == 0 && g < 0))
-                continue;
-            norm += g * g;
+                g = 0;
+            sum[t] = g;
+            dot += g * dir[t];
+            dd += dir[t] * dir[t];
+        }
+        beta = dot < 0 && dd > 0 ? -1.5 * dot / dd : 0;
+        for (t = 0; t < nr; t++) {
+            dir[t] = sum[t] + beta * dir[t];
+            norm += dir[t] * dir[t];
         }
         if (norm == 0)
             break;
         step = w->theta * (*ub - cur) / norm;
         for (t = 0; t < nr; t++)
             if (w->rows.v[t].alive)
-                w->rows.v[t].lam =
-                    fmax(0, w->rows.v[t].lam + step * (sum[t] - w->rows.v[t].room));
+                w->rows.v[t].lam = fmax(0, w->rows.v[t].lam + step * dir[t]);
         pen = cg_penalise(w, cg, cr, c0);
         as_mrf_state_sync(st);
         as_mrf_state_run(st, LAGR_SWEEPS, &r);
@@ -1227,7 +1236,12 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
             *best = r;
             best->lb = cur;
             stall = 0;
+            if (++good >= 3) { /* steady progress: longer steps */
+                w->theta = fmin(2 * w->theta, 2.0);
+                good = 0;
+            }
         } else {
+            good = 0;
             as_mrf_result_free(&r, nn);
             if (++stall >= 3) {
                 w->theta /= 2;
@@ -1237,6 +1251,7 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
         consider(w, cg, c0, plan, lp, ub, ubplan);
     }
     free(sum);
+    free(dir);
     free(plan);
     free(lp);
 }

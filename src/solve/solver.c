@@ -160,9 +160,9 @@ solve_validate(const as_solver_ops *ops, const as_problem *p, as_assignment *a,
         return as_errf(err, AS_EINTERNAL, "solver '%s' reported objective %.17g, plan costs %.17g",
                        ops->name, a->objective, obj);
     a->objective = obj;
-    if (outcome == AS_OUTCOME_OPTIMAL) {
+    if (outcome == AS_OUTCOME_OPTIMAL) { /* proven within the requested gap */
         a->bound = isfinite(a->bound) ? fmin(a->bound, obj) : obj;
-        a->gap = 0;
+        a->gap = (obj - a->bound) / fmax(fabs(obj), 1e-300);
     } else if (isfinite(a->bound)) {
         a->bound = fmin(a->bound, obj);
         a->gap = (obj - a->bound) / fmax(fabs(obj), 1e-300);

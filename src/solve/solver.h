@@ -52,7 +52,8 @@ typedef struct as_assignment {
     size_t *choice;    /**< n strategy indices (valid for optimal/feasible) */
     double objective;  /**< seconds, offset included */
     double bound;      /**< best lower bound, seconds; -HUGE_VAL when unknown */
-    double gap;        /**< relative gap (objective - bound) / |objective|; 0 when optimal */
+    double gap;        /**< relative gap (objective - bound) / |objective| (within the
+                          requested gap when optimal) */
     double time_s;     /**< wall seconds (set by the driver) */
     long nodes;        /**< branch-and-bound nodes (or enumerated plans), -1 unknown */
 } as_assignment;
