@@ -44,7 +44,7 @@ enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED
 
 /* The built-in problem of a bare `autoshard solve` (docs/solve.md). */
 #define DEFAULT_PRESET "gpt2-small"
-#define DEFAULT_MESH "8"
+#define DEFAULT_MESH "2x4"
 #define DEFAULT_BATCH 32
 
 typedef struct solve_cli {
