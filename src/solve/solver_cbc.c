@@ -5,6 +5,13 @@
  * bound conversion (HUGE_VAL -> COIN_DBL_MAX) is needed.  Limits map to
  * CBC's own parameters (seconds, ratioGap, threads, logLevel).  CBC has no
  * objective constant in loadProblem: the ILP's offset is added back here.
+ *
+ * CBC checks its time limit between branch-and-bound nodes only: its root
+ * LP and cuts on a large ILP can run far past it.  With a time limit the
+ * solve therefore runs in a forked child that sends its answer back through
+ * a pipe; the parent gives it the limit plus a grace of 1 s + 5 %, then
+ * kills it and reports the limit (the driver then falls back to the
+ * reductions' plan, if any).  Without a limit it runs in-process.
  */
 #include "config.h"
 
@@ -12,6 +19,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <Cbc_C_Interface.h>
 
@@ -112,17 +126,128 @@ cbc_limits(Cbc_Model *m, const as_solver_data *data, const as_limits *lim)
         Cbc_setParameter(m, "heuristics", "off");
 }
 
+/* What a solve ended with; the column values travel separately. */
+enum { CBC_NONE, CBC_ABANDONED, CBC_INFEASIBLE, CBC_SOLUTION };
+typedef struct cbc_result {
+    int state;
+    int optimal;
+    double obj, bound; /**< in the scaled units, without the offset */
+    long nodes;
+} cbc_result;
+
+/* Solve M in this process; X gets NCOLS values when there is a solution. */
+static void
+cbc_collect(Cbc_Model *m, size_t ncols, cbc_result *r, double *x)
+{
+    const double *sol;
+
+    memset(r, 0, sizeof *r);
+    Cbc_solve(m);
+    r->nodes = Cbc_getNodeCount(m);
+    if (Cbc_isAbandoned(m)) {
+        r->state = CBC_ABANDONED;
+    } else if (Cbc_isProvenInfeasible(m)) {
+        r->state = CBC_INFEASIBLE;
+    } else if ((sol = Cbc_bestSolution(m)) != NULL) {
+        r->state = CBC_SOLUTION;
+        r->optimal = Cbc_isProvenOptimal(m);
+        r->obj = Cbc_getObjValue(m);
+        r->bound = Cbc_getBestPossibleObjValue(m);
+        memcpy(x, sol, ncols * sizeof *x);
+    }
+}
+
+/* Read N bytes from FD into BUF before DEADLINE (as_now() seconds); 1 if all came. */
+static int
+read_until(int fd, void *buf, size_t n, double deadline)
+{
+    char *p = buf;
+
+    while (n > 0) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        double left = deadline - as_now();
+        ssize_t got;
+        int pr;
+        if (left <= 0)
+            return 0;
+        pr = poll(&pf, 1, (int)fmin(left * 1000 + 1, 1e9));
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            return 0;
+        got = read(fd, p, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return 0;
+        p += got;
+        n -= (size_t)got;
+    }
+    return 1;
+}
+
+/* Write all of BUF; the child's side of the pipe. */
+static void
+write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+
+    while (n > 0) {
+        ssize_t put = write(fd, p, n);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0)
+            return;
+        p += put;
+        n -= (size_t)put;
+    }
+}
+
+/* Solve M in a child killed after LIMIT seconds plus a grace; in-process if fork fails. */
+static void
+cbc_forked(Cbc_Model *m, size_t ncols, double limit, cbc_result *r, double *x)
+{
+    double deadline = as_now() + limit * 1.05 + 1.0;
+    int fd[2], status;
+    pid_t pid;
+
+    fflush(NULL);
+    if (pipe(fd) != 0 || (pid = fork()) < 0) {
+        cbc_collect(m, ncols, r, x);
+        return;
+    }
+    if (pid == 0) { /* child: solve, send, leave without running atexit handlers */
+        close(fd[0]);
+        cbc_collect(m, ncols, r, x);
+        write_all(fd[1], r, sizeof *r);
+        if (r->state == CBC_SOLUTION)
+            write_all(fd[1], x, ncols * sizeof *x);
+        _exit(0);
+    }
+    close(fd[1]);
+    memset(r, 0, sizeof *r);
+    if (!read_until(fd[0], r, sizeof *r, deadline) ||
+        (r->state == CBC_SOLUTION && !read_until(fd[0], x, ncols * sizeof *x, deadline))) {
+        kill(pid, SIGKILL); /* past the limit (or the child died): no answer */
+        memset(r, 0, sizeof *r);
+    }
+    close(fd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
 static AS_DECL_SOLVER_SOLVE(cbc_solve)
 {
     as_ilp *ilp = NULL;
     const as_ilp_view *iv;
-    const double *x;
-    double scale;
+    double scale, *x1;
     Cbc_Model *m;
+    cbc_result res;
     int rc = AS_OK;
 
     AS_CHECK(as_ilp_build(p, NULL, &ilp, err));
     iv = as_ilp_data(ilp);
+    x1 = as_xcalloc(iv->ncols + 1, sizeof *x1);
     m = Cbc_newModel();
     scale = as_ilp_obj_scale(ilp);
     cbc_load(m, iv, scale); /* objective in O(1) units (as_ilp_obj_scale) */
@@ -138,27 +263,30 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
         free(x0);
         free(idx);
     }
-    Cbc_solve(m);
-    out->nodes = Cbc_getNodeCount(m);
-    if (Cbc_isAbandoned(m)) {
+    if (lim->time_limit_s > 0)
+        cbc_forked(m, iv->ncols, lim->time_limit_s, &res, x1);
+    else
+        cbc_collect(m, iv->ncols, &res, x1);
+    out->nodes = res.nodes;
+    if (res.state == CBC_ABANDONED) {
         rc = as_errf(err, AS_ESOLVER, "CBC abandoned the solve (numerical difficulties)");
         goto out;
     }
-    if (Cbc_isProvenInfeasible(m)) {
+    if (res.state == CBC_INFEASIBLE) {
         *outcome = AS_OUTCOME_INFEASIBLE;
         goto out;
     }
-    x = Cbc_bestSolution(m);
-    if (x == NULL) {
+    if (res.state != CBC_SOLUTION) {
         *outcome = AS_OUTCOME_LIMIT;
         goto out;
     }
-    *outcome = Cbc_isProvenOptimal(m) ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
-    AS_CHECK_GOTO(rc, as_ilp_assignment(ilp, x, out->choice, err), out);
-    out->objective = Cbc_getObjValue(m) / scale + iv->offset;
-    out->bound = Cbc_getBestPossibleObjValue(m) / scale + iv->offset;
+    *outcome = res.optimal ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
+    AS_CHECK_GOTO(rc, as_ilp_assignment(ilp, x1, out->choice, err), out);
+    out->objective = res.obj / scale + iv->offset;
+    out->bound = res.bound / scale + iv->offset;
 out:
     Cbc_deleteModel(m);
+    free(x1);
     as_ilp_free(ilp);
     return rc;
 }
