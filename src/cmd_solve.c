@@ -715,6 +715,11 @@ print_family(FILE *fp, const graph_view *w, const char *fam, const size_t *nodes
         if (strcmp(sig[j], sig[best]) == 0)
             continue;
         nd = layer_diff(w, nodes, n, rep, nums.v[j], refs, diff);
+        if (nd == 0) { /* its ops are not the representative's: nothing to compare op by op */
+            fprintf(fp, "  layer %s.%ld: the same choices for every op it shares with %s.%ld "
+                    "(its set of ops differs)\n", fam, nums.v[j], fam, nums.v[best]);
+            continue;
+        }
         fprintf(fp, "  layer %s.%ld differs in %zu op%s:\n", fam, nums.v[j], nd,
                 nd == 1 ? "" : "s");
         for (i = 0; i < nd && i < 12; i++)
