@@ -1,7 +1,7 @@
 /* bench_solve.c -- the exact solvers on real training graphs: GPT-3 1.3B
  * (24 layers, hidden 2048, seq 2048, one Adam step) on meshes 2x4 and 4x2
  * of an a100-dgx node with the roofline cost model, and the built-in
- * default of `autoshard solve` (GPT-2 small, batch 32, mesh 8, 80 GB).
+ * default of `autoshard solve` (GPT-2 small, batch 32, mesh 2x4, 80 GB).
  * GPT-3 1.3B runs with batch 8, which fits a device (the preset's batch 512
  * needs > 800 GiB per device whatever the plan), without a budget and with
  * a binding one: halfway between the smallest peak any plan can have and
@@ -185,7 +185,7 @@ main(int argc, char **argv)
         as_graph *g = train_graph("gpt2-small", 32);
         if (g == NULL)
             return 1;
-        rc |= bench_graph(g, "default: gpt2-small batch 32 train (adam)", "8", -1, 0, tlim);
+        rc |= bench_graph(g, "default: gpt2-small batch 32 train (adam)", "2x4", -1, 0, tlim);
     }
     return rc;
 }
