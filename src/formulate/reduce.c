@@ -107,6 +107,7 @@ typedef struct work {
     AS_VEC(wrow) rows;
     double offset;
     double theta;               /**< subgradient step factor, kept between rounds */
+    int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
     size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     as_reduction *red;
 } work;
@@ -1227,7 +1228,7 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
         as_mrf_state_sync(st);
         as_mrf_state_run(st, LAGR_SWEEPS, &r);
         cur = r.lb - pen;
-        if (getenv("AS_DEBUG_REDUCE") != NULL)
+        if (w->dbg)
             fprintf(stderr, "  lagrange %zu: lb %.12g (best %.12g) ub %.12g sweeps %d\n", it, cur,
                     best->lb, *ub, r.iters);
         memcpy(plan, r.plan, nn * sizeof *plan);
@@ -1271,7 +1272,7 @@ work_bound(work *w)
     as_mrf_state *st;
     as_mrf_result res;
     double tol, ub = INFINITY, t0 = as_now(), **c0, pen;
-    int dbg = getenv("AS_DEBUG_REDUCE") != NULL;
+    int dbg = w->dbg;
 
     cgraph_init(&cg, w);
     crows_init(&cr, w, &cg);
@@ -1290,10 +1291,15 @@ work_bound(work *w)
     tmp = as_xcalloc(nn + 1, sizeof *tmp);
     consider(w, &cg, c0, res.plan, lp, &ub, ubplan);
     if (w->best != NULL) { /* still a plan of the reduced problem, and it still fits */
-        for (i = 0; i < nn; i++)
-            for (tmp[i] = 0; cg.sub[i][tmp[i]] != w->best[cg.node[i]]; tmp[i]++)
+        for (i = 0; i < nn; i++) {
+            for (tmp[i] = 0; tmp[i] < cg.g.k[i] && cg.sub[i][tmp[i]] != w->best[cg.node[i]];
+                 tmp[i]++)
                 ;
-        consider(w, &cg, c0, tmp, lp, &ub, ubplan);
+            if (tmp[i] == cg.g.k[i])
+                break; /* cannot happen: pruning and dominance keep it */
+        }
+        if (i == nn)
+            consider(w, &cg, c0, tmp, lp, &ub, ubplan);
     }
     if (!isfinite(ub)) {
         memcpy(tmp, res.plan, nn * sizeof *tmp);
@@ -1521,11 +1527,11 @@ as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **
           as_err *err)
 {
     size_t n = as_problem_nnodes(p), v, j, t;
-    work w = {.p = p, .flags = flags, .theta = 1.0};
+    work w = {.p = p, .flags = flags, .theta = 1.0, .dbg = getenv("AS_DEBUG_REDUCE") != NULL};
     double t0 = as_now();
 #define DBG(what)                                                                                 \
     do {                                                                                          \
-        if (getenv("AS_DEBUG_REDUCE") != NULL)                                                    \
+        if (w.dbg)                                                                                \
             fprintf(stderr, "reduce: %s %.3f s\n", what, as_now() - t0);                          \
     } while (0)
     as_reduction *red;

@@ -185,6 +185,11 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
         io.presolve = GLP_OFF;
     }
     ret = glp_intopt(lp, &io);
+    if (ret == GLP_EROOT && startx != NULL) { /* no optimal basis for intopt: presolve again */
+        io.presolve = data->presolve ? GLP_ON : GLP_OFF;
+        ci.start = NULL; /* the presolved problem's columns are not the ILP's */
+        ret = glp_intopt(lp, &io);
+    }
     free(startx);
     AS_CHECK(glpk_mip_outcome(lp, ret, outcome, err));
     out->nodes = ci.nodes;
