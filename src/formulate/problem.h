@@ -201,6 +201,9 @@ typedef struct as_reduce_stats {
     int bound_rounds;     /**< rounds of bound pruning that ran */
     double lb, ub;        /**< last bound and plan cost of the pruning (offset included);
                                NaN when it did not run */
+    double cut;           /**< as_reduce_gap: strategies were dropped only because they
+                               cannot beat the plan by more than the gap, so every plan
+                               costing less than this is kept; INFINITY when exact */
     size_t nodes, edges;  /**< what is left */
 } as_reduce_stats;
 
@@ -216,6 +219,22 @@ typedef struct as_reduce_stats {
  */
 int as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **red,
               as_err *err);
+/** What as_reduce_ex does besides the flags. */
+typedef struct as_reduce_opts {
+    unsigned flags; /**< AS_REDUCE_* */
+    double gap;     /**< > 0: the bound pruning may also drop strategies that cannot give a
+                         plan more than this relative gap cheaper than the best plan it knows
+                         (that plan is kept); the optimum of the result is then within GAP of
+                         P's, and P's optimum is at least min(optimum of the result,
+                         stats.cut) */
+    size_t top;     /**< > 1: keep the TOP best plans, not only one optimum: the bound
+                         pruning drops only strategies dearer than a TOP-th distinct plan
+                         that fits (gap is then ignored; do not set PBQP or DOMINATED) */
+} as_reduce_opts;
+
+/** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */
+int as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
+                 as_reduction **red, as_err *err);
 /** Original index of node I of the reduced problem. */
 size_t as_reduction_origin(const as_reduction *red, size_t i);
 /** Strategy of the original node as_reduction_origin(I) that strategy S of reduced node I is. */
@@ -225,6 +244,13 @@ size_t as_reduction_strategy(const as_reduction *red, size_t i, size_t s);
  * row), to start a solver from; NULL if pruning did not run or found none.
  */
 const size_t *as_reduction_start(const as_reduction *red);
+/**
+ * k-best (as_reduce_opts.top > 1): plans of the reduced problem that differ
+ * from as_reduction_start() in one node, *NODE[j] taking strategy *STRAT[j],
+ * that fit every row, cheapest first; returns how many (at most top - 1).
+ */
+size_t as_reduction_candidates(const as_reduction *red, const size_t **node,
+                               const size_t **strat);
 /** Turn an assignment of the reduced problem into one of the original (n_nodes entries). */
 void as_reduction_recover(const as_reduction *red, const size_t *reduced, size_t *full);
 const as_reduce_stats *as_reduction_stats(const as_reduction *red);

@@ -83,6 +83,8 @@ struct as_reduction {
     size_t **sub;           /**< reduced index -> (reduced strategy -> original strategy) */
     size_t nred;
     size_t *start;          /**< a plan of the reduced problem that fits, or NULL */
+    size_t ncand;           /**< k-best: single-node variations of start that fit */
+    size_t *cand_node, *cand_strat;
     AS_VEC(elim) elims;
     as_reduce_stats stats;
 };
@@ -107,6 +109,10 @@ typedef struct work {
     AS_VEC(wrow) rows;
     double offset;
     double theta;               /**< subgradient step factor, kept between rounds */
+    double gap;                 /**< relative tolerance of the bound pruning (0: exact) */
+    size_t top;                 /**< plans the bound pruning keeps (k-best), >= 1 */
+    size_t ncand;               /**< k-best: the moves of the last round's top-th plan */
+    size_t *cand_v, *cand_s;    /**< (leader, leader strategy), cheapest first */
     int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
     size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     as_reduction *red;
@@ -1199,7 +1205,8 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
     for (it = 0; it < LAGR_ITERS; it++) {
         double norm = 0, step, pen;
         as_mrf_result r;
-        tol = 1e-9 * fmax(fabs(*ub), fabs(best->lb));
+        tol = fmax(1e-9 * fmax(fabs(*ub), fabs(best->lb)),
+                   w->gap * fabs(*ub + w->offset + as_problem_offset(w->p)));
         if (*ub - best->lb <= tol)
             break;
         crows_sums(w, cg, cr, plan, sum);
@@ -1257,6 +1264,124 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
     free(lp);
 }
 
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * k-best: the cost (under C0) of a TOP-th distinct plan that fits every row:
+ * PLAN, which fits and costs UB, and its TOP - 1 cheapest single-node moves
+ * that fit.  INFINITY when fewer moves fit.
+ */
+static double
+kth_plan_cost(work *w, cgraph *cg, const crows *cr, double **c0, size_t *plan, double ub)
+{
+    size_t nn = cg->g.n, nr = w->rows.n, c, b, x, nmv = 0, i, found = 0;
+    size_t *lp = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp);
+    double *sum = as_xcalloc(nr + 1, sizeof *sum), kth = INFINITY;
+    const double *const *cur = cg->g.c;
+    struct mv {
+        double d;
+        size_t c, b;
+    } *mv;
+
+    for (c = 0; c < nn; c++)
+        nmv += cg->g.k[c] - 1;
+    mv = as_xcalloc(nmv + 1, sizeof *mv);
+    crows_sums(w, cg, cr, plan, sum);
+    cg->g.c = (const double *const *)c0;
+    for (c = nmv = 0; c < nn; c++)
+        for (b = 0; b < cg->g.k[c]; b++) {
+            if (b == plan[c])
+                continue;
+            for (x = cr->off[c]; x < cr->off[c + 1]; x++) { /* memory rows, incrementally */
+                const double *m = w->rows.v[cr->row[x]].m[cr->ent[x]];
+                if (sum[cr->row[x]] + m[cg->sub[c][b]] - m[cg->sub[c][plan[c]]] >
+                    w->rows.v[cr->row[x]].room * (1 + 1e-12))
+                    break;
+            }
+            if (x < cr->off[c + 1])
+                continue;
+            mv[nmv].d = move_cost(cg, plan, c, plan[c], b);
+            mv[nmv].c = c;
+            mv[nmv++].b = b;
+        }
+    cg->g.c = cur;
+    qsort(mv, nmv, sizeof *mv, cmp_double); /* d is the first member */
+    w->cand_v = as_xreallocarray(w->cand_v, w->top, sizeof *w->cand_v);
+    w->cand_s = as_xreallocarray(w->cand_s, w->top, sizeof *w->cand_s);
+    for (i = 0; i < nmv && found + 1 < w->top; i++) { /* alias rows: the whole check */
+        size_t a = plan[mv[i].c];
+        plan[mv[i].c] = mv[i].b;
+        if (cplan_ok(w, cg, plan, lp)) {
+            w->cand_v[found] = cg->node[mv[i].c];
+            w->cand_s[found++] = cg->sub[mv[i].c][mv[i].b];
+            kth = ub + mv[i].d;
+        }
+        plan[mv[i].c] = a;
+    }
+    w->ncand = found;
+    if (found + 1 < w->top)
+        kth = INFINITY;
+    free(mv);
+    free(sum);
+    free(lp);
+    return kth;
+}
+
+/*
+ * Primal search along the multipliers: the plan of multipliers t * lam fits
+ * for t large enough and is cheap for t small; bisect t between a scale
+ * whose plan does not fit (repaired) and one whose plan fits, and keep every
+ * plan that fits.  The multipliers are restored.
+ */
+static void
+work_scale_search(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
+                  double *ub, size_t *ubplan)
+{
+    size_t nr = w->rows.n, nn = cg->g.n, t, k;
+    double *lam0 = as_xcalloc(nr + 1, sizeof *lam0), lo = 0, hi = 1, any = 0;
+    size_t *lp = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp);
+    size_t *tmp = as_xcalloc(nn + 1, sizeof *tmp);
+    int fits = 0;
+
+    for (t = 0; t < nr; t++)
+        any += lam0[t] = w->rows.v[t].alive ? w->rows.v[t].lam : 0;
+    for (k = 0; any > 0 && k < 14; k++) {
+        double sc = fits ? 0.5 * (lo + hi) : hi;
+        as_mrf_result r;
+        for (t = 0; t < nr; t++)
+            w->rows.v[t].lam = sc * lam0[t];
+        cg_penalise(w, cg, cr, c0);
+        as_mrf_state_sync(st);
+        as_mrf_state_run(st, LAGR_SWEEPS, &r);
+        memcpy(tmp, r.plan, nn * sizeof *tmp);
+        as_mrf_result_free(&r, nn);
+        if (cplan_ok(w, cg, tmp, lp)) {
+            consider(w, cg, c0, tmp, lp, ub, ubplan);
+            hi = sc;
+            fits = 1;
+        } else {
+            if (work_repair(w, cg, cr, tmp))
+                consider(w, cg, c0, tmp, lp, ub, ubplan);
+            if (fits)
+                lo = sc;
+            else if (k < 6)
+                lo = hi, hi *= 2;
+            else
+                break;
+        }
+    }
+    for (t = 0; t < nr; t++)
+        w->rows.v[t].lam = lam0[t];
+    free(lam0);
+    free(lp);
+    free(tmp);
+}
+
 /*
  * One round: bound the live problem (with Lagrangian multipliers on the
  * memory rows); when a plan satisfies every row (the bound's own, the best
@@ -1271,7 +1396,7 @@ work_bound(work *w)
     crows cr;
     as_mrf_state *st;
     as_mrf_result res;
-    double tol, ub = INFINITY, t0 = as_now(), **c0, pen;
+    double ub = INFINITY, t0 = as_now(), **c0, pen;
     int dbg = w->dbg;
 
     cgraph_init(&cg, w);
@@ -1309,13 +1434,35 @@ work_bound(work *w)
     if (dbg)
         fprintf(stderr, "  trw-s %d sweeps lb %.12g, plan %.12g (%.3f s)\n", res.iters, res.lb, ub,
                 as_now() - t0);
-    if (isfinite(ub) && cr.off[nn] > 0)
+    if (isfinite(ub) && cr.off[nn] > 0) {
         work_lagrange(w, &cg, &cr, c0, st, &res, &ub, ubplan);
-    w->red->stats.lb = res.lb + w->offset + as_problem_offset(w->p);
+        if (ub - res.lb > fmax(1e-4, w->gap) * fabs(ub + w->offset + as_problem_offset(w->p))) {
+            double was = ub;
+            work_scale_search(w, &cg, &cr, c0, st, &ub, ubplan);
+            if (dbg)
+                fprintf(stderr, "  scale search: plan %.12g -> %.12g (%.3f s)\n", was, ub,
+                        as_now() - t0);
+        }
+    }
+    { /* a bound of the live problem holds for P up to the gap pruning's cut */
+        double lb = fmin(res.lb + w->offset + as_problem_offset(w->p), w->red->stats.cut);
+        if (!(w->red->stats.lb >= lb))
+            w->red->stats.lb = lb;
+    }
     w->red->stats.ub = ub + w->offset + as_problem_offset(w->p);
     w->red->stats.bound_rounds++;
     if (isfinite(ub)) {
-        tol = 1e-9 * fmax(fabs(ub), fabs(res.lb)) + 1e-300;
+        /* exact: drop what costs more than the plan; with a gap, also what cannot beat the
+           plan by more than the gap (every plan it drops costs more than the cut) */
+        double exact = ub + 1e-9 * fmax(fabs(ub), fabs(res.lb)) + 1e-300, thr = exact;
+        if (w->top > 1) { /* k-best: only what is dearer than a top-th plan */
+            double kth = kth_plan_cost(w, &cg, &cr, c0, ubplan, ub);
+            exact = thr = kth + 1e-9 * fmax(fabs(kth), fabs(res.lb)) + 1e-300;
+            if (dbg)
+                fprintf(stderr, "  k-best: plan %zu costs %.12g (best %.12g)\n", w->top, kth, ub);
+        }
+        if (w->gap > 0)
+            thr = fmin(exact, ub - w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
         if (w->best == NULL)
             w->best = as_xcalloc(n + 1, sizeof *w->best);
         for (i = 0; i < nn; i++) {
@@ -1324,7 +1471,10 @@ work_bound(work *w)
             if (x->frozen)
                 continue;
             for (s = 0; s < cg.g.k[i]; s++)
-                if (res.lb + res.gap[i][s] > ub + tol && x->nok > 1 && s != ubplan[i]) {
+                if (res.lb + res.gap[i][s] > thr && x->nok > 1 && s != ubplan[i]) {
+                    if (!(res.lb + res.gap[i][s] > exact)) /* only the gap drops it */
+                        w->red->stats.cut = fmin(w->red->stats.cut,
+                                                 thr + w->offset + as_problem_offset(w->p));
                     x->ok[cg.sub[i][s]] = 0;
                     x->nok--;
                     removed++;
@@ -1489,6 +1639,19 @@ work_output(work *w)
             }
         }
     }
+    if (red->start != NULL && w->ncand > 0) { /* k-best: the moves in reduced indices */
+        red->cand_node = as_xcalloc(w->ncand, sizeof *red->cand_node);
+        red->cand_strat = as_xcalloc(w->ncand, sizeof *red->cand_strat);
+        for (j = 0; j < w->ncand; j++) {
+            id = newidx[w->cand_v[j]];
+            if (id == NONE || !w->nodes[w->cand_v[j]].ok[w->cand_s[j]])
+                continue; /* cannot happen: the moves' strategies are within the bound */
+            for (s = 0; red->sub[id][s] != w->cand_s[j]; s++)
+                ;
+            red->cand_node[red->ncand] = id;
+            red->cand_strat[red->ncand++] = s;
+        }
+    }
     free(newidx);
     free(c);
     free(m);
@@ -1526,8 +1689,20 @@ int
 as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **redp,
           as_err *err)
 {
+    as_reduce_opts o = {.flags = flags, .gap = 0, .top = 1};
+
+    return as_reduce_ex(p, &o, out, redp, err);
+}
+
+int
+as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
+             as_reduction **redp, as_err *err)
+{
     size_t n = as_problem_nnodes(p), v, j, t;
-    work w = {.p = p, .flags = flags, .theta = 1.0, .dbg = getenv("AS_DEBUG_REDUCE") != NULL};
+    unsigned flags = o->flags;
+    work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
+              .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
+              .dbg = getenv("AS_DEBUG_REDUCE") != NULL};
     double t0 = as_now();
 #define DBG(what)                                                                                 \
     do {                                                                                          \
@@ -1542,6 +1717,7 @@ as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **
     red->n = n;
     red->leader = as_xcalloc(n + 1, sizeof *red->leader);
     red->stats.lb = red->stats.ub = NAN;
+    red->stats.cut = INFINITY;
     w.red = red;
     work_init(&w, p);
     DBG("init");
@@ -1574,6 +1750,8 @@ as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **
     }
     AS_VEC_FREE(&w.rows);
     free(w.best);
+    free(w.cand_v);
+    free(w.cand_s);
     AS_VEC_FREE(&w.kept_alias);
     AS_VEC_FREE(&w.edges);
     free(w.nodes);
@@ -1590,6 +1768,14 @@ const size_t *
 as_reduction_start(const as_reduction *red)
 {
     return red->start;
+}
+
+size_t
+as_reduction_candidates(const as_reduction *red, const size_t **node, const size_t **strat)
+{
+    *node = red->cand_node;
+    *strat = red->cand_strat;
+    return red->ncand;
 }
 
 size_t
@@ -1644,5 +1830,7 @@ as_reduction_free(as_reduction *red)
     free(red->leader);
     free(red->origin);
     free(red->start);
+    free(red->cand_node);
+    free(red->cand_strat);
     free(red);
 }

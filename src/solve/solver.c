@@ -301,6 +301,16 @@ solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
     }
     pl.bound = a->bound;
     pl.gap = a->gap;
+    if (red != NULL && res->nplans == 0) {
+        /* a bound of the reduced problem holds for the original up to the gap pruning's cut;
+           the Lagrangian bound holds for the original in any case */
+        const as_reduce_stats *st = as_reduction_stats(red);
+        double b = fmin(pl.bound, st->cut);
+        if (isfinite(st->lb) && st->lb > b)
+            b = st->lb;
+        pl.bound = fmin(b, pl.objective);
+        pl.gap = (pl.objective - pl.bound) / fmax(fabs(pl.objective), 1e-300);
+    }
     pl.time_s = a->time_s;
     pl.nodes = a->nodes;
     pl.status = outcome;
@@ -326,23 +336,77 @@ solve_trivial(const as_problem *p, const as_problem *rp, const as_reduction *red
     return rc;
 }
 
-/* The k-best loop on the (reduced, mutable) problem RP. */
+/*
+ * The plan the I-th solve of the k-best loop starts from, in BUF: the
+ * reductions' plan or one of its single-node variations (as_reduction_
+ * candidates), the cheapest that is none of the plans in RES; NULL if none.
+ * *COST is its objective.
+ */
+static const size_t *
+loop_start(const as_problem *p, const as_problem *rp, const as_reduction *red,
+           const as_solve_result *res, size_t *buf, double *cost)
+{
+    const size_t *start = red != NULL ? as_reduction_start(red) : NULL, *cn, *cs;
+    size_t nc, j, q, n = as_problem_nnodes(rp), *full, *best;
+    const size_t *pick = NULL;
+
+    if (start == NULL)
+        return NULL;
+    nc = as_reduction_candidates(red, &cn, &cs);
+    full = as_xcalloc(as_problem_nnodes(p) + 1, sizeof *full);
+    best = as_xcalloc(n + 1, sizeof *best);
+    for (j = 0; j <= nc; j++) { /* j == nc: the plan itself */
+        double c;
+        memcpy(buf, start, n * sizeof *buf);
+        if (j < nc)
+            buf[cn[j]] = cs[j];
+        as_reduction_recover(red, buf, full);
+        for (q = 0; q < res->nplans; q++)
+            if (memcmp(full, res->plans[q].choice, as_problem_nnodes(p) * sizeof *full) == 0)
+                break;
+        if (q < res->nplans || (pick != NULL && !((c = as_problem_eval(rp, buf)) < *cost)))
+            continue;
+        *cost = pick == NULL ? as_problem_eval(rp, buf) : c;
+        memcpy(best, buf, n * sizeof *best);
+        pick = buf;
+    }
+    if (pick != NULL)
+        memcpy(buf, best, n * sizeof *buf);
+    free(best);
+    free(full);
+    return pick;
+}
+
+/* The k-best loop on the (reduced, mutable) problem RP; the time limit counts from T0. */
 static int
 solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const as_solve_opts *o,
-           as_solve_result *res, as_err *err)
+           double t0, as_solve_result *res, as_err *err)
 {
     const as_solver_ops *ops = as_solver_find(o->solver ? o->solver : "glpk", err);
     as_limits lim = o->lim;
     as_assignment a;
     as_outcome outcome;
-    double t0 = as_now();
-    size_t i;
+    size_t i, *buf = as_xcalloc(as_problem_nnodes(rp) + 1, sizeof *buf);
+    double lb = red != NULL ? as_reduction_stats(red)->lb : NAN, cost = HUGE_VAL;
     int rc = AS_OK;
 
-    if (ops == NULL)
+    if (ops == NULL) {
+        free(buf);
         return AS_EUSAGE;
+    }
     for (i = 0; i < (o->top ? o->top : 1); i++) {
-        lim.start = i == 0 && red != NULL ? as_reduction_start(red) : NULL;
+        lim.start = loop_start(p, rp, red, res, buf, &cost);
+        if (lim.start != NULL && isfinite(lb) && cost - lb <= o->lim.gap * fabs(cost)) {
+            /* the reductions' bound (a bound for every plan) proves this one: no solve */
+            as_assignment_init(&a, as_problem_nnodes(rp));
+            memcpy(a.choice, lim.start, as_problem_nnodes(rp) * sizeof *a.choice);
+            a.objective = cost;
+            a.bound = fmin(lb, cost);
+            a.gap = (cost - a.bound) / fmax(fabs(cost), 1e-300);
+            a.nodes = 0;
+            outcome = AS_OUTCOME_OPTIMAL;
+            goto keep;
+        }
         if (o->lim.time_limit_s > 0) {
             lim.time_limit_s = o->lim.time_limit_s - (as_now() - t0);
             if (lim.time_limit_s <= 0.01 && lim.start == NULL)
@@ -356,14 +420,14 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
             rc = as_solve(ops, rp, &lim, o->params, o->nparams, &a, &outcome, err);
         }
         if (rc == AS_OK && outcome == AS_OUTCOME_LIMIT && lim.start != NULL) {
-            /* stopped before a plan of its own: the reductions' plan fits every row */
-            double lb = as_reduction_stats(red)->lb;
+            /* stopped before a plan of its own: the start plan fits every row */
             memcpy(a.choice, lim.start, as_problem_nnodes(rp) * sizeof *a.choice);
             a.objective = as_problem_eval(rp, a.choice);
             a.bound = fmin(isfinite(a.bound) ? fmax(a.bound, lb) : lb, a.objective);
             a.gap = (a.objective - a.bound) / fmax(fabs(a.objective), 1e-300);
             outcome = AS_OUTCOME_FEASIBLE;
         }
+    keep:
         if (i == 0)
             res->outcome = outcome;
         if (rc == AS_OK && (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE))
@@ -376,6 +440,14 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         if (rc != AS_OK)
             break;
     }
+    for (i = 1; i < res->nplans; i++) { /* within a gap, a later plan may be a bit cheaper */
+        as_plan x = res->plans[i];
+        size_t j = i;
+        for (; j > 0 && res->plans[j - 1].objective > x.objective; j--)
+            res->plans[j] = res->plans[j - 1];
+        res->plans[j] = x;
+    }
+    free(buf);
     return rc;
 }
 
@@ -389,14 +461,18 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
     int rc;
 
     memset(res, 0, sizeof *res);
-    if (o->top > 1)
-        flags &= ~(AS_REDUCE_PBQP | AS_REDUCE_BOUND | AS_REDUCE_DOMINATED); /* k-best: every plan */
+    if (o->top > 1) /* k-best: eliminations and dominance keep one optimum only; the bound
+                       pruning keeps every plan up to a top-th one */
+        flags &= ~(AS_REDUCE_PBQP | AS_REDUCE_DOMINATED);
     AS_CHECK(as_problem_validate(p, err));
     AS_CHECK(ilp_stats_of(p, &res->before, err));
     if (getenv("AS_DEBUG_REDUCE") != NULL)
         fprintf(stderr, "solve: ILP before %.3f s\n", as_now() - t0);
     if (flags != 0) {
-        AS_CHECK(as_reduce(p, flags, &rp, &red, err));
+        /* the pruning may use the gap too: the solver then only has to beat the reductions'
+           plan by more than the gap (not for k-best) */
+        as_reduce_opts ro = {.flags = flags, .gap = o->lim.gap, .top = o->top};
+        AS_CHECK(as_reduce_ex(p, &ro, &rp, &red, err));
         if (getenv("AS_DEBUG_REDUCE") != NULL)
             fprintf(stderr, "solve: reduced %.3f s\n", as_now() - t0);
         res->red = *as_reduction_stats(red);
@@ -411,7 +487,7 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
     if (as_problem_nnodes(rp) == 0)
         rc = solve_trivial(p, rp, red, res, err);
     else
-        rc = solve_loop(p, rp, red, o, res, err);
+        rc = solve_loop(p, rp, red, o, t0, res, err); /* the limit covers the reductions */
 out:
     res->total_s = as_now() - t0;
     if (rc != AS_OK)

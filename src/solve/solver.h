@@ -43,8 +43,11 @@ typedef struct as_limits {
 
 void as_limits_init(as_limits *lim);
 
-/** The command line's relative gap: a plan within 1e-6 of the bound counts as optimal. */
-#define AS_DEFAULT_GAP 1e-6
+/**
+ * The command line's relative gap: a plan within 1e-4 of the bound counts as
+ * optimal (the default of Gurobi, CPLEX and HiGHS; docs/ilp.md).
+ */
+#define AS_DEFAULT_GAP 1e-4
 
 /** What a backend returns besides the outcome. */
 typedef struct as_assignment {

@@ -272,6 +272,55 @@ test_reduce_exact(int seed)
     as_problem_free(p);
 }
 
+/*
+ * as_reduce_gap: the reduced optimum is within the gap of the original's,
+ * and min(reduced optimum, cut) and the pruning's lower bound are bounds.
+ */
+static void
+test_reduce_gap(int seed)
+{
+    as_random_opts o;
+    as_problem *p, *rp;
+    as_reduction *red;
+    as_err err = {0};
+    size_t *x;
+    double want, got, gap = 0.05 * (1 + seed % 4);
+    const as_reduce_stats *st;
+    as_reduce_opts ro;
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)seed;
+    o.nodes = 6 + seed % 3;
+    o.edges = o.nodes + 1 + seed % 4;
+    o.kmax = 3 + seed % 3;
+    o.aliases = (size_t)seed % 2;
+    o.live_window = 2 + (size_t)seed % 3;
+    o.memory_frac = seed % 3 ? 0.15 + 0.1 * (seed % 5) : 0;
+    p = as_problem_random(&o);
+    want = best_of(p, NULL);
+    ro.flags = AS_REDUCE_ALL;
+    ro.gap = gap;
+    ro.top = 1;
+    is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "seed %d: reduce", seed);
+    x = calloc(as_problem_nnodes(rp) + 1, sizeof *x);
+    got = as_problem_nnodes(rp) > 0 ? best_of(rp, x) : as_problem_offset(rp);
+    st = as_reduction_stats(red);
+    if (isinf(want)) {
+        ok(isinf(got), "seed %d: gap %g: infeasible stays infeasible", seed, gap);
+    } else {
+        ok(got >= want - 1e-9 * fabs(want) && got * (1 - gap) <= want + 1e-9 * fabs(want),
+           "seed %d: gap %g: reduced optimum %.9g within the gap of %.9g (cut %.9g, %zu pruned)",
+           seed, gap, got, want, st->cut, st->pruned);
+        ok(fmin(got, st->cut) <= want + 1e-9 * fabs(want) &&
+           !(st->lb > want + 1e-9 * fabs(want)), "seed %d: gap %g: min(reduced optimum, cut) "
+           "and the pruning's bound are lower bounds", seed, gap);
+    }
+    free(x);
+    as_reduction_free(red);
+    as_problem_free(rp);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -284,5 +333,7 @@ main(void)
     test_ilp();
     for (s = 1; s <= 90; s++)
         test_reduce_exact(s);
+    for (s = 1; s <= 40; s++)
+        test_reduce_gap(s);
     return done_testing();
 }

@@ -51,9 +51,10 @@ instance(int i)
     return p;
 }
 
-/* Solve with one configuration; returns the outcome and sets *obj. */
+/* Solve with one configuration (relative gap GAP); returns the outcome. */
 static as_outcome
-run(const as_problem *p, const char *solver, unsigned reduce, size_t top, as_solve_result *res)
+run_gap(const as_problem *p, const char *solver, unsigned reduce, size_t top, double gap,
+        as_solve_result *res)
 {
     as_solve_opts o;
     as_err err = {0};
@@ -62,12 +63,19 @@ run(const as_problem *p, const char *solver, unsigned reduce, size_t top, as_sol
     o.solver = solver;
     o.reduce = reduce;
     o.top = top;
+    o.lim.gap = gap;
     if (as_solve_problem(p, &o, res, &err) != AS_OK) {
         diag("%s: %s", solver, err.msg);
         memset(res, 0, sizeof *res);
         return AS_OUTCOME_NOTRUN;
     }
     return res->outcome;
+}
+
+static as_outcome
+run(const as_problem *p, const char *solver, unsigned reduce, size_t top, as_solve_result *res)
+{
+    return run_gap(p, solver, reduce, top, 0, res);
 }
 
 static void
@@ -134,8 +142,13 @@ enumerate(const as_problem *p, size_t *n)
     return objs;
 }
 
+/*
+ * k-best with the reductions (bound pruning up to a k-th plan): at gap 0 the
+ * plans are the k best by enumeration; at GAP > 0 the j-th plan (sorted) is
+ * no cheaper than the j-th best and within about 2 GAP of it.
+ */
 static void
-test_kbest(int i, size_t k)
+test_kbest(int i, size_t k, double gap)
 {
     as_problem *p = instance(i);
     size_t n, b, j, q, distinct;
@@ -143,12 +156,17 @@ test_kbest(int i, size_t k)
     as_solve_result r;
 
     for (b = 0; backends[b] != NULL; b++) {
-        run(p, backends[b], AS_REDUCE_ALL, k, &r);
+        run_gap(p, backends[b], AS_REDUCE_ALL, k, gap, &r);
         is_int(r.nplans, n < k ? n : k, "instance %d: %s --top %zu gives min(k, feasible) plans",
                i, backends[b], k);
-        for (j = 0; j < r.nplans && j < n; j++)
+        for (j = 0; j < r.nplans && j < n && gap == 0; j++)
             is_double(r.plans[j].objective, all[j], 1e-6, "instance %d: %s plan %zu = %zu-th "
                       "best by enumeration", i, backends[b], j + 1, j + 1);
+        for (j = 0; j < r.nplans && j < n && gap > 0; j++)
+            ok(r.plans[j].objective >= all[j] - 1e-9 * fabs(all[j]) &&
+               r.plans[j].objective <= all[j] + (2 * gap + 1e-9) * fabs(all[j]),
+               "instance %d: %s gap %g plan %zu (%.9g) within the gap of the %zu-th best (%.9g)",
+               i, backends[b], gap, j + 1, r.plans[j].objective, j + 1, all[j]);
         distinct = 1;
         for (j = 0; j < r.nplans; j++)
             for (q = 0; q < j; q++)
@@ -244,10 +262,14 @@ main(void)
     plan_lazy();
     for (i = 0; i < 15; i++)
         test_agree(i);
-    test_kbest(0, 5);
-    test_kbest(3, 6);
-    test_kbest(4, 4);
-    test_kbest(6, 8);
+    test_kbest(0, 5, 0);
+    test_kbest(3, 6, 0);
+    test_kbest(4, 4, 0);
+    test_kbest(6, 8, 0);
+    for (i = 1; i < 14; i++) { /* budgets, aliases, follow links; the bound prunes */
+        test_kbest(i, 2 + (size_t)i % 5, 0);
+        test_kbest(i, 3, 0.05);
+    }
     test_validation();
     test_brute_cap();
     return done_testing();
