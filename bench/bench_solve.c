@@ -8,7 +8,8 @@
  * the peak of the plan that is optimal without a budget.  The preset's batch
  * 512 runs without a budget.  Per run: ILP size before and after the
  * reductions, time to build and reduce, solve time, status and gap, for GLPK
- * and CBC at the command line's default gap (1e-6).
+ * and CBC at the command line's default gap (1e-4), and the process's peak
+ * RSS so far (CBC with a time limit runs in a child, not counted).
  *
  *   bench_solve [-t SECONDS] [-g GAP] [-m MESH] [-d]
  *
@@ -63,7 +64,8 @@ bench_run(const as_problem *p, const char *solver, double tlim, const char *tag)
                r.plans[0].peak / (1024.0 * 1024 * 1024));
         peak = r.plans[0].peak;
     }
-    printf("  (wall %.2f s)\n", as_now() - t0);
+    printf("  (wall %.2f s, peak RSS so far %.0f MiB)\n", as_now() - t0,
+           (double)as_peak_rss() / 1048576.0);
     fflush(stdout);
     as_solve_result_free(&r);
     return peak;
