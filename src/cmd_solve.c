@@ -480,8 +480,8 @@ solve_costgraph(as_problem *p, solve_cli *c)
     }
     if (res.nplans == 0) {
         as_solve_result_free(&res);
-        fprintf(stderr, "autoshard: solver '%s' stopped at the time limit (%g s) without a "
-                "feasible plan\n", c->o.solver, c->o.lim.time_limit_s);
+        fprintf(stderr, "autoshard: stopped at the time limit (%g s) without a feasible plan "
+                "(reductions and solver '%s')\n", c->o.lim.time_limit_s, c->o.solver);
         return AS_EXIT_RUNTIME;
     }
     print_plan(fp, p, &res.plans[0], c->o.solver, 0);
@@ -1111,8 +1111,8 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     }
     if (res.nplans == 0) {
         as_solve_result_free(&res);
-        fprintf(stderr, "autoshard: solver '%s' stopped at the time limit (%g s) without a "
-                "feasible plan\n", c->o.solver, c->o.lim.time_limit_s);
+        fprintf(stderr, "autoshard: stopped at the time limit (%g s) without a feasible plan "
+                "(reductions and solver '%s')\n", c->o.lim.time_limit_s, c->o.solver);
         return AS_EXIT_RUNTIME;
     }
     print_graph_result(fp, c, gp, res.plans, res.nplans, c->o.solver);

@@ -180,7 +180,7 @@ as_problem *as_problem_random(const as_random_opts *o);
                                    memory/alias rows */
 #define AS_REDUCE_ALIAS 0x8u  /**< merge alias pairs where one side determines the other */
 #define AS_REDUCE_BOUND 0x10u /**< drop strategies whose lower bound exceeds a known plan
-                                   (keeps one optimum, not all: not for k-best) */
+                                   (keeps one optimum; with as_reduce_opts.top, the top) */
 #define AS_REDUCE_DOMINATED 0x20u /**< drop strategies another one beats in every context
                                        (keeps one optimum: not for k-best) */
 #define AS_REDUCE_ALL 0x3fu
@@ -229,7 +229,7 @@ typedef struct as_reduce_opts {
                          stats.cut) */
     size_t top;     /**< > 1: keep the TOP best plans, not only one optimum: the bound
                          pruning drops only strategies dearer than a TOP-th distinct plan
-                         that fits (gap is then ignored; do not set PBQP or DOMINATED) */
+                         that fits (gap is then ignored, PBQP and DOMINATED are off) */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

@@ -1295,7 +1295,7 @@ kth_plan_cost(work *w, cgraph *cg, const crows *cr, double **c0, size_t *plan, d
     cg->g.c = (const double *const *)c0;
     for (c = nmv = 0; c < nn; c++)
         for (b = 0; b < cg->g.k[c]; b++) {
-            if (b == plan[c])
+            if (b == plan[c] || w->nodes[cg->node[c]].frozen) /* a move would break a follow */
                 continue;
             for (x = cr->off[c]; x < cr->off[c + 1]; x++) { /* memory rows, incrementally */
                 const double *m = w->rows.v[cr->row[x]].m[cr->ent[x]];
@@ -1699,7 +1699,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
              as_reduction **redp, as_err *err)
 {
     size_t n = as_problem_nnodes(p), v, j, t;
-    unsigned flags = o->flags;
+    unsigned flags = o->top > 1 ? o->flags & ~(AS_REDUCE_PBQP | AS_REDUCE_DOMINATED) : o->flags;
     work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
               .dbg = getenv("AS_DEBUG_REDUCE") != NULL};

@@ -337,44 +337,81 @@ solve_trivial(const as_problem *p, const as_problem *rp, const as_reduction *red
 }
 
 /*
- * The plan the I-th solve of the k-best loop starts from, in BUF: the
- * reductions' plan or one of its single-node variations (as_reduction_
- * candidates), the cheapest that is none of the plans in RES; NULL if none.
- * *COST is its objective.
+ * Start plans for the k-best loop: the reductions' plan (entry 0) and its
+ * single-node variations (as_reduction_candidates), each with its cost and
+ * whether a returned plan is it.
  */
-static const size_t *
-loop_start(const as_problem *p, const as_problem *rp, const as_reduction *red,
-           const as_solve_result *res, size_t *buf, double *cost)
-{
-    const size_t *start = red != NULL ? as_reduction_start(red) : NULL, *cn, *cs;
-    size_t nc, j, q, n = as_problem_nnodes(rp), *full, *best;
-    const size_t *pick = NULL;
+typedef struct loop_cands {
+    const size_t *start, *node, *strat; /**< entry j > 0 is start with node[j-1] = strat[j-1] */
+    size_t n;                           /**< entries, 0 without a start */
+    double *cost;
+    unsigned char *used;
+} loop_cands;
 
-    if (start == NULL)
-        return NULL;
-    nc = as_reduction_candidates(red, &cn, &cs);
-    full = as_xcalloc(as_problem_nnodes(p) + 1, sizeof *full);
-    best = as_xcalloc(n + 1, sizeof *best);
-    for (j = 0; j <= nc; j++) { /* j == nc: the plan itself */
-        double c;
-        memcpy(buf, start, n * sizeof *buf);
-        if (j < nc)
-            buf[cn[j]] = cs[j];
-        as_reduction_recover(red, buf, full);
-        for (q = 0; q < res->nplans; q++)
-            if (memcmp(full, res->plans[q].choice, as_problem_nnodes(p) * sizeof *full) == 0)
-                break;
-        if (q < res->nplans || (pick != NULL && !((c = as_problem_eval(rp, buf)) < *cost)))
-            continue;
-        *cost = pick == NULL ? as_problem_eval(rp, buf) : c;
-        memcpy(best, buf, n * sizeof *best);
-        pick = buf;
+static void
+cands_init(loop_cands *lc, const as_problem *rp, const as_reduction *red, size_t *buf)
+{
+    size_t j, nn = as_problem_nnodes(rp);
+
+    memset(lc, 0, sizeof *lc);
+    if (red == NULL || (lc->start = as_reduction_start(red)) == NULL)
+        return;
+    lc->n = 1 + as_reduction_candidates(red, &lc->node, &lc->strat);
+    lc->cost = as_xcalloc(lc->n, sizeof *lc->cost);
+    lc->used = as_xcalloc(lc->n, 1);
+    for (j = 0; j < lc->n; j++) {
+        memcpy(buf, lc->start, nn * sizeof *buf);
+        if (j > 0)
+            buf[lc->node[j - 1]] = lc->strat[j - 1];
+        lc->cost[j] = as_problem_eval(rp, buf);
     }
-    if (pick != NULL)
-        memcpy(buf, best, n * sizeof *buf);
-    free(best);
-    free(full);
-    return pick;
+}
+
+/* Mark the entry that CHOICE (a returned plan of the reduced problem) is, if any. */
+static void
+cands_mark(loop_cands *lc, size_t nn, const size_t *choice)
+{
+    size_t v, diff = 0, at = 0, j;
+
+    for (v = 0; lc->n > 0 && v < nn && diff < 2; v++)
+        if (choice[v] != lc->start[v]) {
+            diff++;
+            at = v;
+        }
+    if (lc->n == 0 || diff > 1)
+        return;
+    if (diff == 0) {
+        lc->used[0] = 1;
+        return;
+    }
+    for (j = 1; j < lc->n; j++)
+        if (lc->node[j - 1] == at && lc->strat[j - 1] == choice[at])
+            lc->used[j] = 1;
+}
+
+/* The cheapest entry no returned plan is, in BUF with *COST; NULL if none. */
+static const size_t *
+cands_pick(const loop_cands *lc, size_t nn, size_t *buf, double *cost)
+{
+    size_t j, best = lc->n;
+
+    for (j = 0; j < lc->n; j++)
+        if (!lc->used[j] && (best == lc->n || lc->cost[j] < lc->cost[best]))
+            best = j;
+    if (best == lc->n)
+        return NULL;
+    memcpy(buf, lc->start, nn * sizeof *buf);
+    if (best > 0)
+        buf[lc->node[best - 1]] = lc->strat[best - 1];
+    *cost = lc->cost[best];
+    return buf;
+}
+
+static void
+cands_free(loop_cands *lc)
+{
+    free(lc->cost);
+    free(lc->used);
 }
 
 /* The k-best loop on the (reduced, mutable) problem RP; the time limit counts from T0. */
@@ -386,16 +423,19 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     as_limits lim = o->lim;
     as_assignment a;
     as_outcome outcome;
-    size_t i, *buf = as_xcalloc(as_problem_nnodes(rp) + 1, sizeof *buf);
+    size_t i, nn = as_problem_nnodes(rp), *buf;
     double lb = red != NULL ? as_reduction_stats(red)->lb : NAN, cost = HUGE_VAL;
+    loop_cands lc;
     int rc = AS_OK;
 
-    if (ops == NULL) {
-        free(buf);
+    if (ops == NULL)
         return AS_EUSAGE;
-    }
+    buf = as_xcalloc(nn + 1, sizeof *buf);
+    cands_init(&lc, rp, red, buf);
     for (i = 0; i < (o->top ? o->top : 1); i++) {
-        lim.start = loop_start(p, rp, red, res, buf, &cost);
+        if (i > 0 && o->lim.time_limit_s > 0 && as_now() - t0 >= o->lim.time_limit_s)
+            break; /* at the limit: the plans found so far */
+        lim.start = cands_pick(&lc, nn, buf, &cost);
         if (lim.start != NULL && isfinite(lb) && cost - lb <= o->lim.gap * fabs(cost)) {
             /* the reductions' bound (a bound for every plan) proves this one: no solve */
             as_assignment_init(&a, as_problem_nnodes(rp));
@@ -409,8 +449,11 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         }
         if (o->lim.time_limit_s > 0) {
             lim.time_limit_s = o->lim.time_limit_s - (as_now() - t0);
-            if (lim.time_limit_s <= 0.01 && lim.start == NULL)
+            if (lim.time_limit_s <= 0.01 && lim.start == NULL) {
+                if (i == 0) /* the reductions used up the time: no solve ran */
+                    res->outcome = AS_OUTCOME_LIMIT;
                 break;
+            }
         }
         if (o->lim.time_limit_s > 0 && lim.time_limit_s <= 0.01) { /* no time to start one */
             as_assignment_init(&a, as_problem_nnodes(rp));
@@ -430,8 +473,10 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     keep:
         if (i == 0)
             res->outcome = outcome;
-        if (rc == AS_OK && (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE))
+        if (rc == AS_OK && (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE)) {
             rc = solve_keep(p, red, &a, outcome, res, err);
+            cands_mark(&lc, nn, a.choice);
+        }
         else
             i = o->top; /* no (further) plan */
         if (rc == AS_OK && i + 1 < o->top)
@@ -447,6 +492,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
             res->plans[j] = res->plans[j - 1];
         res->plans[j] = x;
     }
+    cands_free(&lc);
     free(buf);
     return rc;
 }

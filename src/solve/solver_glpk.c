@@ -203,6 +203,8 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
     free(x);
     AS_CHECK(ret);
     out->objective = glp_mip_obj_val(lp) / scale;
+    if (ret == 0 && *outcome == AS_OUTCOME_OPTIMAL) /* the whole tree was searched */
+        out->bound = out->objective;
     return AS_OK;
 }
 
