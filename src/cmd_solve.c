@@ -301,7 +301,7 @@ print_plan(FILE *fp, const as_problem *p, const as_plan *pl, const char *solver,
     fprintf(fp, "%-13s%.9g s\n", "objective", pl->objective);
     if (isfinite(pl->bound))
         fprintf(fp, "%-13s%.9g s\n%-13s%.3g%%\n", "bound", pl->bound, "gap",
-                100 * fmax(0, (pl->objective - pl->bound) / fmax(fabs(pl->objective), 1e-300)));
+                100 * fmax(0, as_rel_gap(pl->objective, pl->bound)));
     else
         fprintf(fp, "%-13s(none)\n", "bound");
     fprintf(fp, "%-13s%.3f s", "time", pl->time_s);
@@ -331,8 +331,9 @@ plan_json(const as_problem *p, const as_plan *pl)
     json_object_set_new(o, "status", json_string(as_outcome_name(pl->status)));
     json_object_set_new(o, "objective", json_real(pl->objective));
     json_object_set_new(o, "bound", isfinite(pl->bound) ? json_real(pl->bound) : json_null());
-    json_object_set_new(o, "gap", isfinite(pl->bound) ? json_real(fmax(0, (pl->objective -
-                        pl->bound) / fmax(fabs(pl->objective), 1e-300))) : json_null());
+    json_object_set_new(o, "gap", isfinite(pl->bound)
+                                      ? json_real(fmax(0, as_rel_gap(pl->objective, pl->bound)))
+                                      : json_null());
     json_object_set_new(o, "time", json_real(pl->time_s));
     json_object_set_new(o, "peak_memory", json_real(pl->peak));
     for (v = 0; v < as_problem_nnodes(p); v++)
@@ -908,7 +909,7 @@ print_graph_plan(FILE *fp, const as_plan *pl, const char *solver, double budget)
     fprintf(fp, "%-13s%.9g s\n", "objective", pl->objective);
     if (isfinite(pl->bound))
         fprintf(fp, "%-13s%.9g s\n%-13s%.3g%%\n", "bound", pl->bound, "gap",
-                100 * fmax(0, (pl->objective - pl->bound) / fmax(fabs(pl->objective), 1e-300)));
+                100 * fmax(0, as_rel_gap(pl->objective, pl->bound)));
     else
         fprintf(fp, "%-13s(none)\n", "bound");
     fprintf(fp, "%-13s%.3f s", "time", pl->time_s);

@@ -162,10 +162,10 @@ solve_validate(const as_solver_ops *ops, const as_problem *p, as_assignment *a,
     a->objective = obj;
     if (outcome == AS_OUTCOME_OPTIMAL) { /* proven within the requested gap */
         a->bound = isfinite(a->bound) ? fmin(a->bound, obj) : obj;
-        a->gap = (obj - a->bound) / fmax(fabs(obj), 1e-300);
+        a->gap = as_rel_gap(obj, a->bound);
     } else if (isfinite(a->bound)) {
         a->bound = fmin(a->bound, obj);
-        a->gap = (obj - a->bound) / fmax(fabs(obj), 1e-300);
+        a->gap = as_rel_gap(obj, a->bound);
     } else {
         a->gap = HUGE_VAL;
     }
@@ -200,6 +200,12 @@ out:
     if (ops->free_data != NULL)
         ops->free_data(data);
     return rc;
+}
+
+double
+as_rel_gap(double obj, double bound)
+{
+    return (obj - bound) / fmax(fabs(obj), 1e-300);
 }
 
 /* ---- top level ---- */
@@ -309,7 +315,7 @@ solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
         if (isfinite(st->lb) && st->lb > b)
             b = st->lb;
         pl.bound = fmin(b, pl.objective);
-        pl.gap = (pl.objective - pl.bound) / fmax(fabs(pl.objective), 1e-300);
+        pl.gap = as_rel_gap(pl.objective, pl.bound);
     }
     pl.time_s = a->time_s;
     pl.nodes = a->nodes;
@@ -348,6 +354,16 @@ typedef struct loop_cands {
     unsigned char *used;
 } loop_cands;
 
+/* Entry J of LC as a plan in BUF (NN nodes). */
+static size_t *
+cands_plan(const loop_cands *lc, size_t j, size_t nn, size_t *buf)
+{
+    memcpy(buf, lc->start, nn * sizeof *buf);
+    if (j > 0)
+        buf[lc->node[j - 1]] = lc->strat[j - 1];
+    return buf;
+}
+
 static void
 cands_init(loop_cands *lc, const as_problem *rp, const as_reduction *red, size_t *buf)
 {
@@ -359,12 +375,8 @@ cands_init(loop_cands *lc, const as_problem *rp, const as_reduction *red, size_t
     lc->n = 1 + as_reduction_candidates(red, &lc->node, &lc->strat);
     lc->cost = as_xcalloc(lc->n, sizeof *lc->cost);
     lc->used = as_xcalloc(lc->n, 1);
-    for (j = 0; j < lc->n; j++) {
-        memcpy(buf, lc->start, nn * sizeof *buf);
-        if (j > 0)
-            buf[lc->node[j - 1]] = lc->strat[j - 1];
-        lc->cost[j] = as_problem_eval(rp, buf);
-    }
+    for (j = 0; j < lc->n; j++)
+        lc->cost[j] = as_problem_eval(rp, cands_plan(lc, j, nn, buf));
 }
 
 /* Mark the entry that CHOICE (a returned plan of the reduced problem) is, if any. */
@@ -400,11 +412,8 @@ cands_pick(const loop_cands *lc, size_t nn, size_t *buf, double *cost)
             best = j;
     if (best == lc->n)
         return NULL;
-    memcpy(buf, lc->start, nn * sizeof *buf);
-    if (best > 0)
-        buf[lc->node[best - 1]] = lc->strat[best - 1];
     *cost = lc->cost[best];
-    return buf;
+    return cands_plan(lc, best, nn, buf);
 }
 
 static void
@@ -438,11 +447,11 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         lim.start = cands_pick(&lc, nn, buf, &cost);
         if (lim.start != NULL && isfinite(lb) && cost - lb <= o->lim.gap * fabs(cost)) {
             /* the reductions' bound (a bound for every plan) proves this one: no solve */
-            as_assignment_init(&a, as_problem_nnodes(rp));
-            memcpy(a.choice, lim.start, as_problem_nnodes(rp) * sizeof *a.choice);
+            as_assignment_init(&a, nn);
+            memcpy(a.choice, lim.start, nn * sizeof *a.choice);
             a.objective = cost;
             a.bound = fmin(lb, cost);
-            a.gap = (cost - a.bound) / fmax(fabs(cost), 1e-300);
+            a.gap = as_rel_gap(cost, a.bound);
             a.nodes = 0;
             outcome = AS_OUTCOME_OPTIMAL;
             goto keep;
@@ -467,7 +476,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
             memcpy(a.choice, lim.start, as_problem_nnodes(rp) * sizeof *a.choice);
             a.objective = as_problem_eval(rp, a.choice);
             a.bound = fmin(isfinite(a.bound) ? fmax(a.bound, lb) : lb, a.objective);
-            a.gap = (a.objective - a.bound) / fmax(fabs(a.objective), 1e-300);
+            a.gap = as_rel_gap(a.objective, a.bound);
             outcome = AS_OUTCOME_FEASIBLE;
         }
     keep:
@@ -507,16 +516,14 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
     int rc;
 
     memset(res, 0, sizeof *res);
-    if (o->top > 1) /* k-best: eliminations and dominance keep one optimum only; the bound
-                       pruning keeps every plan up to a top-th one */
-        flags &= ~(AS_REDUCE_PBQP | AS_REDUCE_DOMINATED);
     AS_CHECK(as_problem_validate(p, err));
     AS_CHECK(ilp_stats_of(p, &res->before, err));
     if (getenv("AS_DEBUG_REDUCE") != NULL)
         fprintf(stderr, "solve: ILP before %.3f s\n", as_now() - t0);
     if (flags != 0) {
         /* the pruning may use the gap too: the solver then only has to beat the reductions'
-           plan by more than the gap (not for k-best) */
+           plan by more than the gap; for k-best (top > 1) as_reduce_ex keeps every plan up
+           to a top-th one and turns eliminations and dominance off */
         as_reduce_opts ro = {.flags = flags, .gap = o->lim.gap, .top = o->top};
         AS_CHECK(as_reduce_ex(p, &ro, &rp, &red, err));
         if (getenv("AS_DEBUG_REDUCE") != NULL)

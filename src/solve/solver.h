@@ -29,6 +29,8 @@ typedef enum as_outcome {
 
 /** "optimal", "feasible", ... */
 const char *as_outcome_name(as_outcome o);
+/** Relative gap (OBJ - BOUND) / |OBJ| of a plan costing OBJ above a lower BOUND. */
+double as_rel_gap(double obj, double bound);
 
 /** Limits every backend honours (as far as it can). */
 typedef struct as_limits {
