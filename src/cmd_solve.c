@@ -900,9 +900,9 @@ print_graph_header(FILE *fp, const solve_cli *c, const as_graph_problem *gp)
 }
 
 static void
-print_graph_plan(FILE *fp, const as_plan *pl, const char *solver, double budget)
+print_graph_plan(FILE *fp, const as_plan *pl, const char *solver, double budget, double rows)
 {
-    char b1[32], b2[32];
+    char b1[32], b2[32], b3[32];
 
     fprintf(fp, "%-13s%s\n", "solver", solver);
     fprintf(fp, "%-13s%s\n", "status", as_outcome_name(pl->status));
@@ -916,7 +916,12 @@ print_graph_plan(FILE *fp, const as_plan *pl, const char *solver, double budget)
     if (pl->nodes >= 0)
         fprintf(fp, ", %ld nodes", pl->nodes);
     fputc('\n', fp);
-    if (pl->peak >= 0)
+    if (pl->peak >= 0 && rows >= 0)
+        fprintf(fp, "%-13s%s per device (budget %s; ILP rows %s)\n", "peak memory",
+                as_fmt_bytes(pl->peak, b1, sizeof b1),
+                budget > 0 ? as_fmt_bytes(budget, b2, sizeof b2) : "none",
+                as_fmt_bytes(rows, b3, sizeof b3));
+    else if (pl->peak >= 0)
         fprintf(fp, "%-13s%s per device (budget %s)\n", "peak memory",
                 as_fmt_bytes(pl->peak, b1, sizeof b1),
                 budget > 0 ? as_fmt_bytes(budget, b2, sizeof b2) : "none");
@@ -1054,12 +1059,12 @@ graph_plans(const solve_cli *c, const as_graph_problem *gp, const as_plan *pls, 
 
 static void
 print_graph_result(FILE *fp, const solve_cli *c, const as_graph_problem *gp,
-                   const as_plan *pl, size_t n, const char *solver)
+                   const as_plan *pl, size_t n, const char *solver, double rows)
 {
     graph_view w = {gp, pl[0].choice, c->all};
     size_t i;
 
-    print_graph_plan(fp, &pl[0], solver, as_problem_memory(gp->p));
+    print_graph_plan(fp, &pl[0], solver, as_problem_memory(gp->p), rows);
     print_table(fp, &w);
     print_collectives(fp, gp, pl[0].choice);
     for (i = 1; i < n; i++)
@@ -1085,10 +1090,147 @@ solve_graph_external(const solve_cli *c, as_graph_problem *gp, FILE *fp)
                                         : "no solution");
         return st == AS_SOL_INFEASIBLE ? AS_EXIT_INFEAS : AS_EXIT_RUNTIME;
     }
-    print_graph_result(fp, c, gp, &plan, 1, "external");
+    print_graph_result(fp, c, gp, &plan, 1, "external", -1);
     rc = graph_plans(c, gp, &plan, 1, "external", &err);
     as_plan_free(&plan);
     return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+}
+
+/*
+ * The memory model (docs/sim.md "Memory"): *PEAK gets the largest peak per
+ * device of the plan of PL as the simulator counts it -- the liveness the
+ * ILP's rows see plus what they cannot (resharded copies of inputs, partial
+ * sums before their all-reduce, communication overlapping compute) -- so
+ * that `solve` and `simulate` report the same figure for the same plan.
+ */
+static int
+plan_sim_peak(const solve_cli *c, const as_graph_problem *gp, const as_plan *pl,
+              const char *solver, double *peak, as_err *err)
+{
+    as_plan_source src = {solver, as_outcome_name(pl->status), pl->objective, pl->bound,
+                          pl->peak};
+    as_shard_plan *sp = NULL;
+    as_sim_result *r = NULL;
+    as_lower_opts lo;
+    int d, rc;
+
+    AS_CHECK(as_plan_from_choice(gp->map, pl->choice, &src, &sp, err));
+    as_lower_opts_init(&lo);
+    lo.hw = c->setup.hw;
+    lo.mesh = c->setup.mesh;
+    rc = as_sim_plan(gp->g, sp, &lo, NULL, &r, NULL, err);
+    as_shard_plan_free(sp);
+    if (rc != AS_OK)
+        return rc;
+    *peak = 0;
+    for (d = 0; d < r->ndevices; d++)
+        *peak = fmax(*peak, r->dev[d].peak);
+    as_sim_result_free(r);
+    return AS_OK;
+}
+
+/* Re-solves when the simulator's peak of the best plan exceeds the budget: in all, and
+ * the first ones that add the plan's resharded copies to the rows. */
+#define SOLVE_FIT_ROUNDS 8
+#define SOLVE_COPY_ROUNDS 4
+
+/*
+ * Give every plan of RES its peak by the memory model (plan_sim_peak);
+ * *ROWS gets the first plan's peak by the ILP's rows.  When that plan does
+ * not fit the budget, the rows' budget is lowered by the excess (plus 0.5 %
+ * of the budget) and the problem solved again, up to SOLVE_FIT_ROUNDS
+ * times; the first SOLVE_COPY_ROUNDS solves add the plan's resharded copies to the rows
+ * instead (as_build_add_copies).  --time-limit covers every solve since T0.
+ * Returns AS_EXIT_OK, or AS_EXIT_INFEAS after printing why (RES
+ * freed), or AS_EXIT_RUNTIME with ERR set.  Without a budget, or when the
+ * plan cannot be lowered (the message says so), the rows' peak stands.
+ */
+static int
+solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double t0,
+          double *rows, FILE *fp, as_err *err)
+{
+    double budget = as_problem_memory(gp->p), rb = budget, peak = 0;
+    char b1[32], b2[32], b3[32];
+    as_solve_opts o = c->o;
+    as_err e2 = {0};
+    size_t i;
+    int round;
+
+    for (round = 0;; round++) {
+        *rows = res->plans[0].peak;
+        for (i = 0; i < res->nplans; i++) {
+            if (plan_sim_peak(c, gp, &res->plans[i], c->o.solver, &peak, &e2) != AS_OK) {
+                fprintf(stderr, "autoshard: warning: peak memory from the ILP's rows only (the "
+                        "plan does not lower: %s)\n", e2.msg);
+                *rows = -1;
+                as_problem_set_memory(gp->p, budget);
+                return AS_EXIT_OK;
+            }
+            res->plans[i].peak = peak;
+        }
+        if (budget <= 0 || res->plans[0].peak <= budget * (1 + 1e-9))
+            break;
+        if (round < SOLVE_COPY_ROUNDS) {
+            size_t added = 0;
+            if (as_build_add_copies(gp->map, gp->p, res->plans[0].choice, &added, err) != AS_OK)
+                return AS_EXIT_RUNTIME;
+            if (added > 0) {
+                fprintf(fp, "%-13sthe plan needs %s per device (rows %s); its resharded copies "
+                        "now in %zu more rows, solving again\n", "refit",
+                        as_fmt_bytes(res->plans[0].peak, b1, sizeof b1),
+                        as_fmt_bytes(*rows, b2, sizeof b2), added);
+                goto again;
+            }
+        }
+        rb -= res->plans[0].peak - budget + 0.005 * budget;
+        if (round + 1 >= SOLVE_FIT_ROUNDS || rb <= 0) {
+            fprintf(stderr, "autoshard: no plan found that fits in %s per device: after %d "
+                    "solves with the ILP's rows tightened to %s, the best plan needs %s with its "
+                    "resharded copies and partial sums (rows: %s)\n",
+                    as_fmt_bytes(budget, b1, sizeof b1), round + 1,
+                    as_fmt_bytes(rb, b2, sizeof b2),
+                    as_fmt_bytes(res->plans[0].peak, b3, sizeof b3),
+                    as_fmt_bytes(*rows, b2, sizeof b2));
+            as_problem_set_memory(gp->p, budget);
+            as_solve_result_free(res);
+            return AS_EXIT_INFEAS;
+        }
+        fprintf(fp, "%-13sthe plan needs %s per device (rows %s + resharded copies and partial "
+                "sums); solving again with the rows' budget at %s\n", "refit",
+                as_fmt_bytes(res->plans[0].peak, b1, sizeof b1), as_fmt_bytes(*rows, b2, sizeof b2),
+                as_fmt_bytes(rb, b3, sizeof b3));
+    again:
+        if (c->o.lim.time_limit_s > 0) { /* the limit covers every round */
+            o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - t0);
+            if (o.lim.time_limit_s <= 0) {
+                fprintf(stderr, "autoshard: no plan found that fits in %s per device before the "
+                        "time limit (%g s): the best plan needs %s with its resharded copies "
+                        "and partial sums\n", as_fmt_bytes(budget, b1, sizeof b1),
+                        c->o.lim.time_limit_s, as_fmt_bytes(res->plans[0].peak, b2, sizeof b2));
+                as_problem_set_memory(gp->p, budget);
+                as_solve_result_free(res);
+                return AS_EXIT_INFEAS;
+            }
+        }
+        as_problem_set_memory(gp->p, rb);
+        as_solve_result_free(res);
+        if (as_solve_problem(gp->p, &o, res, err) != AS_OK) {
+            as_problem_set_memory(gp->p, budget);
+            return AS_EXIT_RUNTIME;
+        }
+        if (res->nplans == 0) {
+            fprintf(stderr, "autoshard: no plan fits in %s per device: with the ILP's rows "
+                    "tightened to %s to leave room for resharded copies and partial sums, "
+                    "%s\n", as_fmt_bytes(budget, b1, sizeof b1), as_fmt_bytes(rb, b2, sizeof b2),
+                    res->outcome == AS_OUTCOME_INFEASIBLE ? "no plan fits the rows"
+                                                         : "the solver found no plan in time");
+            as_problem_set_memory(gp->p, budget);
+            as_solve_result_free(res);
+            return AS_EXIT_INFEAS;
+        }
+    }
+    as_problem_set_memory(gp->p, budget);
+    return AS_EXIT_OK;
 }
 
 static int
@@ -1097,6 +1239,7 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     FILE *fp = (c->out != NULL && strcmp(c->out, "-") == 0) || c->emit != NULL ? stderr : stdout;
     as_solve_result res;
     as_err err = {0};
+    double rows = -1, t0 = as_now();
     int rc;
 
     print_graph_header(fp, c, gp);
@@ -1116,7 +1259,9 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
                 "(reductions and solver '%s')\n", c->o.lim.time_limit_s, c->o.solver);
         return AS_EXIT_RUNTIME;
     }
-    print_graph_result(fp, c, gp, res.plans, res.nplans, c->o.solver);
+    if ((rc = solve_fit(c, gp, &res, t0, &rows, fp, &err)) != AS_EXIT_OK)
+        return rc == AS_EXIT_RUNTIME ? as_cmd_fail(&err) : rc;
+    print_graph_result(fp, c, gp, res.plans, res.nplans, c->o.solver, rows);
     rc = graph_plans(c, gp, res.plans, res.nplans, c->o.solver, &err);
     as_solve_result_free(&res);
     return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);

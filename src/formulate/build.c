@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ struct as_build_map {
     size_t *op_node;                    /* [nops] */
     size_t *tensor_node;                /* [ntensors] */
     int *tensor_out;                    /* [ntensors] output index in the node's set */
+    AS_VEC(int32_t) point_op;           /* op of each liveness point, in problem order */
     as_build_stats st;
 };
 
@@ -53,6 +55,7 @@ as_build_map_free(as_build_map *map)
     free(map->op_node);
     free(map->tensor_node);
     free(map->tensor_out);
+    AS_VEC_FREE(&map->point_op);
     free(map);
 }
 
@@ -306,9 +309,53 @@ live_counted(const as_graph *g, const as_tensor *t)
     return 1;
 }
 
-/* One point: resident entries + active tensors. */
+/* Per-device bytes of a tensor of SHAPE laid out as SPEC (the simulator's as_spec_local_bytes). */
+static double
+spec_bytes(const as_build_map *map, const as_spec *spec, const as_shape *shape)
+{
+    int64_t parts[AS_MAX_RANK];
+
+    as_spec_parts(spec, as_cost_model_mesh(map->cm), parts);
+    return as_cost_memory(map->cm, shape, parts);
+}
+
+/*
+ * Bytes per device of the partial result of output O of SET under strategy
+ * S that the op writes before resolving it itself (+allreduce,
+ * +reducescatter): the simulator holds it next to the resolved output until
+ * the collective ends.  0 when S resolves nothing for O.
+ */
+static double
+partial_bytes(const as_build_map *map, const as_strategy_set *set, int s, int o)
+{
+    int pv = as_strat_partial_variant(set, s);
+
+    if (pv < 0 || as_spec_equal(&set->s[pv].out[o], &set->s[s].out[o]))
+        return 0;
+    return spec_bytes(map, &set->s[pv].out[o], &set->out_shape[o]);
+}
+
+/* Does any strategy of op node V leave a partial result next to its output? */
 static int
-add_point(as_build_map *map, as_problem *p, const int32_t *active, size_t nact,
+has_partial(const as_build_map *map, size_t v)
+{
+    const as_strategy_set *set = map->node_set[v];
+    int s, o;
+
+    for (s = 0; s < set->n; s++)
+        for (o = 0; o < set->nout; o++)
+            if (partial_bytes(map, set, s, o) > 0)
+                return 1;
+    return 0;
+}
+
+/*
+ * One point (program position OP): resident entries + active tensors.  An
+ * output of OP itself also carries the partial result its strategy writes
+ * before resolving it (partial_bytes).
+ */
+static int
+add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, size_t nact,
           const size_t *res, size_t nres, as_err *err)
 {
     size_t n = nres + nact, i;
@@ -323,20 +370,21 @@ add_point(as_build_map *map, as_problem *p, const int32_t *active, size_t nact,
         int32_t t = active[i];
         size_t v = map->tensor_node[t];
         const as_strategy_set *set = map->node_set[v];
+        int mine = as_graph_tensor(map->g, t)->producer == op && op >= 0;
         nodes[nres + i] = v;
-        if (set->nout > 1) {
+        if (set->nout > 1 || (mine && has_partial(map, v))) {
             int s, o = map->tensor_out[t];
             const as_shape *sh = &set->out_shape[o];
             own[i] = as_xmalloc((size_t)set->n * sizeof **own);
-            for (s = 0; s < set->n; s++) {
-                int64_t parts[AS_MAX_RANK];
-                as_spec_parts(&set->s[s].out[o], as_cost_model_mesh(map->cm), parts);
-                own[i][s] = as_cost_memory(map->cm, sh, parts);
-            }
+            for (s = 0; s < set->n; s++)
+                own[i][s] = (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], sh)
+                                           : set->s[s].mem) +
+                            (mine ? partial_bytes(map, set, s, o) : 0);
             m[nres + i] = own[i];
         }
     }
     rc = as_problem_add_liveness_m(p, nodes, m, n, 0, err);
+    AS_VEC_PUSH(&map->point_op, op);
     map->st.live_points++;
     map->st.live_entries += n;
     for (i = 0; i < nact; i++)
@@ -386,9 +434,10 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
             for (t = 0; t < nt; t++)
                 if (start[t] == 0)
                     AS_VEC_PUSH(&active, t);
-        keep = !(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept);
+        keep = (!(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept)) ||
+               (births[i] > 0 && has_partial(map, map->op_node[i]));
         if (keep)
-            AS_CHECK_GOTO(rc, add_point(map, p, active.v, active.n, res.v, res.n, err), out);
+            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v, active.n, res.v, res.n, err), out);
         else
             map->st.points_dropped++;
         prev_kept = keep;
@@ -419,6 +468,103 @@ out:
     free(deaths);
     AS_VEC_FREE(&active);
     AS_VEC_FREE(&res);
+    return rc;
+}
+
+/* ---- communication buffers of a known plan ---- */
+
+/* A resharded copy: tensor T needed as SPEC by ops FIRST..LAST; charged to node V's input J. */
+typedef struct copy_span {
+    int32_t t, first, last;
+    size_t v;
+    int j;
+    const as_spec *spec;
+} copy_span;
+
+int
+as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size_t *added,
+                    as_err *err)
+{
+    const as_graph *g = map->g;
+    AS_VEC(copy_span) sp = {0};
+    as_strmap idx;
+    as_arena *keys = as_arena_new();
+    size_t i, c, npts = map->point_op.n, nadd = 0;
+    int rc = AS_OK;
+    int32_t o;
+
+    as_strmap_init(&idx);
+    /* the copies the plan makes, one per (tensor, layout needed), as the lowering caches them */
+    for (o = 0; o < as_graph_nops(g); o++) {
+        const as_op *op = as_graph_op(g, o);
+        size_t v = map->op_node[o];
+        const as_strategy *st = &map->node_set[v]->s[choice[v]];
+        int j;
+        for (j = 0; j < op->nin; j++) {
+            int32_t t = op->in[j];
+            const as_spec *from = as_build_map_tensor_spec(map, t, choice);
+            char key[AS_SPEC_TEXT_MAX + 32];
+            int64_t k;
+            int len;
+            if (!as_reshard_copies(map->cm, &as_graph_tensor(g, t)->shape, from, &st->in[j]))
+                continue;
+            len = snprintf(key, sizeof key, "%d/", (int)t);
+            as_spec_str(&st->in[j], as_cost_model_mesh(map->cm), key + len,
+                        sizeof key - (size_t)len);
+            if (as_strmap_get(&idx, key, (size_t)-1, &k)) {
+                sp.v[k].last = o;
+                continue;
+            }
+            as_strmap_put(&idx, as_arena_strdup(keys, key), (int64_t)sp.n);
+            AS_VEC_PUSH(&sp, ((copy_span){t, o, o, v, j, &st->in[j]}));
+        }
+    }
+    /* every point inside a span gets a copy of itself plus the spans' entries */
+    for (i = 0; i < npts && rc == AS_OK && sp.n > 0; i++) {
+        int32_t at = map->point_op.v[i];
+        const as_plive *l = as_problem_live(p, i);
+        AS_VEC(size_t) nodes = {0};
+        AS_VEC(const double *) m = {0};
+        AS_VEC(double *) own = {0};
+        size_t e;
+        for (c = 0; c < sp.n; c++) {
+            const copy_span *cs = &sp.v[c];
+            const as_strategy_set *set = map->node_set[cs->v];
+            const as_shape *sh = &as_graph_tensor(g, cs->t)->shape;
+            const as_spec *from = as_build_map_tensor_spec(map, cs->t, choice);
+            double *vec;
+            int q;
+            if (at < cs->first || at > cs->last)
+                continue;
+            vec = as_xmalloc((size_t)set->n * sizeof *vec);
+            /* the copy is made when V's strategy needs a layout the producer's does not give */
+            for (q = 0; q < set->n; q++)
+                vec[q] = as_reshard_copies(map->cm, sh, from, &set->s[q].in[cs->j])
+                             ? spec_bytes(map, &set->s[q].in[cs->j], sh)
+                             : 0;
+            AS_VEC_PUSH(&nodes, cs->v);
+            AS_VEC_PUSH(&m, vec);
+            AS_VEC_PUSH(&own, vec);
+        }
+        if (nodes.n > 0) {
+            for (e = 0; e < l->n; e++) {
+                AS_VEC_PUSH(&nodes, l->nodes[e]);
+                AS_VEC_PUSH(&m, l->m[e]);
+            }
+            rc = as_problem_add_liveness_m(p, nodes.v, m.v, nodes.n, l->resident, err);
+            nadd++;
+        }
+        for (e = 0; e < own.n; e++)
+            free(own.v[e]);
+        AS_VEC_FREE(&own);
+        AS_VEC_FREE(&m);
+        AS_VEC_FREE(&nodes);
+    }
+    if (added != NULL)
+        *added = nadd;
+    as_strmap_destroy(&idx);
+    as_arena_free(keys);
+    AS_VEC_FREE(&sp);
     return rc;
 }
 

@@ -61,6 +61,22 @@ int as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_
 void as_build_map_free(as_build_map *map); /* NULL is a no-op */
 void as_build_map_stats(const as_build_map *map, as_build_stats *st);
 
+/**
+ * Communication buffers of a known plan in the memory rows: for every
+ * tensor that the plan of CHOICE reshards with a collective
+ * (as_reshard_copies) into a layout some ops need, a copy lives from the
+ * first of those ops to the last (the lowering makes it once and keeps it
+ * for all of them).  Each liveness point inside such a span is added again
+ * with, per copy, an entry on the first consumer's node: the copy's bytes
+ * for every strategy of that node that needs a layout the producer's
+ * current one does not give, 0 for the others.  Solving again with these
+ * rows is a step of an iterated best response: exact for the plan's
+ * neighbourhood, not globally (docs/ilp.md "Memory").  *ADDED (may be
+ * NULL) gets the number of points added.
+ */
+int as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size_t *added,
+                        as_err *err);
+
 /* Map queries. */
 /** Node of op OP. */
 size_t as_build_map_op_node(const as_build_map *map, int32_t op);

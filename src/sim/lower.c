@@ -110,26 +110,6 @@ lower_bytes(const lower *L, int32_t t, const as_spec *spec)
 
 /* ---- matching the plan to the graph ---------------------------------- */
 
-/* Name of the kept-partial variant of strategy NAME ("row(tp)+allreduce" -> "row(tp)"). */
-static int
-lower_partial_variant(const as_strategy_set *set, const char *name)
-{
-    const char *c = strstr(name, "+allreduce");
-    char buf[256];
-    size_t len;
-
-    if (c == NULL)
-        c = strstr(name, "+reducescatter(");
-    if (c == NULL)
-        return -1;
-    len = (size_t)(c - name);
-    if (len >= sizeof buf)
-        return -1;
-    memcpy(buf, name, len);
-    buf[len] = '\0';
-    return as_strat_find(set, buf);
-}
-
 static int
 lower_match(lower *L, as_err *err)
 {
@@ -234,7 +214,7 @@ lower_match(lower *L, as_err *err)
             break;
         L->strat[o] = s;
         L->pstr[o] = NULL;
-        if (s->resolve != AS_RESOLVE_NONE && (pv = lower_partial_variant(set, s->name)) >= 0)
+        if ((pv = as_strat_partial_variant(set, (int)(s - set->s))) >= 0)
             L->pstr[o] = &set->s[pv];
     }
     free(seen_t);

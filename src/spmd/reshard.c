@@ -199,6 +199,23 @@ as_reshard_steps(const as_cost_model *cm, const as_shape *shape, const as_spec *
     return st.nsteps < AS_RESHARD_MAX_STEPS ? st.nsteps : AS_RESHARD_MAX_STEPS;
 }
 
+int
+as_reshard_copies(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
+                  const as_spec *to)
+{
+    as_reshard_step st[AS_RESHARD_MAX_STEPS];
+    const as_mesh *mesh = as_cost_model_mesh(cm);
+    int ns, i;
+
+    if (as_spec_equal(from, to))
+        return 0;
+    ns = as_reshard_steps(cm, shape, from, to, st, NULL);
+    for (i = 0; i < ns; i++)
+        if (st[i].kind >= 0 && as_mesh_axis_size(mesh, st[i].axis) > 1)
+            return 1;
+    return 0;
+}
+
 double
 as_reshard_cost(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
                 const as_spec *to)

@@ -86,6 +86,25 @@ as_strat_find(const as_strategy_set *set, const char *name)
     return -1;
 }
 
+int
+as_strat_partial_variant(const as_strategy_set *set, int s)
+{
+    const char *name = set->s[s].name, *c;
+    char buf[256];
+    size_t len;
+
+    if (set->s[s].resolve == AS_RESOLVE_NONE)
+        return -1;
+    if ((c = strstr(name, "+allreduce")) == NULL && (c = strstr(name, "+reducescatter(")) == NULL)
+        return -1;
+    len = (size_t)(c - name);
+    if (len >= sizeof buf)
+        return -1;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    return as_strat_find(set, buf);
+}
+
 /* ---- text helpers ---- */
 
 typedef struct sbuf {

@@ -94,6 +94,13 @@ const as_strategy_set *as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape,
                                        as_tensor_kind kind, double mem_factor);
 /** Index of the strategy of SET whose name is NAME, or -1. */
 int as_strat_find(const as_strategy_set *set, const char *name);
+/**
+ * Index of the strategy of SET that keeps the partial outputs strategy S
+ * resolves itself ("row(tp)+allreduce" -> "row(tp)"), or -1 when S resolves
+ * nothing: the layout its outputs have before the all-reduce or
+ * reduce-scatter.
+ */
+int as_strat_partial_variant(const as_strategy_set *set, int s);
 
 /* Resharding (reshard.c). */
 /** One collective (or free local slice) of a resharding. */
@@ -127,6 +134,15 @@ int as_reshard_steps(const as_cost_model *cm, const as_shape *shape, const as_sp
  * all-to-all on the whole tensor).
  */
 double as_strat_coll_cost(const as_cost_model *cm, as_coll kind, double bytes, int axis);
+/**
+ * 1 when resharding FROM into TO communicates (some step of
+ * as_reshard_steps is a collective over a mesh axis of more than one
+ * device), so that the result is a new buffer; 0 when it is the same
+ * buffer or a local slice of it.  The simulator's lowering and the ILP's
+ * memory rows both count such a buffer (docs/sim.md "Memory").
+ */
+int as_reshard_copies(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
+                      const as_spec *to);
 /** Total seconds of as_reshard_steps (0 when FROM equals TO). */
 double as_reshard_cost(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
                        const as_spec *to);

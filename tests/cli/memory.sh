@@ -1,0 +1,60 @@
+#!/bin/sh
+# memory.sh -- one memory model: the peak per device that `solve` reports for a plan
+# is the simulator's (`simulate` of the same plan), on every preset family, and a
+# plan solved under a budget that the ILP's rows alone would miss still fits when
+# simulated (docs/ilp.md "Memory").
+. "${top_srcdir:-.}/tests/cli/lib.sh"
+
+# max "peak_memory" of `simulate --json` in $T/out
+sim_peak() { sed -n 's/.*"peak_memory": \([0-9.e+]*\).*/\1/p' "$T/out" | sort -g | tail -1; }
+plan_peak() { sed -n 's/^ *"peak": \([0-9.e+]*\).*/\1/p' "$1" | head -1; }
+close() { awk -v a="$1" -v b="$2" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(a>0 && b>0 && d<=0.01*b)}'; }
+
+agree() { # agree NAME MESH: solve -o, simulate, compare
+    as solve "$T/$1.asg" --mesh "$2" -o "$T/$1.json"
+    s=$rc
+    p=$(plan_peak "$T/$1.json")
+    as simulate "$T/$1.asg" --plan "$T/$1.json" --json
+    [ $rc -eq 0 ] || s=1
+    q=$(sim_peak)
+    close "${p:-0}" "${q:-0}" || s=1
+    ok $s "$1 on $2: solve's peak ${p:-?} = simulate's ${q:-?} (within 1%)"
+}
+
+as gen gpt2-small --layers 1 --seq 64 --batch 8 --vocab 2048 --train -o "$T/gpt.asg"
+as gen bert-base --layers 1 --seq 64 --batch 8 --vocab 2048 --train -o "$T/bert.asg"
+as gen t5-base --layers 1 --seq 32 --batch 8 --vocab 2048 --train -o "$T/t5.asg"
+as gen mlp-1b --layers 2 --hidden 256 --batch 64 --train -o "$T/mlp.asg"
+ok $rc "small graphs of four preset families"
+for m in 2 2x2; do
+    agree gpt $m
+    agree bert $m
+    agree t5 $m
+    agree mlp $m
+done
+
+# the summary says both figures
+as solve "$T/gpt.asg" --mesh 2x2
+ok $(grep -Eq '^peak memory  .* per device \(budget none; ILP rows .*\)$' "$T/out" && echo 0 || echo 1) \
+    "summary: the simulator's peak and the ILP rows' peak"
+
+# a budget below the unconstrained plan's peak: the resharded copies the first plan
+# makes go into the rows and the plan solved again fits when simulated
+as gen gpt2-small --layers 2 --train --batch 8 -o "$T/s2.asg"
+as solve "$T/s2.asg" --mesh 2x4 --memory 920MiB -o "$T/s2.json"
+s=$rc
+grep -q '^refit .*resharded copies now in [0-9]* more rows, solving again$' "$T/out" || s=1
+p=$(plan_peak "$T/s2.json")
+as simulate "$T/s2.asg" --plan "$T/s2.json" --json --capacity 964689920
+[ $rc -eq 0 ] || s=1
+grep -q '"oom": true' "$T/out" && s=1
+q=$(sim_peak)
+close "${p:-0}" "${q:-0}" || s=1
+awk -v q="${q:-1e99}" 'BEGIN{exit !(q <= 920*1048576)}' || s=1
+ok $s "budget 920 MiB: refit, and the plan fits when simulated (${q:-?} bytes)"
+
+# a budget no plan meets: exit 3, one line
+as solve "$T/s2.asg" --mesh 2x4 --memory 300MiB
+expect_fail 3 "no plan fits in 300.00 MiB" "budget no plan meets: exit 3"
+
+done_testing
