@@ -7,8 +7,9 @@
  *    last, and fills err->msg with one lower-case line without a trailing
  *    period ("FILE:LINE:COL: what was wrong").  main prints it once as
  *    "autoshard: MSG".
- *  - Out-of-memory is not an error code: as_x*alloc print a message and
- *    abort().
+ *  - Out-of-memory is not an error code: as_x*alloc (and the hooks the
+ *    libraries get, see as_lib_hooks_install) print one line, remove
+ *    temporary output files and exit 1.
  *  - Objects come in new/free pairs; free(NULL) is a no-op.
  */
 #ifndef AS_AUTOSHARD_H
@@ -46,6 +47,12 @@ typedef struct as_err {
 
 /** Set *err to CODE and a printf-formatted message; returns CODE. */
 int as_errf(as_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/**
+ * Copy SRC to DST (CAP bytes, NUL-terminated, truncated) with every control
+ * byte (newline, CR, NUL-less binary from an input file) written as \xNN,
+ * so a message quoting input stays one line.  as_errf does this itself.
+ */
+void as_one_line(char *dst, size_t cap, const char *src);
 /** Prefix err->msg with a formatted context ("mesh '2x4': " + old msg). */
 void as_err_prefix(as_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** Reset *err to AS_OK with an empty message. */
@@ -65,7 +72,15 @@ int as_status_exit(int code);
             goto label;                                                                            \
     } while (0)
 
-/* Allocation: aborts with a message on out-of-memory. */
+/* Allocation: on out-of-memory, one line on stderr and exit 1 (as_oom). */
+/** Out of memory allocating N bytes (0: unknown, SIZE_MAX: a size overflows) in WHERE (or NULL): print, remove temporaries, _exit(1). */
+_Noreturn void as_oom(size_t n, const char *where);
+/** Fatal resource failure: "autoshard: MSG" on stderr, remove temporaries, _exit(1). */
+_Noreturn void as_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/** Route GLPK's, igraph's, jansson's and PCRE2's allocation failures to as_oom (idempotent; src/libhooks.c). */
+void as_lib_hooks_install(void);
+/** Remove temporary output files on SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXCPU, SIGXFSZ. */
+void as_install_signal_cleanup(void);
 void *as_xmalloc(size_t n);
 void *as_xcalloc(size_t n, size_t size);
 void *as_xrealloc(void *p, size_t n);
@@ -154,9 +169,11 @@ int as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *
  * PATH "-" or NULL is stdout.
  */
 typedef struct as_outfile {
-    FILE *fp;    /**< write here */
-    char *tmp;   /**< temporary name, NULL when writing in place */
-    char *final; /**< the file replaced on commit */
+    FILE *fp;      /**< write here */
+    char *tmp;     /**< named temporary file, NULL when unnamed (O_TMPFILE) or in place */
+    char *final;   /**< the file replaced on commit */
+    int in_place;  /**< a device or FIFO written directly */
+    char path[64 + 4096]; /**< a path that opens the file being written (for libraries) */
 } as_outfile;
 int as_outfile_open(as_outfile *o, const char *path, as_err *err);
 /** Flush, sync and rename into place; on failure the temporary file is removed. */
@@ -170,6 +187,17 @@ void as_outfile_abort(as_outfile *o);
  * PATH when complete, unlink it on failure.
  */
 int as_mkstemp_beside(const char *path, char **tmp, as_err *err);
+/** Unlink and free a name from as_mkstemp_beside (and stop tracking it). */
+void as_tmp_remove(char *tmp);
+/** Free a name from as_mkstemp_beside that was renamed into place. */
+void as_tmp_forget(char *tmp);
+/**
+ * Parse a byte count: a finite number >= 0 with an optional suffix K/M/G/T
+ * or KB/MB/GB/TB (powers of 1000) or Ki/Mi/Gi/Ti, KiB/MiB/GiB/TiB (1024), or
+ * B.  Returns 1 and sets *OUT, or 0 (nothing written) for anything else,
+ * including overflow to infinity ("1e400", "1e308T").
+ */
+int as_parse_bytes(const char *s, double *out);
 /** Format a byte count as "1.50 GiB" into BUF (at least 32 bytes). */
 const char *as_fmt_bytes(double bytes, char *buf, size_t n);
 /** Format a count with SI suffix ("1.23 T") into BUF. */

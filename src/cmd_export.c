@@ -67,28 +67,6 @@ typedef struct export_cli {
     char *owned[EXPORT_MAX_CPARAMS];
 } export_cli;
 
-/* Parse a byte count with an optional K/M/G/T (1000) or Ki/Mi/Gi/Ti (1024) suffix. */
-static int
-parse_bytes(const char *s, double *out)
-{
-    static const char *const suf[] = {"K", "M", "G", "T"};
-    char *end;
-    double x = strtod(s, &end), mul = 1;
-    int i;
-
-    if (end == s || !isfinite(x) || x < 0)
-        return 0;
-    for (i = 0; *end != '\0' && i < 4; i++) {
-        if (strcmp(end, suf[i]) == 0 || (end[0] == suf[i][0] && strcmp(end + 1, "B") == 0))
-            mul = pow(1000, i + 1);
-        else if (end[0] == suf[i][0] && (strcmp(end + 1, "i") == 0 || strcmp(end + 1, "iB") == 0))
-            mul = pow(1024, i + 1);
-    }
-    if (*end != '\0' && mul == 1 && strcmp(end, "B") != 0)
-        return 0;
-    *out = x * mul;
-    return 1;
-}
 
 static int
 export_graph_opt(export_cli *c, int opt)
@@ -140,7 +118,7 @@ export_parse(int argc, char **argv, export_cli *c)
             break;
         case OPT_MEM:
             c->memory_auto = strcmp(optarg, "auto") == 0;
-            if (!c->memory_auto && !parse_bytes(optarg, &c->memory))
+            if (!c->memory_auto && !as_parse_bytes(optarg, &c->memory))
                 return as_cmd_usage(&as_cmd_export, "--memory: bad byte count '%s'", optarg);
             break;
         case OPT_MESH:

@@ -109,29 +109,6 @@ const struct as_cmd as_cmd_solve = {
     .exec = solve_exec,
 };
 
-/* Parse a byte count with an optional K/M/G/T (1000) or Ki/Mi/Gi/Ti (1024) suffix. */
-static int
-parse_bytes(const char *s, double *out)
-{
-    static const char *const suf[] = {"K", "M", "G", "T"};
-    char *end;
-    double x = strtod(s, &end), mul = 1;
-    int i;
-
-    if (end == s || !isfinite(x) || x < 0)
-        return 0;
-    for (i = 0; *end != '\0' && i < 4; i++) {
-        double step = pow(1000, i + 1), bstep = pow(1024, i + 1);
-        if (strcmp(end, suf[i]) == 0 || (end[0] == suf[i][0] && strcmp(end + 1, "B") == 0))
-            mul = step;
-        else if (end[0] == suf[i][0] && (strcmp(end + 1, "i") == 0 || strcmp(end + 1, "iB") == 0))
-            mul = bstep;
-    }
-    if (*end != '\0' && mul == 1 && strcmp(end, "B") != 0)
-        return 0;
-    *out = x * mul;
-    return 1;
-}
 
 static int
 parse_num(const char *opt, const char *s, double lo, double *out)
@@ -206,7 +183,7 @@ solve_opt(solve_cli *c, int opt)
         return AS_EXIT_OK;
     case OPT_MEM:
         c->memory_auto = strcmp(optarg, "auto") == 0;
-        if (!c->memory_auto && !parse_bytes(optarg, &c->memory))
+        if (!c->memory_auto && !as_parse_bytes(optarg, &c->memory))
             return as_cmd_usage(&as_cmd_solve, "--memory: bad byte count '%s' (e.g. 16GiB, "
                                 "40GB, auto)", optarg);
         return AS_EXIT_OK;

@@ -31,11 +31,13 @@ as_cmd_usage(const struct as_cmd *cmd, const char *fmt, ...)
     va_list ap;
 
     if (fmt != NULL) {
-        fputs("autoshard: ", stderr);
+        char raw[1024], line[1024];
+
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
+        as_one_line(line, sizeof line, raw); /* an argument with a newline stays on one line */
+        fprintf(stderr, "autoshard: %s\n", line);
     }
     fprintf(stderr, "usage: autoshard %s %s\n", cmd->name, cmd->args);
     fprintf(stderr, "Try 'autoshard %s --help'.\n", cmd->name);
@@ -97,9 +99,11 @@ cmd_find(const char *name)
 static int
 cmd_unknown(const char *name)
 {
+    char shown[256];
     int i, n = 0;
 
-    fprintf(stderr, "autoshard: unknown command '%s'", name);
+    as_one_line(shown, sizeof shown, name);
+    fprintf(stderr, "autoshard: unknown command '%s'", shown);
     for (i = 0; cmd_table[i] != NULL; i++)
         if (strncmp(cmd_table[i]->name, name, 2) == 0)
             fprintf(stderr, "%s%s", n++ ? ", " : " (did you mean: ", cmd_table[i]->name);
@@ -118,6 +122,8 @@ main(int argc, char **argv)
     const struct as_cmd *cmd;
     int c;
 
+    as_lib_hooks_install();
+    as_install_signal_cleanup();
     argv[0] = (char *)"autoshard"; /* for getopt's messages */
     while ((c = getopt_long(argc, argv, "+qvVh", opts, NULL)) != -1) {
         switch (c) {

@@ -4,6 +4,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -17,31 +20,61 @@ int as_verbosity = 1;
 
 /* Errors. */
 
+void
+as_one_line(char *dst, size_t cap, const char *src)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+
+    if (cap == 0)
+        return;
+    for (; *src != '\0'; src++) {
+        unsigned char c = (unsigned char)*src;
+
+        if (c < 0x20 || c == 0x7f) { /* a control byte from the input: \xNN */
+            if (o + 4 >= cap)
+                break;
+            dst[o++] = '\\';
+            dst[o++] = 'x';
+            dst[o++] = hex[c >> 4];
+            dst[o++] = hex[c & 15];
+        } else {
+            if (o + 1 >= cap)
+                break;
+            dst[o++] = (char)c;
+        }
+    }
+    dst[o] = '\0';
+}
+
 int
 as_errf(as_err *err, int code, const char *fmt, ...)
 {
+    char raw[sizeof err->msg];
     va_list ap;
 
     if (err == NULL)
         return code;
     err->code = code;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    as_one_line(err->msg, sizeof err->msg, raw);
     return code;
 }
 
 void
 as_err_prefix(as_err *err, const char *fmt, ...)
 {
-    char pre[512], old[512];
+    char raw[512], pre[512], old[512];
     va_list ap;
 
     if (err == NULL)
         return;
     va_start(ap, fmt);
-    vsnprintf(pre, sizeof pre, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    as_one_line(pre, sizeof pre, raw);
     size_t np;
 
     memcpy(old, err->msg, sizeof old);
@@ -77,13 +110,118 @@ as_status_exit(int code)
     }
 }
 
+/* Temporary files alive now.
+ *
+ * DESIGN: output goes to an unnamed file (O_TMPFILE) that only gets a name
+ * at commit, so even SIGKILL leaves nothing behind; where the file system
+ * has no O_TMPFILE, or a library needs a path (GLPK's MPS writer), a named
+ * temporary "PATH.tmp.XXXXXX" is tracked here and removed by the fatal
+ * signal handler and by the out-of-memory exit.  The table is written before
+ * a name is used and read from a signal handler, hence the fixed slots.
+ */
+#define TMP_SLOTS 16
+static char *volatile tmp_live[TMP_SLOTS];
+
+static void
+tmp_track(char *name)
+{
+    int i;
+
+    for (i = 0; i < TMP_SLOTS; i++)
+        if (tmp_live[i] == NULL) {
+            tmp_live[i] = name;
+            return;
+        }
+}
+
+static void
+tmp_untrack(const char *name)
+{
+    int i;
+
+    for (i = 0; i < TMP_SLOTS; i++)
+        if (tmp_live[i] == name)
+            tmp_live[i] = NULL;
+}
+
+/* Async-signal-safe: unlink every tracked temporary file. */
+static void
+tmp_remove_all(void)
+{
+    int i;
+
+    for (i = 0; i < TMP_SLOTS; i++)
+        if (tmp_live[i] != NULL)
+            unlink(tmp_live[i]);
+}
+
+static void
+fatal_signal(int sig)
+{
+    tmp_remove_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void
+as_install_signal_cleanup(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXCPU, SIGXFSZ};
+    size_t i;
+
+    for (i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction sa, old;
+
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue; /* nohup and friends: stay ignored */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 /* Allocation. */
+
+void
+as_die(const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    int len;
+
+    /* No stdio buffers and no malloc here: the heap may be exhausted. */
+    memcpy(msg, "autoshard: ", 11);
+    va_start(ap, fmt);
+    len = vsnprintf(msg + 11, sizeof msg - 12, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        len = 0;
+    len += 11;
+    if ((size_t)len > sizeof msg - 2)
+        len = (int)sizeof msg - 2;
+    msg[len++] = '\n';
+    (void)!write(2, msg, (size_t)len);
+    tmp_remove_all();
+    _exit(AS_EXIT_RUNTIME);
+}
+
+void
+as_oom(size_t n, const char *where)
+{
+    const char *in = where != NULL ? " in " : "", *w = where != NULL ? where : "";
+
+    if (n == SIZE_MAX)
+        as_die("out of memory (a size overflows)%s%s", in, w);
+    if (n == 0)
+        as_die("out of memory%s%s", in, w);
+    as_die("out of memory allocating %zu bytes%s%s", n, in, w);
+}
 
 static void
 oom(size_t n)
 {
-    fprintf(stderr, "autoshard: out of memory allocating %zu bytes\n", n);
-    abort();
+    as_oom(n, NULL);
 }
 
 void *
@@ -99,8 +237,11 @@ as_xmalloc(size_t n)
 void *
 as_xcalloc(size_t n, size_t size)
 {
-    void *p = calloc(n ? n : 1, size ? size : 1);
+    void *p;
 
+    if (size != 0 && n > SIZE_MAX / size)
+        oom(SIZE_MAX);
+    p = calloc(n ? n : 1, size ? size : 1);
     if (p == NULL)
         oom(n * size);
     return p;
@@ -133,8 +274,11 @@ as_xstrdup(const char *s)
 char *
 as_xstrndup(const char *s, size_t n)
 {
-    char *p = as_xmalloc(n + 1);
+    char *p;
 
+    if (n == SIZE_MAX)
+        oom(SIZE_MAX);
+    p = as_xmalloc(n + 1);
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
@@ -204,6 +348,8 @@ as_arena_alloc(as_arena *a, size_t n)
 {
     struct arena_block *b;
 
+    if (n > SIZE_MAX / 2)
+        oom(SIZE_MAX);
     n = (n + 15) & ~(size_t)15;
     if (n == 0)
         n = 16;
@@ -479,11 +625,85 @@ as_mkstemp_beside(const char *path, char **tmp, as_err *err)
         *tmp = NULL;
         return -1;
     }
+    tmp_track(*tmp);
     /* mkstemp creates 0600; give the file the mode a plain fopen would. */
     mask = umask(0);
     umask(mask);
     (void)fchmod(fd, 0666 & ~mask);
     return fd;
+}
+
+void
+as_tmp_remove(char *tmp)
+{
+    if (tmp == NULL)
+        return;
+    tmp_untrack(tmp);
+    unlink(tmp);
+    free(tmp);
+}
+
+void
+as_tmp_forget(char *tmp)
+{
+    if (tmp == NULL)
+        return;
+    tmp_untrack(tmp);
+    free(tmp);
+}
+
+/* An unnamed file in PATH's directory, or -1 (the caller falls back to a named one). */
+static int
+open_unnamed_beside(const char *path)
+{
+#ifdef O_TMPFILE
+    const char *slash = strrchr(path, '/');
+    char *dir;
+    mode_t mask;
+    int fd;
+
+    if (slash == NULL)
+        dir = as_xstrdup(".");
+    else
+        dir = as_xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+    mask = umask(0);
+    umask(mask);
+    fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666 & ~mask);
+    free(dir);
+    return fd;
+#else
+    (void)path;
+    return -1;
+#endif
+}
+
+/* Give the unnamed file O->fp a name beside O->final and rename it over O->final. */
+static int
+link_unnamed(as_outfile *o)
+{
+    char proc[64];
+    int i, e = EEXIST;
+
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno(o->fp));
+    for (i = 0; i < 100 && e == EEXIST; i++) {
+        char *name = as_xasprintf("%s.tmp.%06x", o->final, (unsigned)(as_now() * 1e6) ^
+                                  (unsigned)getpid() * 2654435761u ^ (unsigned)i * 40503u);
+
+        tmp_track(name);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) {
+            if (rename(name, o->final) == 0) {
+                as_tmp_forget(name);
+                return 0;
+            }
+            e = errno;
+            as_tmp_remove(name);
+            break;
+        }
+        e = errno;
+        as_tmp_forget(name);
+    }
+    errno = e;
+    return -1;
 }
 
 /*
@@ -510,12 +730,17 @@ as_outfile_open(as_outfile *o, const char *path, as_err *err)
         if ((o->fp = fopen(path, "wb")) == NULL)
             return as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
         o->final = as_xstrdup(path);
+        o->in_place = 1;
         return AS_OK;
     }
     o->final = realpath(path, NULL); /* NULL when PATH does not exist yet */
     if (o->final == NULL)
         o->final = as_xstrdup(path);
-    if ((fd = as_mkstemp_beside(o->final, &o->tmp, err)) < 0) {
+    if ((fd = open_unnamed_beside(o->final)) >= 0) {
+        snprintf(o->path, sizeof o->path, "/proc/self/fd/%d", fd);
+    } else if ((fd = as_mkstemp_beside(o->final, &o->tmp, err)) >= 0) {
+        snprintf(o->path, sizeof o->path, "%s", o->tmp);
+    } else {
         free(o->final);
         o->final = NULL;
         return AS_EIO;
@@ -537,19 +762,28 @@ as_outfile_commit(as_outfile *o, as_err *err)
     if (o->fp == stdout) {
         if (fflush(stdout) != 0 || ferror(stdout))
             rc = as_errf(err, AS_EIO, "<stdout>: write error: %s", strerror(errno));
-    } else if (o->tmp == NULL) { /* written in place */
+    } else if (o->in_place) {
         if (ferror(o->fp) || fclose(o->fp) != 0)
             rc = as_errf(err, AS_EIO, "%s: write error: %s", o->final, strerror(errno));
         o->fp = NULL;
-    } else {
-        if (ferror(o->fp) || fflush(o->fp) != 0 || fsync(fileno(o->fp)) != 0) {
-            rc = as_errf(err, AS_EIO, "%s: write error: %s", o->final, strerror(errno));
-        } else if (fclose(o->fp) != 0 || (o->fp = NULL, rename(o->tmp, o->final) != 0)) {
+    } else if (ferror(o->fp) || fflush(o->fp) != 0 || fsync(fileno(o->fp)) != 0) {
+        rc = as_errf(err, AS_EIO, "%s: write error: %s", o->final, strerror(errno));
+    } else if (o->tmp == NULL) { /* unnamed: link it in, then close */
+        if (link_unnamed(o) != 0) {
             rc = as_errf(err, AS_EIO, "%s: %s", o->final, strerror(errno));
         } else {
-            free(o->tmp);
-            o->tmp = NULL;
+            int closed = fclose(o->fp);
+
+            o->fp = NULL;
+            if (closed != 0)
+                rc = as_errf(err, AS_EIO, "%s: %s", o->final, strerror(errno));
         }
+    } else if (fclose(o->fp) != 0 || (o->fp = NULL, rename(o->tmp, o->final) != 0)) {
+        o->fp = NULL;
+        rc = as_errf(err, AS_EIO, "%s: %s", o->final, strerror(errno));
+    } else {
+        as_tmp_forget(o->tmp);
+        o->tmp = NULL;
     }
     if (rc != AS_OK) {
         as_outfile_abort(o);
@@ -567,11 +801,8 @@ as_outfile_abort(as_outfile *o)
     if (o->fp != NULL && o->fp != stdout)
         fclose(o->fp);
     o->fp = NULL;
-    if (o->tmp != NULL) {
-        unlink(o->tmp);
-        free(o->tmp);
-        o->tmp = NULL;
-    }
+    as_tmp_remove(o->tmp);
+    o->tmp = NULL;
     free(o->final);
     o->final = NULL;
 }
@@ -588,6 +819,32 @@ as_write_file_atomic(const char *path, const char *buf, size_t len, as_err *err)
         return AS_EIO;
     }
     return as_outfile_commit(&o, err);
+}
+
+int
+as_parse_bytes(const char *s, double *out)
+{
+    static const char *const suf[] = {"K", "M", "G", "T"};
+    char *end;
+    double x, mul = 1;
+    int i;
+
+    errno = 0;
+    x = strtod(s, &end);
+    if (end == s || !isfinite(x) || x < 0 || errno == ERANGE)
+        return 0;
+    for (i = 0; *end != '\0' && i < 4; i++) {
+        if (strcmp(end, suf[i]) == 0 || (end[0] == suf[i][0] && strcmp(end + 1, "B") == 0))
+            mul = pow(1000, i + 1);
+        else if (end[0] == suf[i][0] && (strcmp(end + 1, "i") == 0 || strcmp(end + 1, "iB") == 0))
+            mul = pow(1024, i + 1);
+    }
+    if (*end != '\0' && mul == 1 && strcmp(end, "B") != 0)
+        return 0;
+    if (!isfinite(x * mul))
+        return 0;
+    *out = x * mul;
+    return 1;
 }
 
 const char *

@@ -21,15 +21,7 @@
 #include <glpk.h>
 
 #include "formulate/ilp.h"
-
-static int
-export_term(void *info, const char *s)
-{
-    (void)info;
-    if (as_verbosity >= 2)
-        fputs(s, stderr);
-    return 1;
-}
+#include "libhooks.h"
 
 static int
 load_check(const as_ilp_view *iv, as_err *err)
@@ -78,7 +70,7 @@ as_ilp_load_glpk(const as_ilp *ilp, glp_prob *lp, as_err *err)
     size_t i;
 
     AS_CHECK(load_check(iv, err));
-    glp_term_hook(export_term, NULL);
+    as_glpk_hooks();
     glp_set_prob_name(lp, "autoshard");
     glp_set_obj_name(lp, "obj");
     glp_set_obj_dir(lp, GLP_MIN);
@@ -137,38 +129,45 @@ as_ilp_write(const as_ilp *ilp, as_ilp_format fmt, const char *path, as_err *err
     int tostdout = path == NULL || strcmp(path, "-") == 0;
     const char *tmpdir = getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
     char *tmp = NULL;
+    const char *target;
+    as_outfile o;
     glp_prob *lp = NULL;
     int fd, ret, rc = AS_OK;
 
+    memset(&o, 0, sizeof o);
     if (tostdout) {
-        tmp = as_xasprintf("%s/autoshard-ilp.XXXXXX", tmpdir);
-        if ((fd = mkstemp(tmp)) < 0) {
-            rc = as_errf(err, AS_EIO, "%s: %s", tmp, strerror(errno));
+        tmp = as_xasprintf("%s/autoshard-ilp", tmpdir);
+        if ((fd = as_mkstemp_beside(tmp, &o.tmp, err)) < 0) {
             free(tmp);
-            return rc;
+            return AS_EIO;
         }
-    } else if ((fd = as_mkstemp_beside(path, &tmp, err)) < 0) {
-        return AS_EIO;
+        free(tmp);
+        close(fd);
+        target = o.tmp;
+    } else {
+        /* GLPK writes by name: it reopens the unnamed (or temporary) file through o.path. */
+        AS_CHECK(as_outfile_open(&o, path, err));
+        target = o.path;
     }
-    close(fd);
     lp = glp_create_prob();
     AS_CHECK_GOTO(rc, as_ilp_load_glpk(ilp, lp, err), out);
-    ret = fmt == AS_ILP_MPS ? glp_write_mps(lp, GLP_MPS_FILE, NULL, tmp)
-                            : glp_write_lp(lp, NULL, tmp);
+    ret = fmt == AS_ILP_MPS ? glp_write_mps(lp, GLP_MPS_FILE, NULL, target)
+                            : glp_write_lp(lp, NULL, target);
     if (ret != 0) {
         rc = as_errf(err, AS_EIO, "%s: cannot write the %s file", tostdout ? "<stdout>" : path,
                      fmt == AS_ILP_MPS ? "MPS" : "LP");
         goto out;
     }
     if (tostdout)
-        rc = cat_stdout(tmp, err);
-    else if (rename(tmp, path) != 0)
-        rc = as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+        rc = cat_stdout(target, err);
+    else
+        rc = as_outfile_commit(&o, err);
 out:
-    if (rc != AS_OK || tostdout)
-        unlink(tmp);
+    if (tostdout)
+        as_tmp_remove(o.tmp);
+    else if (rc != AS_OK)
+        as_outfile_abort(&o);
     glp_delete_prob(lp);
-    free(tmp);
     return rc;
 }
 
@@ -233,6 +232,19 @@ set_named(solreader *r, size_t lineno, const char *name, const char *val)
     return AS_OK;
 }
 
+/* The objective value at S (after its label) on line LINENO: a finite number, nothing else. */
+static int
+read_objective(solreader *r, size_t lineno, char *s)
+{
+    char *tok[2];
+    size_t nt = s != NULL ? split(s, tok, 2) : 0;
+
+    if (nt != 1 || !parse_num(tok[0], &r->objective))
+        return as_errf(r->err, AS_EPARSE, "%s:%zu: the objective value is %s", r->path, lineno,
+                       nt == 0 ? "missing" : "not a finite number");
+    return AS_OK;
+}
+
 /* CBC: "Optimal - objective value 3.5", then "[**] idx name value [reduced-cost]". */
 static int
 read_cbc(solreader *r, char **lines, size_t n)
@@ -246,8 +258,7 @@ read_cbc(solreader *r, char **lines, size_t n)
         r->status = AS_SOL_INFEASIBLE;
     else
         r->status = AS_SOL_FEASIBLE;
-    if (!parse_num(strtok(ov + strlen("objective value"), " \t\r"), &r->objective))
-        r->objective = NAN;
+    AS_CHECK(read_objective(r, 1, ov + strlen("objective value")));
     for (i = 1; i < n; i++) {
         nt = split(lines[i], tok, 6);
         if (nt == 0)
@@ -287,8 +298,10 @@ read_glpk_raw(solreader *r, char **lines, size_t n)
                                iv->ncols);
             r->status = tok[4][0] == 'o' ? AS_SOL_OPTIMAL : tok[4][0] == 'f' ? AS_SOL_FEASIBLE
                         : tok[4][0] == 'n' ? AS_SOL_INFEASIBLE : AS_SOL_NONE;
-            if (!parse_num(tok[5], &r->objective))
-                r->objective = NAN;
+            if (nt != 6)
+                return as_errf(r->err, AS_EPARSE, "%s:%zu: expected 's mip ROWS COLS STATUS "
+                               "OBJ' (a MIP solution)", r->path, i + 1);
+            AS_CHECK(read_objective(r, i + 1, tok[5]));
             seen = 1;
             continue;
         }
@@ -321,9 +334,16 @@ read_glpk_print(solreader *r, char **lines, size_t n)
                                                       : AS_SOL_NONE;
             continue;
         }
-        if ((ob = strstr(lines[i], "Objective:")) == lines[i] && (ob = strchr(ob, '=')) != NULL) {
-            if (!parse_num(strtok(ob + 1, " \t"), &r->objective))
-                r->objective = NAN;
+        if ((ob = strstr(lines[i], "Objective:")) == lines[i]) {
+            /* "Objective:  obj = 3.5 (MINimum)" */
+            char *paren;
+
+            if ((ob = strchr(ob, '=')) == NULL)
+                return as_errf(r->err, AS_EPARSE, "%s:%zu: the objective value is missing",
+                               r->path, i + 1);
+            if ((paren = strchr(ob, '(')) != NULL)
+                *paren = '\0';
+            AS_CHECK(read_objective(r, i + 1, ob + 1));
             continue;
         }
         if (strstr(lines[i], "Column name") != NULL) {
@@ -366,17 +386,20 @@ read_namevalue(solreader *r, char **lines, size_t n)
             continue;
         }
         if (lines[i][0] == '#') {
-            if ((s = strstr(lines[i], "Objective value =")) != NULL &&
-                !parse_num(strtok(s + 17, " \t\r"), &r->objective))
-                r->objective = NAN;
+            if ((s = strstr(lines[i], "Objective value =")) != NULL)
+                AS_CHECK(read_objective(r, i + 1, s + 17));
             if (highs)
                 invals = strncmp(lines[i], "# Columns", 9) == 0;
             continue;
         }
         nt = split(lines[i], tok, 4);
         if (nt == 0 || !invals) {
-            if (highs && nt == 2 && strcmp(tok[0], "Objective") == 0)
-                parse_num(tok[1], &r->objective);
+            if (highs && nt >= 1 && strcmp(tok[0], "Objective") == 0) {
+                if (nt != 2)
+                    return as_errf(r->err, AS_EPARSE, "%s:%zu: expected 'Objective VALUE'",
+                                   r->path, i + 1);
+                AS_CHECK(read_objective(r, i + 1, tok[1]));
+            }
             continue;
         }
         if (nt != 2)
@@ -413,17 +436,17 @@ split_lines(char *buf, size_t *n)
 }
 
 int
-as_ilp_read_solution(const as_ilp *ilp, const char *path, double *x, as_sol_status *status,
-                     double *objective, as_err *err)
+as_ilp_parse_solution(const as_ilp *ilp, const char *path, const char *text, size_t len, double *x,
+                      as_sol_status *status, double *objective, as_err *err)
 {
     solreader r = {ilp, path, x, AS_SOL_UNKNOWN, NAN, 0, err};
     char *buf, **lines;
-    size_t n, len;
+    size_t n;
     int rc, binary;
 
-    AS_CHECK(as_read_file(path, &buf, &len, err));
     memset(x, 0, as_ilp_data(ilp)->ncols * sizeof *x);
-    binary = strlen(buf) != len;
+    binary = memchr(text, '\0', len) != NULL;
+    buf = as_xstrndup(text, len);
     lines = split_lines(buf, &n);
     if (n == 0 || binary) {
         rc = as_errf(err, AS_EPARSE, "%s: empty or binary file, not a solution", path);
@@ -443,6 +466,20 @@ as_ilp_read_solution(const as_ilp *ilp, const char *path, double *x, as_sol_stat
         *objective = r.objective;
     }
     free(lines);
+    free(buf);
+    return rc;
+}
+
+int
+as_ilp_read_solution(const as_ilp *ilp, const char *path, double *x, as_sol_status *status,
+                     double *objective, as_err *err)
+{
+    char *buf;
+    size_t len;
+    int rc;
+
+    AS_CHECK(as_read_file(path, &buf, &len, err));
+    rc = as_ilp_parse_solution(ilp, path, buf, len, x, status, objective, err);
     free(buf);
     return rc;
 }

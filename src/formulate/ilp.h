@@ -117,5 +117,8 @@ typedef enum as_sol_status {
  */
 int as_ilp_read_solution(const as_ilp *ilp, const char *path, double *x, as_sol_status *status,
                          double *objective, as_err *err);
+/** The same for TEXT (LEN bytes) already in memory; PATH names it in messages. */
+int as_ilp_parse_solution(const as_ilp *ilp, const char *path, const char *text, size_t len, double *x,
+                          as_sol_status *status, double *objective, as_err *err);
 
 #endif /* AS_ILP_H */

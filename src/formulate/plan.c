@@ -152,7 +152,8 @@ plan_json(const as_shard_plan *p)
         json_object_set_new(jo, "name", json_string(op->name));
         json_object_set_new(jo, "type", json_string(op->type));
         json_object_set_new(jo, "strategy", json_string(op->strategy));
-        json_object_set_new(jo, "index", json_integer(op->index));
+        if (op->index >= 0)
+            json_object_set_new(jo, "index", json_integer(op->index));
         json_array_append_new(os, jo);
     }
     json_object_set_new(o, "tensors", ts);
@@ -269,6 +270,14 @@ parse_tensor(as_shard_plan *p, json_t *jt, size_t i, const char *name, as_err *e
     return AS_OK;
 }
 
+int
+as_plan_op_strategy(const as_plan_op *op, const as_strategy_set *set)
+{
+    if (op->index >= 0 && op->index < set->n && strcmp(set->s[op->index].name, op->strategy) == 0)
+        return op->index;
+    return as_strat_find(set, op->strategy);
+}
+
 static int
 parse_op(as_shard_plan *p, json_t *jo, size_t i, const char *name, as_err *err)
 {
@@ -280,9 +289,10 @@ parse_op(as_shard_plan *p, json_t *jo, size_t i, const char *name, as_err *err)
     AS_CHECK(get_str(p, jo, where, "name", &oname, name, err));
     AS_CHECK(get_str(p, jo, where, "type", &type, name, err));
     AS_CHECK(get_str(p, jo, where, "strategy", &strat, name, err));
-    if (!json_is_integer(idx) || json_integer_value(idx) < 0)
+    if (idx != NULL && (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
+                        json_integer_value(idx) > INT32_MAX))
         return as_errf(err, AS_EPARSE, "%s: %s.index: expected an integer >= 0", name, where);
-    as_shard_plan_add_op(p, oname, type, strat, (int)json_integer_value(idx));
+    as_shard_plan_add_op(p, oname, type, strat, idx != NULL ? (int)json_integer_value(idx) : -1);
     return AS_OK;
 }
 

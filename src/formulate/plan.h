@@ -17,6 +17,7 @@
 #include "graph/graph.h"
 #include "spmd/mesh.h"
 #include "spmd/spec.h"
+#include "spmd/strategy.h"
 
 typedef struct as_plan_tensor {
     const char *name;    /**< tensor name */
@@ -29,7 +30,7 @@ typedef struct as_plan_op {
     const char *name;     /**< op name */
     const char *type;     /**< op type ("matmul") */
     const char *strategy; /**< strategy name ("column(tp)") */
-    int index;            /**< strategy index in the op's strategy set */
+    int index;            /**< index in the solver's strategy set (a hint; -1 unknown) */
 } as_plan_op;
 
 typedef struct as_shard_plan {
@@ -65,6 +66,12 @@ void as_shard_plan_add_op(as_shard_plan *p, const char *name, const char *type,
 const as_plan_tensor *as_shard_plan_tensor(const as_shard_plan *p, const char *name);
 /** The op called NAME, or NULL. */
 const as_plan_op *as_shard_plan_op(const as_shard_plan *p, const char *name);
+/**
+ * Index of OP's strategy in SET, found by name: strategy lists differ
+ * between cost models and strategy spaces, so OP->index is used only when
+ * the strategy there has the plan's name.  -1 when SET has no such name.
+ */
+int as_plan_op_strategy(const as_plan_op *op, const as_strategy_set *set);
 
 /* JSON. */
 /** The plan as a malloc'ed JSON text (stable key order, ends with a newline). */

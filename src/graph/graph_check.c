@@ -32,6 +32,8 @@ check_error_handler(const char *reason, const char *file, int line, igraph_error
              igraph_strerror(code));
     (void)file;
     (void)line;
+    if (code == IGRAPH_ENOMEM)
+        as_oom(0, "igraph");
     IGRAPH_FINALLY_FREE();
 }
 

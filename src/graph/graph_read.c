@@ -20,22 +20,19 @@ as_graph_detect(const char *text, size_t len)
     return as_hlo_detect(text, len) ? AS_FMT_HLO : AS_FMT_ASG;
 }
 
-int
-as_graph_read(const char *path, as_graph **out, as_err *err)
+/* PATH names the .asg reader's input (its default graph name); NAME the HLO reader's and messages. */
+static int
+graph_parse(const char *path, const char *name, const char *text, size_t len, as_graph **out,
+            as_err *err)
 {
-    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     as_graph *g = NULL;
-    char *text = NULL;
-    size_t len = 0;
     int rc;
 
     as_igraph_setup();
-    AS_CHECK(as_read_file(path, &text, &len, err));
     if (as_graph_detect(text, len) == AS_FMT_HLO)
         rc = as_hlo_read(name, text, len, &g, err);
     else
         rc = as_graph_parse_asg(path, text, len, &g, err);
-    free(text);
     if (rc != AS_OK)
         return rc;
     if ((rc = as_graph_check(g, err)) != AS_OK) {
@@ -45,4 +42,23 @@ as_graph_read(const char *path, as_graph **out, as_err *err)
     }
     *out = g;
     return AS_OK;
+}
+
+int
+as_graph_parse(const char *name, const char *text, size_t len, as_graph **out, as_err *err)
+{
+    return graph_parse(name, name, text, len, out, err);
+}
+
+int
+as_graph_read(const char *path, as_graph **out, as_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    AS_CHECK(as_read_file(path, &text, &len, err));
+    rc = graph_parse(path, strcmp(path, "-") == 0 ? "<stdin>" : path, text, len, out, err);
+    free(text);
+    return rc;
 }

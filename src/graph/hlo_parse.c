@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "hlo_internal.h"
+#include "libhooks.h"
 
 enum { RE_HEAD, RE_COMP, RE_SHAPE, RE_OPCODE, RE_COUNT };
 
@@ -84,7 +85,7 @@ parse_compile(parser *ps)
 
     for (i = 0; i < RE_COUNT; i++) {
         ps->re[i] = pcre2_compile((PCRE2_SPTR)parse_patterns[i], PCRE2_ZERO_TERMINATED,
-                                  PCRE2_ANCHORED, &ec, &off, NULL);
+                                  PCRE2_ANCHORED, &ec, &off, as_pcre2_ccontext());
         if (ps->re[i] == NULL) {
             PCRE2_UCHAR buf[200];
             pcre2_get_error_message(ec, buf, sizeof buf);
@@ -93,7 +94,7 @@ parse_compile(parser *ps)
         }
         (void)pcre2_jit_compile(ps->re[i], PCRE2_JIT_COMPLETE); /* optional speed-up */
     }
-    ps->md = pcre2_match_data_create(8, NULL);
+    ps->md = pcre2_match_data_create(8, as_pcre2_gcontext());
     return AS_OK;
 }
 

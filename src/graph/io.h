@@ -31,6 +31,8 @@ as_graph_format as_graph_detect(const char *text, size_t len);
  * (as_graph_check).  On success *OUT is a new graph.
  */
 int as_graph_read(const char *path, as_graph **out, as_err *err);
+/** The same for TEXT (LEN bytes, NUL-terminated) already in memory; NAME is used in messages. */
+int as_graph_parse(const char *name, const char *text, size_t len, as_graph **out, as_err *err);
 /**
  * Parse .asg TEXT (LEN bytes, NUL-terminated) read from PATH (used in
  * messages and for the default graph name) into a new graph *OUT.  A

@@ -29,6 +29,7 @@
 #include "autodiff.h"
 #include "check.h"
 #include "io.h"
+#include "libhooks.h"
 
 #define ASG_MAX_LINE ((size_t)1 << 20) /* longest accepted line: 1 MiB */
 #define ASG_MAX_ARGS 4096              /* most inputs of one op */
@@ -117,7 +118,8 @@ asg_compile(void)
     PCRE2_SIZE off;
     int code;
 
-    asg_re = pcre2_compile((PCRE2_SPTR)asg_token_re, PCRE2_ZERO_TERMINATED, 0, &code, &off, NULL);
+    asg_re = pcre2_compile((PCRE2_SPTR)asg_token_re, PCRE2_ZERO_TERMINATED, 0, &code, &off,
+                           as_pcre2_ccontext());
     if (asg_re == NULL) {
         PCRE2_UCHAR msg[120];
         pcre2_get_error_message(code, msg, sizeof msg);
@@ -1163,7 +1165,7 @@ as_graph_parse_asg(const char *path, const char *text, size_t len, as_graph **ou
         p.path = "<stdin>";
     AS_CHECK(asg_scan(&p, text, len));
     p.ar = as_arena_new();
-    p.md = pcre2_match_data_create_from_pattern(asg_re, NULL);
+    p.md = pcre2_match_data_create_from_pattern(asg_re, as_pcre2_gcontext());
     as_strmap_init(&p.defs);
     AS_CHECK_GOTO(rc, asg_parse_lines(&p, text, len), out);
     AS_CHECK_GOTO(rc, asg_header(&p, &name, &train), out);

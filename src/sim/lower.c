@@ -189,18 +189,14 @@ lower_match(lower *L, as_err *err)
             as_err_prefix(err, "op '%s': ", op->name);
             break;
         }
-        if (pop[o]->index < 0 || pop[o]->index >= set->n) {
-            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s': strategy index %d out of range "
-                         "(%d strategies on %s)", L->pname, op->name, pop[o]->index, set->n,
-                         as_mesh_str(L->mesh));
+        /* By name: cost models and strategy spaces list different strategies, so the
+         * plan's index is only a hint (as_plan_op_strategy). */
+        if ((k = as_plan_op_strategy(pop[o], set)) < 0) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s': no strategy '%s' among its %d on %s",
+                         L->pname, op->name, pop[o]->strategy, set->n, as_mesh_str(L->mesh));
             break;
         }
-        s = &set->s[pop[o]->index];
-        if (strcmp(s->name, pop[o]->strategy) != 0) {
-            rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s': strategy %d is '%s', the plan says "
-                         "'%s'", L->pname, op->name, pop[o]->index, s->name, pop[o]->strategy);
-            break;
-        }
+        s = &set->s[k];
         for (k = 0; k < op->nout; k++)
             if (!as_spec_equal(&s->out[k], &L->spec[op->out[k]])) {
                 rc = as_errf(err, AS_EUSAGE, "plan '%s': tensor '%s' has spec %s but op '%s' "

@@ -377,7 +377,7 @@ static int
 op_intern(as_sim_prog *p, const as_sim_event_spec *s, int32_t *idx, as_err *err)
 {
     const as_sim_op *o = s->op;
-    as_shape outs[AS_MAX_OUTS];
+    as_shape outs[AS_MAX_OUTS], *in;
     as_attr *bound = NULL;
     int nbound = 0, nout = 0, i;
     char text[2048], sh[256];
@@ -413,7 +413,11 @@ op_intern(as_sim_prog *p, const as_sim_event_spec *s, int32_t *idx, as_err *err)
     so.text = as_arena_strdup(p->arena, text);
     so.info.def = o->def;
     so.info.nin = o->nin;
-    so.info.in = as_arena_memdup(p->arena, o->in, (size_t)(o->nin ? o->nin : 1) * sizeof *o->in);
+    /* a nullary op (fill, iota) has no input shapes: O->in may be NULL */
+    in = as_arena_alloc(p->arena, (size_t)(o->nin ? o->nin : 1) * sizeof *in);
+    if (o->nin > 0)
+        memcpy(in, o->in, (size_t)o->nin * sizeof *in);
+    so.info.in = in;
     so.info.nout = nout;
     so.info.out = as_arena_memdup(p->arena, outs, (size_t)(nout ? nout : 1) * sizeof *outs);
     so.info.nattr = nbound;

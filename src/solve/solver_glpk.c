@@ -18,6 +18,7 @@
 
 #include <glpk.h>
 
+#include "libhooks.h"
 #include "solve/solver.h"
 
 #define SOLVER_NAME "glpk"
@@ -33,15 +34,6 @@ typedef struct glpk_cb_info {
     long nodes;
     double *start; /**< 1-based column values of a plan to offer as incumbent, or NULL */
 } glpk_cb_info;
-
-static int
-glpk_term(void *info, const char *s)
-{
-    (void)info;
-    if (as_verbosity >= 2)
-        fputs(s, stderr);
-    return 1; /* never to stdout */
-}
 
 static void
 glpk_cb(glp_tree *tree, void *info)
@@ -214,7 +206,7 @@ static AS_DECL_SOLVER_SOLVE(glpk_solve)
     glp_prob *lp = NULL;
     int rc;
 
-    glp_term_hook(glpk_term, NULL);
+    as_glpk_hooks();
     AS_CHECK(as_ilp_build(p, NULL, &ilp, err));
     lp = glp_create_prob();
     AS_CHECK_GOTO(rc, as_ilp_load_glpk(ilp, lp, err), out);

@@ -6,11 +6,16 @@
  * communication with link bandwidth only (no latency term):
  *   matmul (contractions)  overhead + input bytes / dram_bw + flops / throughput
  *                          (flops = 2mkn, as_op_flops)
- *   other ops              overhead + bytes / dram_bw + elements / throughput
- *                          (elements = the largest input or output)
+ *   other ops              overhead + input bytes / dram_bw + elements / throughput
+ *                          (DistIR's elementwise cost: it reads the inputs and
+ *                          counts one operation per element of the largest
+ *                          input; outputs are not charged.  Ops without inputs
+ *                          count their largest output's elements.)
  *   send                   S / bw (charged on both ends by the simulator)
  *   all-reduce             2(n-1)/n * S / bw
- *   all-gather             2(n-1)/n * S / bw (DistIR charges it like all-reduce)
+ *   all-gather             2(n-1)/n * (S/n) / bw: DistIR charges an all-gather
+ *                          like an all-reduce of its mean input size, which is
+ *                          one shard (S/n) of the gathered S
  *   reduce-scatter         (n-1)/n * S / bw  (not in DistIR; ring lower bound)
  *   all-to-all             (n-1)/n * S / bw  (not in DistIR; ring lower bound)
  * The parameters default to the profile's distir.* fields and can be set
@@ -25,7 +30,7 @@
 #include "cost.h"
 
 #define COST_NAME "distir"
-#define COST_DESC "DistIR's model: overhead + bytes/dram_bw + work/throughput, no latency"
+#define COST_DESC "DistIR's model: overhead + input bytes/dram_bw + work/throughput, no latency"
 
 struct as_cost_data {
     double throughput;     /**< FLOP/s, "throughput" */
@@ -73,19 +78,18 @@ static AS_DECL_COST_COMPUTE(distir_compute)
     double in_bytes = 0, elems = 0, n;
     int i;
 
-    if (as_cost_is_contraction(info)) {
-        for (i = 0; i < info->nin; i++)
-            in_bytes += (double)as_shape_bytes(&info->in[i]);
-        return data->overhead + in_bytes / data->dram_bandwidth +
-               as_op_flops(info) / data->throughput;
-    }
-    for (i = 0; i < info->nin; i++)
+    for (i = 0; i < info->nin; i++) {
+        in_bytes += (double)as_shape_bytes(&info->in[i]);
         if ((n = (double)as_shape_numel(&info->in[i])) > elems)
             elems = n;
-    for (i = 0; info->out != NULL && i < info->nout; i++)
+    }
+    if (as_cost_is_contraction(info))
+        return data->overhead + in_bytes / data->dram_bandwidth +
+               as_op_flops(info) / data->throughput;
+    for (i = 0; info->nin == 0 && info->out != NULL && i < info->nout; i++)
         if ((n = (double)as_shape_numel(&info->out[i])) > elems)
             elems = n;
-    return data->overhead + as_op_bytes(info) / data->dram_bandwidth + elems / data->throughput;
+    return data->overhead + in_bytes / data->dram_bandwidth + elems / data->throughput;
 }
 
 static AS_DECL_COST_COLL(distir_collective)
@@ -95,8 +99,9 @@ static AS_DECL_COST_COLL(distir_collective)
 
     switch (kind) {
     case AS_COLL_ALL_REDUCE:
-    case AS_COLL_ALL_GATHER:
         return 2.0 * (n - 1) / n * bytes / bw;
+    case AS_COLL_ALL_GATHER:
+        return 2.0 * (n - 1) / n * (bytes / n) / bw;
     case AS_COLL_REDUCE_SCATTER:
     case AS_COLL_ALL_TO_ALL:
         return (n - 1) / n * bytes / bw;

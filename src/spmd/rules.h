@@ -164,9 +164,11 @@ void as_rules_i_set_why(as_rule_set *set, const char *why);
  */
 int as_rules_i_analytic(const as_opinfo *info, const char *key, as_rule_set **out, as_err *err);
 /**
- * Shrink INFO for discovery: map distinct dim sizes (and sizes inside
- * size-carrying attributes) to 6, 12, 18, ... keeping sizes below 6;
- * results in ARENA.  AS_EPARSE when the shrunken op does not infer.
+ * Shrink INFO for discovery: map distinct dim sizes >= 2 (and sizes inside
+ * size-carrying attributes) to increasing multiples of 6, keeping size 1
+ * and kernel windows, aligning strided dims with their stride, deriving a
+ * backward op's dy through its forward op (docs/rules.md); results in
+ * ARENA.  AS_EPARSE when the shrunken op does not infer.
  */
 int as_rules_i_shrink(const as_opinfo *info, as_arena *arena, as_opinfo *out, as_err *err);
 /** Whether attribute KEY of op type OPNAME holds sizes (shape, depth, vocab, ...). */

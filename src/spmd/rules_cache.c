@@ -29,7 +29,7 @@
 
 #define RC_VERSION 1
 #define RC_MAGIC "autoshard-rules-cache"
-#define RC_ALGO "shardcombine-1" /* bump when discovery changes its answers */
+#define RC_ALGO "shardcombine-2" /* bump when discovery changes its answers (2: small dims, strides) */
 
 /* A rule set with its storage. */
 typedef struct rc_set {

@@ -2,10 +2,13 @@
  * reference kernels (MetaDist's ShardCombine), plus the size mapping that
  * shrinks an op instance to small test shapes and the rule cache key.
  *
- * DESIGN: discovery works on shrunken shapes (every distinct dim size >= 6
- * becomes 6, 12, 18, ... in increasing order; sizes 1..5 are kept, so
- * broadcasting and kernel windows are unchanged, and equal dims stay
- * equal).  Four trials are prepared up front: fresh random inputs and the
+ * DESIGN: discovery works on shrunken shapes (every distinct dim size >= 2
+ * becomes 6, 12, 18, ... in increasing order, so equal dims stay equal and
+ * a batch of 2-5 splits like any other; size 1 is kept for broadcasting,
+ * kernel windows are kept, strided dims become multiples of 6 x stride so
+ * shards stay aligned with the stride, and a backward op's dy is derived
+ * through its forward op).  Rules thus depend on rank and attributes, not
+ * on sizes.  Four trials are prepared up front: fresh random inputs and the
  * global result, two trials cut into 2 shards and two into 3.  A candidate
  * group picks one dim (or none) per input, all of one size, at least one
  * split.  Each trial runs the kernel on every shard's local inputs (local
@@ -30,6 +33,7 @@
 #define SC_TOL 1e-9       /* relative tolerance of a recombined result */
 #define SC_MAX_SHARDS 3
 #define SC_MAX_IN 64
+#define SC_MAX_NUMEL (1 << 18) /* largest shrunken input with stride alignment (elements) */
 
 static const int sc_nshards[SC_TRIALS] = {2, 2, 3, 3};
 
@@ -82,81 +86,334 @@ as_rules_i_size_attr(const char *opname, const char *key)
     return 0;
 }
 
-static int
-sc_cmp_i64(const void *a, const void *b)
+/*
+ * Geometry of the window ops, for the size mapping: the dims of a kernel
+ * window are kept (their size is the op's meaning), the strided spatial
+ * dims map to multiples of 6 x stride (so 2 and 3 shards stay aligned with
+ * the stride), and the gradient input dy of a backward op is not mapped but
+ * derived from the mapped shapes through the forward op (its size follows
+ * H' = (H + 2p - k) / s + 1, which an independent mapping would break).
+ */
+typedef struct sc_geom {
+    const char *op;
+    int win_in;           /**< input whose dims 2, 3 are a kernel window, -1 */
+    const char *win_attr; /**< size attribute whose entries 2, 3 are a kernel window */
+    int str_in;           /**< input whose trailing dims are strided, -1 */
+    const char *str_attr; /**< size attribute whose trailing entries are strided */
+    int dy_in;            /**< input holding the gradient of the forward output, -1 */
+    const char *fwd;      /**< forward op that gives dy's shape */
+} sc_geom;
+
+static const sc_geom sc_geoms[] = {
+    {"avgpool2d", -1, NULL, 0, NULL, -1, NULL},
+    {"avgpool2d_grad", -1, NULL, -1, "input_shape", 0, "avgpool2d"},
+    {"conv2d", 1, NULL, 0, NULL, -1, NULL},
+    {"conv2d_grad_input", 1, NULL, -1, "input_shape", 0, "conv2d"},
+    {"conv2d_grad_weight", -1, "weight_shape", 1, NULL, 0, "conv2d"},
+    {"conv_general", 1, NULL, 0, NULL, -1, NULL}, /* dims from dim_labels */
+    {"maxpool2d", -1, NULL, 0, NULL, -1, NULL},
+    {"maxpool2d_grad", -1, NULL, 1, NULL, 0, "maxpool2d"},
+    {"reduce_window", -1, NULL, 0, NULL, -1, NULL},
+};
+
+static const sc_geom *
+sc_geom_find(const char *op)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    size_t i;
+
+    for (i = 0; i < sizeof sc_geoms / sizeof sc_geoms[0]; i++)
+        if (strcmp(sc_geoms[i].op, op) == 0)
+            return &sc_geoms[i];
+    return NULL;
+}
+
+/* One size to map: its value and the factor its image must be a multiple of (besides 6). */
+typedef struct sc_size {
+    int64_t v, need;
+} sc_size;
+typedef AS_VEC(sc_size) sc_sizes;
+
+static int
+sc_cmp_size(const void *a, const void *b)
+{
+    int64_t x = ((const sc_size *)a)->v, y = ((const sc_size *)b)->v;
 
     return x < y ? -1 : x > y;
 }
 
-/* Mapped value of size S given the sorted distinct sizes >= 6 in BIG[0..NBIG). */
 static int64_t
-sc_map(int64_t s, const int64_t *big, int nbig)
+sc_gcd(int64_t a, int64_t b)
 {
-    int lo = 0, hi = nbig - 1;
+    while (b != 0) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 
-    if (s < 6)
-        return s;
+/* lcm(A, B), capped at 64 (a wider stride only loses the alignment, not correctness). */
+static int64_t
+sc_lcm(int64_t a, int64_t b)
+{
+    int64_t l;
+
+    if (a <= 0 || b <= 0)
+        return a > 0 ? a : b > 0 ? b : 1;
+    l = a / sc_gcd(a, b) * b;
+    return l > 64 ? a : l;
+}
+
+/* Mapped value of size S given the sorted distinct sizes FROM[0..N) and their images TO. */
+static int64_t
+sc_map(int64_t s, const int64_t *from, const int64_t *to, int n)
+{
+    int lo = 0, hi = n - 1;
+
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        if (big[mid] == s)
-            return 6 * (int64_t)(mid + 1);
-        if (big[mid] < s)
+        if (from[mid] == s)
+            return to[mid];
+        if (from[mid] < s)
             lo = mid + 1;
         else
             hi = mid - 1;
     }
-    return s; /* not collected: cannot happen */
+    return s; /* kept (0, 1, a window dim) */
+}
+
+/* Stride of trailing spatial dim T of N (pools: the kernel when no stride is given), or 1. */
+static int64_t
+sc_stride(const as_opinfo *info, int t, int n)
+{
+    const int64_t *v = NULL;
+    int k = as_attr_ints(info->attr, info->nattr, "stride", &v);
+
+    if (k <= 0)
+        k = as_attr_ints(info->attr, info->nattr, "kernel", &v);
+    if (k <= 0 || v == NULL)
+        return 1;
+    t -= n - k; /* align the stride list with the trailing dims */
+    return t >= 0 && t < k && v[t] > 0 ? v[t] : 1;
+}
+
+/*
+ * The stride factor of a strided dim of size V: the stride S when V can be
+ * split in two stride-aligned halves (V divisible by 2S); 0 (keep V as it
+ * is) when it cannot and V is small: a global 7x7 pool keeps its 7x7, which
+ * never splits, so the window still fits; else 1.
+ */
+static int64_t
+sc_need(int64_t v, int64_t s)
+{
+    if (v % (2 * s) == 0)
+        return s;
+    return v <= 64 ? 0 : 1;
+}
+
+/*
+ * Role of dim I of input J (of rank R) in the size mapping: 0 when it is
+ * kept (a kernel window), else 1 with *NEED its stride factor (sc_need).
+ * conv2d and pools are NCHW (window and strides on dims 2, 3); conv_general
+ * reads its dim_labels ("b01f_01io->b01f": digits are spatial dims).
+ */
+static int
+sc_role(const as_opinfo *info, const sc_geom *geo, int j, int i, int r, int64_t *need)
+{
+    const as_attr *lab;
+
+    *need = 1;
+    if (geo == NULL || (j != geo->win_in && j != geo->str_in))
+        return 1;
+    if (strcmp(geo->op, "conv_general") == 0) {
+        const char *l, *us;
+        int sp;
+        lab = as_attr_find(info->attr, info->nattr, "dim_labels");
+        if (lab == NULL || lab->s == NULL || (us = strchr(lab->s, '_')) == NULL)
+            return 1;
+        l = j == 0 ? lab->s : us + 1;
+        if ((j == 0 ? us - l : (long)strcspn(l, "-")) != r || l[i] < '0' || l[i] > '9')
+            return 1;
+        if (j == geo->win_in)
+            return 0;
+        sp = l[i] - '0';
+        {
+            const int64_t *st = NULL;
+            int k = as_attr_ints(info->attr, info->nattr, "stride", &st);
+            *need = sc_need(info->in[j].dim[i], sp < k && st[sp] > 0 ? st[sp] : 1);
+        }
+        return 1;
+    }
+    if (r != 4 || i < 2)
+        return 1;
+    if (j == geo->win_in)
+        return 0;
+    *need = sc_need(info->in[j].dim[i], sc_stride(info, i, r));
+    return 1;
+}
+
+/* Record size V (if it is mapped: >= 2) with stride factor NEED. */
+static void
+sc_push(sc_sizes *sz, int64_t v, int64_t need)
+{
+    sc_size e;
+
+    if (v < 2)
+        return;
+    e.v = v;
+    e.need = need;
+    AS_VEC_PUSH(sz, e);
+}
+
+/* Whether entry I of an N-entry size attribute (an NCHW / OIHW shape) is a kernel window dim. */
+static int
+sc_is_window(int i, int n)
+{
+    return n == 4 && i >= 2;
+}
+
+/* The shape of size attribute KEY of AT (n entries) with dtype DT; 0 if absent. */
+static int
+sc_attr_shape(const as_attr *at, int nattr, const char *key, as_dtype dt, as_shape *out)
+{
+    const int64_t *v = NULL;
+    int n = key != NULL ? as_attr_ints(at, nattr, key, &v) : 0, i;
+
+    if (n <= 0 || n > AS_MAX_RANK || v == NULL)
+        return 0;
+    memset(out, 0, sizeof *out);
+    out->dtype = dt;
+    out->rank = n;
+    for (i = 0; i < n; i++)
+        out->dim[i] = v[i];
+    return 1;
 }
 
 int
 as_rules_i_shrink(const as_opinfo *info, as_arena *arena, as_opinfo *out, as_err *err)
 {
-    AS_VEC(int64_t) sz = {0};
+    sc_sizes sz = {0};
+    const sc_geom *geo = sc_geom_find(info->def->name);
     as_shape *in = as_arena_calloc(arena, (size_t)(info->nin ? info->nin : 1), sizeof *in);
     as_shape *os = as_arena_calloc(arena, AS_MAX_OUTS, sizeof *os);
     as_attr *at = as_arena_calloc(arena, (size_t)(info->nattr ? info->nattr : 1), sizeof *at);
-    int i, j, nbig = 0, nout = 0, rc;
+    int64_t *from, *to, *img, need;
+    int i, j, n = 0, nout = 0, rc, pass;
 
-    for (j = 0; j < info->nin; j++)
-        for (i = 0; i < info->in[j].rank; i++)
-            AS_VEC_PUSH(&sz, info->in[j].dim[i]);
+    /* Collect every mapped size with the stride its image must respect. */
+    for (j = 0; j < info->nin; j++) {
+        int r = info->in[j].rank;
+        if (geo != NULL && j == geo->dy_in)
+            continue; /* derived below */
+        for (i = 0; i < r; i++) {
+            if (!sc_role(info, geo, j, i, r, &need))
+                continue; /* a kernel window: kept */
+            sc_push(&sz, info->in[j].dim[i], need);
+        }
+    }
     for (i = 0; i < info->nattr; i++) {
         const as_attr *a = &info->attr[i];
         if (!as_rules_i_size_attr(info->def->name, a->key))
             continue;
-        if (a->kind == AS_ATTR_INT)
-            AS_VEC_PUSH(&sz, a->i);
-        else if (a->kind == AS_ATTR_INTS)
-            for (j = 0; j < a->n; j++)
-                AS_VEC_PUSH(&sz, a->v[j]);
+        if (a->kind == AS_ATTR_INT) {
+            sc_push(&sz, a->i, 1);
+        } else if (a->kind == AS_ATTR_INTS) {
+            for (j = 0; j < a->n; j++) {
+                need = 1;
+                if (geo != NULL && geo->win_attr != NULL && strcmp(a->key, geo->win_attr) == 0 &&
+                    sc_is_window(j, a->n))
+                    continue;
+                if (geo != NULL && geo->str_attr != NULL && strcmp(a->key, geo->str_attr) == 0 &&
+                    j >= (a->n == 4 ? 2 : 0))
+                    need = sc_need(a->v[j], sc_stride(info, j, a->n));
+                sc_push(&sz, a->v[j], need);
+            }
+        }
     }
+    /* Distinct sizes in increasing order; images 6k (times the stride), increasing too. */
     if (sz.n > 0)
-        qsort(sz.v, sz.n, sizeof sz.v[0], sc_cmp_i64);
-    for (i = 0; i < (int)sz.n; i++)
-        if (sz.v[i] >= 6 && (nbig == 0 || sz.v[nbig - 1] != sz.v[i]))
-            sz.v[nbig++] = sz.v[i];
+        qsort(sz.v, sz.n, sizeof sz.v[0], sc_cmp_size);
+    from = as_arena_alloc(arena, (sz.n + 1) * sizeof *from);
+    to = as_arena_alloc(arena, (sz.n + 1) * sizeof *to);
+    img = as_arena_alloc(arena, (sz.n + 1) * sizeof *img);
+    for (i = 0; i < (int)sz.n; i++) {
+        if (n > 0 && from[n - 1] == sz.v[i].v) {
+            /* factor so far; 0 (kept) wins */
+            to[n - 1] = to[n - 1] == 0 || sz.v[i].need == 0 ? 0 : sc_lcm(to[n - 1], sz.v[i].need);
+            continue;
+        }
+        from[n] = sz.v[i].v;
+        to[n++] = sz.v[i].need;
+    }
+    for (pass = 0; pass < 2; pass++) {
+        int64_t big = 0, prev = 0;
+        for (i = 0; i < n; i++) {
+            int64_t unit = 6 * (pass == 0 ? to[i] : 1);
+            if (to[i] == 0) {
+                img[i] = from[i]; /* kept */
+                continue;
+            }
+            img[i] = (prev / unit + 1) * unit; /* smallest multiple of the unit above the last */
+            prev = img[i];
+        }
+        for (j = 0; j < info->nin; j++) {
+            int64_t numel = 1;
+            for (i = 0; i < info->in[j].rank; i++)
+                numel *= sc_map(info->in[j].dim[i], from, img, n);
+            big = numel > big ? numel : big;
+        }
+        if (big <= SC_MAX_NUMEL)
+            break; /* else: drop the stride alignment rather than run huge kernels */
+    }
+    to = img;
+    AS_VEC_FREE(&sz);
     for (j = 0; j < info->nin; j++) {
         in[j] = info->in[j];
         for (i = 0; i < in[j].rank; i++)
-            in[j].dim[i] = sc_map(in[j].dim[i], sz.v, nbig);
+            if (sc_role(info, geo, j, i, in[j].rank, &need))
+                in[j].dim[i] = sc_map(in[j].dim[i], from, to, n);
     }
     for (i = 0; i < info->nattr; i++) {
         at[i] = info->attr[i];
         if (!as_rules_i_size_attr(info->def->name, at[i].key))
             continue;
         if (at[i].kind == AS_ATTR_INT) {
-            at[i].i = sc_map(at[i].i, sz.v, nbig);
+            at[i].i = sc_map(at[i].i, from, to, n);
             at[i].f = (double)at[i].i;
         } else if (at[i].kind == AS_ATTR_INTS && at[i].n > 0) {
             int64_t *v = as_arena_alloc(arena, (size_t)at[i].n * sizeof *v);
+            int win = geo != NULL && geo->win_attr != NULL && strcmp(at[i].key, geo->win_attr) == 0;
             for (j = 0; j < at[i].n; j++)
-                v[j] = sc_map(at[i].v[j], sz.v, nbig);
+                v[j] = win && sc_is_window(j, at[i].n) ? at[i].v[j]
+                                                       : sc_map(at[i].v[j], from, to, n);
             at[i].v = v;
         }
     }
-    AS_VEC_FREE(&sz);
+    /* dy of a backward op: the forward op's output on the mapped shapes. */
+    if (geo != NULL && geo->dy_in >= 0 && geo->dy_in < info->nin) {
+        const as_op_def *fdef = as_registry_find(geo->fwd, (size_t)-1);
+        as_shape fin[2], fout[AS_MAX_OUTS];
+        as_dtype dt = info->in[geo->dy_in].dtype;
+        int nf = 1, fn = 0;
+        as_err fe;
+
+        if (geo->str_in >= 0)
+            fin[0] = in[geo->str_in];
+        else if (!sc_attr_shape(at, info->nattr, geo->str_attr, dt, &fin[0]))
+            fdef = NULL;
+        if (geo->win_in >= 0)
+            fin[nf++] = in[geo->win_in];
+        else if (sc_attr_shape(at, info->nattr, geo->win_attr, dt, &fin[1]))
+            nf++;
+        if (fdef != NULL &&
+            as_op_infer(fdef, fin, nf, at, info->nattr, fout, &fn, &fe) == AS_OK && fn == 1) {
+            fout[0].dtype = dt;
+            in[geo->dy_in] = fout[0];
+        } else {
+            for (i = 0; i < in[geo->dy_in].rank; i++)
+                in[geo->dy_in].dim[i] = sc_map(in[geo->dy_in].dim[i], from, to, n);
+        }
+    }
     rc = as_op_infer(info->def, in, info->nin, at, info->nattr, os, &nout, err);
     if (rc != AS_OK) {
         as_err_prefix(err, "cannot shrink for rule discovery: ");

@@ -48,9 +48,19 @@ expect_fail 2 "mesh 'tp=4' does not match plan" "a mesh that is not the plan's"
 sed 's/"name": "d.a"/"name": "h.3.mlp.fc1"/' "$MP" > "$T/bad.json"
 as lower "$G" --plan "$T/bad.json"
 expect_fail 2 "plan '$T/bad.json': op 'h.3.mlp.fc1' not in graph 'mlp'" "unknown op named"
-sed 's/"index": 6/"index": 60/' "$MP" > "$T/bad2.json"
+# Plans are read by strategy name: the index is a hint (cost models list different strategies).
+sed 's/"index": 6/"index": 60/' "$MP" > "$T/idx.json"
+as simulate "$G" --plan "$T/idx.json" --json
+grep '"time"' "$T/out" | head -1 > "$T/t3"
+ok $([ $rc -eq 0 ] && cmp -s "$T/t1" "$T/t3"; echo $?) "a stale strategy index: the name decides"
+sed '/"index": [0-9]*/d; s/"strategy": \("[^"]*"\),$/"strategy": \1/' "$MP" > "$T/noidx.json"
+as simulate "$G" --plan "$T/noidx.json" --json
+grep '"time"' "$T/out" | head -1 > "$T/t3"
+ok $([ $rc -eq 0 ] && cmp -s "$T/t1" "$T/t3"; echo $?) "a plan without strategy indexes"
+sed '0,/"strategy": "column(tp)"/s//"strategy": "column(dp)"/' "$MP" > "$T/bad2.json"
 as simulate "$G" --plan "$T/bad2.json"
-expect_fail 2 "strategy index 60 out of range" "bad strategy index"
+expect_fail 2 "plan '$T/bad2.json': op 'h': no strategy 'column(dp)' among its [0-9]* on tp=2" \
+    "a strategy name the op does not have"
 as lower "$G" --plan "$MP" --pipeline 2 --microbatches 3
 expect_fail 2 "do not divide the batch" "microbatches must divide the batch"
 as lower "$G" --plan "$MP" --microbatches 2

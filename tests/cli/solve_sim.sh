@@ -23,4 +23,16 @@ as simulate "$T/m.asg" --plan "$T/p.json"
 t1=$(awk '/^iteration time/{print $3}' "$T/out")
 ok $(awk -v a="$t1" -v b="$t2" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(a>0 && d<=1e-3*a)}' && echo 0 || echo 1) \
     "solve --simulate agrees with simulate --plan ($t1 s vs $t2 s)"
+# Every cost model's plan lowers, simulates and ranks (strategies are looked up by name:
+# alpa lists other strategies than the simulator's roofline, at other indexes).
+for cm in roofline alpa distir; do
+    as solve "$T/m.asg" --mesh 2x2 --cost-model $cm -o "$T/p_$cm.json"
+    ok $rc "solve --cost-model $cm on 2x2"
+    as lower "$T/m.asg" --plan "$T/p_$cm.json" -o "$T/p_$cm.prog"
+    ok $([ $rc -eq 0 ] && [ -s "$T/p_$cm.prog" ]; echo $?) "the $cm plan lowers"
+    as simulate "$T/m.asg" --plan "$T/p_$cm.json"
+    ok $([ $rc -eq 0 ] && grep -q '^iteration time' "$T/out"; echo $?) "the $cm plan simulates"
+done
+as rank "$T/m.asg" --plans "$T/p_roofline.json" "$T/p_alpa.json" "$T/p_distir.json"
+ok $([ $rc -eq 0 ] && grep -q 'over 3 plans' "$T/out"; echo $?) "the three models' plans rank"
 done_testing

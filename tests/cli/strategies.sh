@@ -7,6 +7,17 @@
 G="$top_srcdir/tests/data/asg/mlp.asg"
 export AUTOSHARD_RULES_CACHE=off
 
+# A batch of 4 splits over 2 devices (dims of size 2-5 are splittable like any other).
+printf 'graph t\ninput x : f32[4,64] batch=0\nz = relu(x)\noutput z\n' > "$T/s4.asg"
+as strategies "$T/s4.asg" --mesh 2 --op z
+ok $([ $rc -eq 0 ] && grep -q 'S(in0:0@x) .*\[x,None\] -> \[x,None\]' "$T/out" &&
+     grep -q 'S(in0:1@x)' "$T/out"; echo $?) "relu on f32[4,64]: the batch of 4 splits over 2"
+printf 'graph t\ninput x : f32[2,4,32,32] batch=0\nz = maxpool2d(x) kernel=[2,2] stride=[2,2]\noutput z\n' \
+    > "$T/mp.asg"
+as strategies "$T/mp.asg" --mesh 2 --op z
+ok $([ $rc -eq 0 ] && grep -q 'S(in0:2@x) .*\[None,None,x,None\] -> \[None,None,x,None\]' "$T/out" &&
+     grep -q 'S(in0:3@x)' "$T/out"; echo $?) "maxpool k2 s2 on 32x32: H and W split"
+
 as strategies "$G" --mesh tp=4 --op h
 ok $rc "strategies of one op"
 grep -q '^h  matmul  f32\[64,128\] x f32\[128,256\] -> f32\[64,256\]  (7 strategies)' "$T/out"

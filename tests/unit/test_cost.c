@@ -74,32 +74,32 @@ static const struct coll_case roofline_cases[] = {
 /* distir on my-gpu (link 300e9 B/s intra, 25e9 B/s inter, no latency), S = 1e9 bytes */
 static const struct coll_case distir_cases[] = {
     {AS_COLL_ALL_REDUCE, 2, AS_LINK_INTRA, -1, 2.0*1/2*1e9/300e9},
-    {AS_COLL_ALL_GATHER, 2, AS_LINK_INTRA, -1, 2.0*1/2*1e9/300e9},
+    {AS_COLL_ALL_GATHER, 2, AS_LINK_INTRA, -1, 2.0*1/2*(1e9/2)/300e9},
     {AS_COLL_REDUCE_SCATTER, 2, AS_LINK_INTRA, -1, 1.0*1/2*1e9/300e9},
     {AS_COLL_ALL_TO_ALL, 2, AS_LINK_INTRA, -1, 1.0*1/2*1e9/300e9},
     {AS_COLL_SEND, 2, AS_LINK_INTRA, -1, 1e9/300e9},
     {AS_COLL_ALL_REDUCE, 4, AS_LINK_INTRA, -1, 2.0*3/4*1e9/300e9},
-    {AS_COLL_ALL_GATHER, 4, AS_LINK_INTRA, -1, 2.0*3/4*1e9/300e9},
+    {AS_COLL_ALL_GATHER, 4, AS_LINK_INTRA, -1, 2.0*3/4*(1e9/4)/300e9},
     {AS_COLL_REDUCE_SCATTER, 4, AS_LINK_INTRA, -1, 1.0*3/4*1e9/300e9},
     {AS_COLL_ALL_TO_ALL, 4, AS_LINK_INTRA, -1, 1.0*3/4*1e9/300e9},
     {AS_COLL_SEND, 4, AS_LINK_INTRA, -1, 1e9/300e9},
     {AS_COLL_ALL_REDUCE, 8, AS_LINK_INTRA, -1, 2.0*7/8*1e9/300e9},
-    {AS_COLL_ALL_GATHER, 8, AS_LINK_INTRA, -1, 2.0*7/8*1e9/300e9},
+    {AS_COLL_ALL_GATHER, 8, AS_LINK_INTRA, -1, 2.0*7/8*(1e9/8)/300e9},
     {AS_COLL_REDUCE_SCATTER, 8, AS_LINK_INTRA, -1, 1.0*7/8*1e9/300e9},
     {AS_COLL_ALL_TO_ALL, 8, AS_LINK_INTRA, -1, 1.0*7/8*1e9/300e9},
     {AS_COLL_SEND, 8, AS_LINK_INTRA, -1, 1e9/300e9},
     {AS_COLL_ALL_REDUCE, 2, AS_LINK_INTER, -1, 2.0*1/2*1e9/25e9},
-    {AS_COLL_ALL_GATHER, 2, AS_LINK_INTER, -1, 2.0*1/2*1e9/25e9},
+    {AS_COLL_ALL_GATHER, 2, AS_LINK_INTER, -1, 2.0*1/2*(1e9/2)/25e9},
     {AS_COLL_REDUCE_SCATTER, 2, AS_LINK_INTER, -1, 1.0*1/2*1e9/25e9},
     {AS_COLL_ALL_TO_ALL, 2, AS_LINK_INTER, -1, 1.0*1/2*1e9/25e9},
     {AS_COLL_SEND, 2, AS_LINK_INTER, -1, 1e9/25e9},
     {AS_COLL_ALL_REDUCE, 4, AS_LINK_INTER, -1, 2.0*3/4*1e9/25e9},
-    {AS_COLL_ALL_GATHER, 4, AS_LINK_INTER, -1, 2.0*3/4*1e9/25e9},
+    {AS_COLL_ALL_GATHER, 4, AS_LINK_INTER, -1, 2.0*3/4*(1e9/4)/25e9},
     {AS_COLL_REDUCE_SCATTER, 4, AS_LINK_INTER, -1, 1.0*3/4*1e9/25e9},
     {AS_COLL_ALL_TO_ALL, 4, AS_LINK_INTER, -1, 1.0*3/4*1e9/25e9},
     {AS_COLL_SEND, 4, AS_LINK_INTER, -1, 1e9/25e9},
     {AS_COLL_ALL_REDUCE, 8, AS_LINK_INTER, -1, 2.0*7/8*1e9/25e9},
-    {AS_COLL_ALL_GATHER, 8, AS_LINK_INTER, -1, 2.0*7/8*1e9/25e9},
+    {AS_COLL_ALL_GATHER, 8, AS_LINK_INTER, -1, 2.0*7/8*(1e9/8)/25e9},
     {AS_COLL_REDUCE_SCATTER, 8, AS_LINK_INTER, -1, 1.0*7/8*1e9/25e9},
     {AS_COLL_ALL_TO_ALL, 8, AS_LINK_INTER, -1, 1.0*7/8*1e9/25e9},
     {AS_COLL_SEND, 8, AS_LINK_INTER, -1, 1e9/25e9},
@@ -386,8 +386,10 @@ test_compute_elementwise(void)
     as_hw a100;
     as_mesh *m = mesh("8");
     as_cost_model *roof, *dist;
-    as_shape in[1], out[AS_MAX_OUTS];
+    as_shape in[2], out[AS_MAX_OUTS];
     as_opinfo info;
+    static const char *const distir_v100[] = {"throughput=1.4e13", "dram_bandwidth=9e11",
+                                              "overhead=1e-5"};
 
     in[0] = shape2(AS_DT_F32, 1024, 1024);
     if (!opinfo2("relu", in, 1, out, &info)) {
@@ -400,8 +402,25 @@ test_compute_elementwise(void)
     dist = model("distir", &a100, m, NULL, 0);
     is_double(as_cost_compute(roof, &info), fmax(1024.0*1024/19.5e12, 2*4*1024.0*1024/2039e9) +
               5e-6, REL, "roofline: relu is memory-bound");
-    is_double(as_cost_compute(dist, &info), 5e-6 + 2*4*1024.0*1024/2039e9 + 1024.0*1024/19.5e12,
-              REL, "distir: overhead + bytes / dram_bw + elements / throughput");
+    is_double(as_cost_compute(dist, &info), 5e-6 + 4*1024.0*1024/2039e9 + 1024.0*1024/19.5e12,
+              REL, "distir: overhead + input bytes / dram_bw + elements / throughput");
+    as_cost_model_free(dist);
+    /* DistIR's own constants (V100: 14 TFLOP/s, 900 GB/s, 10 us launch overhead): a relu on
+     * 1024^2 fp32 is 1e-5 + 4194304 / 9e11 + 1048576 / 1.4e13 = 1.4735e-5 s (the output is not
+     * charged: with it, 1.94e-5 s). */
+    dist = model("distir", &a100, m, distir_v100, 3);
+    is_double(as_cost_compute(dist, &info), 1.47350e-5, 1e-4,
+              "distir with DistIR's constants: relu on 1024^2 fp32 = 1.4735e-5 s");
+    in[0] = shape2(AS_DT_F32, 1024, 1024);
+    in[1] = shape2(AS_DT_F32, 1024, 1024);
+    if (opinfo2("add", in, 2, out, &info))
+        is_double(as_cost_compute(dist, &info), 1e-5 + 2 * 4194304.0 / 9e11 + 1048576.0 / 1.4e13,
+                  1e-12, "distir: add reads both inputs, one operation per element");
+    in[1] = shape2(AS_DT_F32, 1, 1024);
+    if (opinfo2("add", in, 2, out, &info))
+        is_double(as_cost_compute(dist, &info),
+                  1e-5 + (4194304.0 + 4096) / 9e11 + 1048576.0 / 1.4e13, 1e-12,
+                  "distir: a broadcast input counts its own bytes, elements of the largest input");
     as_cost_model_free(dist);
     as_cost_model_free(roof);
     as_mesh_free(m);

@@ -222,6 +222,116 @@ test_instances(void)
            "reshape [B,S,H] -> [B*S,H]: S cannot split");
 }
 
+static as_shape
+shp4(int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    as_shape s = shp(4, d0, d1, d2);
+
+    s.dim[3] = d3;
+    return s;
+}
+
+/* Whether SET has a rule splitting input IN's dim DIM alone with output 0 combining as WANT. */
+static int
+has_rule(const as_rule_set *set, int in, int dim, const char *want, int halo)
+{
+    char cb[32];
+    int r, j;
+
+    for (r = 0; set != NULL && r < set->nrules; r++) {
+        const as_shard_rule *ru = &set->rules[r];
+        int alone = ru->in_dim[in] == dim;
+        for (j = 0; j < set->nin && alone; j++)
+            alone = j == in || ru->in_dim[j] < 0;
+        if (alone && strcmp(as_combine_str(&ru->out[0], cb, sizeof cb), want) == 0 &&
+            ru->halo == halo)
+            return 1;
+    }
+    return 0;
+}
+
+/* Dims of size 2..5 split like any other; the rules depend on rank and attributes, not size. */
+static void
+test_small_dims(void)
+{
+    as_shape x[3];
+    const as_rule_set *a, *b;
+    as_rules_stats before, after;
+
+    x[0] = shp(2, 4, 64, 0);
+    a = inst_rules("relu", x, 1, NULL, 0);
+    is_str(a ? fmt_set(a) : "(error)", "in0:0 -> gather(0); in0:1 -> gather(1)",
+           "relu f32[4,64]: the batch of 4 splits");
+    as_rules_get_stats(&before);
+    x[0] = shp(2, 6, 64, 0);
+    b = inst_rules("relu", x, 1, NULL, 0);
+    x[0] = shp(2, 2, 3, 0);
+    b = b == a ? inst_rules("relu", x, 1, NULL, 0) : NULL;
+    as_rules_get_stats(&after);
+    ok(a != NULL && b == a && after.discovered == before.discovered,
+       "relu on [4,64], [6,64] and [2,3] share one rule set (per rank, not per size)");
+    x[0] = shp(2, 4, 64, 0);
+    x[1] = shp(2, 64, 2, 0);
+    a = inst_rules("matmul", x, 2, NULL, 0);
+    is_str(a ? fmt_set(a) : "(error)",
+           "in0:0 in1:- -> gather(0); in0:1 in1:0 -> sum; in0:- in1:1 -> gather(1)",
+           "matmul [4,64]x[64,2]: m = 4 and n = 2 split too");
+    x[0] = shp(2, 4, 64, 0);
+    x[1] = shp(1, 64, 0, 0);
+    a = inst_rules("bias_add", x, 2, NULL, 0);
+    is_str(a ? fmt_set(a) : "(error)", "in0:0 in1:- -> gather(0); in0:1 in1:0 -> gather(1)",
+           "bias_add [4,64]+[64]: the batch of 4 splits");
+    x[0] = shp(2, 4, 5, 0);
+    x[1] = shp(2, 4, 5, 0);
+    a = inst_rules("add", x, 2, NULL, 0);
+    is_str(a ? fmt_set(a) : "(error)", "in0:0 in1:0 -> gather(0); in0:1 in1:1 -> gather(1)",
+           "add [4,5]+[4,5]: both small dims split");
+    x[1] = shp(2, 1, 5, 0);
+    a = inst_rules("add", x, 2, NULL, 0);
+    is_str(a ? fmt_set(a) : "(error)", "in0:0 in1:- -> gather(0); in0:1 in1:1 -> gather(1)",
+           "add [4,5]+[1,5]: the broadcast dim of 1 stays whole");
+}
+
+/* The size mapping keeps kernel windows and stride alignment. */
+static void
+test_strides(void)
+{
+    static const int64_t k2[2] = {2, 2}, k3[2] = {3, 3};
+    as_attr pool[2] = {AS_ATTR_V("kernel", 2, k2), AS_ATTR_V("stride", 2, k2)};
+    as_attr conv[1] = {AS_ATTR_V("stride", 2, k2)};
+    as_attr pool3[2] = {AS_ATTR_V("kernel", 2, k3), AS_ATTR_V("stride", 2, k2)};
+    as_shape x[2];
+    const as_rule_set *a;
+
+    x[0] = shp4(2, 4, 32, 32);
+    a = inst_rules("maxpool2d", x, 1, pool, 2);
+    ok(has_rule(a, 0, 2, "gather(2)", 0) && has_rule(a, 0, 3, "gather(3)", 0) &&
+           has_rule(a, 0, 0, "gather(0)", 0) && has_rule(a, 0, 1, "gather(1)", 0),
+       "maxpool2d k2 s2 on [2,4,32,32]: N, C, H, W split (%s)", a ? fmt_set(a) : "error");
+    x[0] = shp4(32, 64, 112, 112);
+    a = inst_rules("maxpool2d", x, 1, pool, 2);
+    ok(has_rule(a, 0, 2, "gather(2)", 0) && has_rule(a, 0, 3, "gather(3)", 0),
+       "maxpool2d k2 s2 on ResNet's [32,64,112,112]: H and W split (%s)",
+       a ? fmt_set(a) : "error");
+    x[0] = shp4(2, 4, 24, 24);
+    a = inst_rules("maxpool2d", x, 1, pool3, 2);
+    ok(has_rule(a, 0, 2, "halo(2)", 1) && has_rule(a, 0, 3, "halo(3)", 1),
+       "maxpool2d k3 s2 on 24x24: H and W split with a halo of 1 row (%s)",
+       a ? fmt_set(a) : "error");
+    x[0] = shp4(2, 4, 24, 24);
+    x[1] = shp4(8, 4, 2, 2);
+    a = inst_rules("conv2d", x, 2, conv, 1);
+    ok(has_rule(a, 0, 2, "gather(2)", 0) && has_rule(a, 0, 3, "gather(3)", 0) &&
+           has_rule(a, 0, 0, "gather(0)", 0) && has_rule(a, 1, 0, "gather(1)", 0),
+       "conv2d k2 s2 on [2,4,24,24]: N, H, W, out-channels split (%s)",
+       a ? fmt_set(a) : "error");
+    x[1] = shp4(8, 4, 3, 3);
+    a = inst_rules("conv2d", x, 2, conv, 1);
+    ok(has_rule(a, 0, 2, "halo(2)", 1) && has_rule(a, 0, 3, "halo(3)", 1),
+       "conv2d k3 s2 on 24x24: H and W split with a halo of k - s = 1 (%s)",
+       a ? fmt_set(a) : "error");
+}
+
 static void
 test_registry(void)
 {
@@ -403,6 +513,8 @@ main(void)
     test_examples();
     test_flags();
     test_instances();
+    test_small_dims();
+    test_strides();
     test_registry();
     test_cache();
     test_threads();
