@@ -79,6 +79,24 @@ expect_fail 2 "bad_recursion.hlo:10:38: recursion between computations: 'a' call
 as inspect "$D/bad_garbage.hlo"
 expect_fail 2 "bad_garbage.hlo:3:1: unexpected byte 0x7f" "binary garbage"
 
+# Issue 13 item 16: fragments without the `HloModule` line say what is missing.
+printf 'ENTRY %%main (x: f32[4]) -> f32[4] {\n  %%x = f32[4]{0} parameter(0)\n  ROOT %%n = f32[4]{0} negate(%%x)\n}\n' >"$T/frag1.hlo"
+as inspect "$T/frag1.hlo"
+expect_fail 2 "frag1.hlo:1:1: missing 'HloModule NAME' line: the text starts with computation 'main'" \
+    "a computation without the HloModule line"
+printf '  %%x = f32[4]{0} parameter(0)\n  ROOT %%n = f32[4]{0} negate(%%x)\n' >"$T/frag2.hlo"
+as inspect "$T/frag2.hlo"
+expect_fail 2 "frag2.hlo:1:3: missing 'HloModule NAME' line and an ENTRY computation: the text starts with instruction 'x'" \
+    "bare instructions: header and computation missing"
+printf 'x = f32[4]{0} parameter(0)\n' >"$T/frag3.hlo"
+as inspect "$T/frag3.hlo"
+expect_fail 2 "frag3.hlo:1:1: missing 'HloModule NAME' line and an ENTRY computation: the text starts with instruction 'x'" \
+    "bare instruction without % is taken for HLO"
+printf 'HloModule m\n\n%%x = f32[4]{0} parameter(0)\n' >"$T/frag4.hlo"
+as inspect "$T/frag4.hlo"
+expect_fail 2 "frag4.hlo:3:1: instruction 'x' outside a computation: missing a computation header" \
+    "instructions after the header but outside a computation"
+
 # Generated modules: a deep call chain and a call tree that doubles at every level.
 chain() { # chain N FANOUT: computation c_i calls c_{i+1} FANOUT times
     n=$1 f=$2 i=$(($1 - 1))
