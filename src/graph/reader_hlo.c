@@ -743,6 +743,15 @@ hlo_collective(importer *im, const hlo_instr *ins, const char *prefix, const hva
         as_attr at[3];
         AS_CHECK_GOTO(rc, hlo_operand(im, ins, vals, j, &in), out);
         is = &as_graph_tensor(im->g, in)->shape;
+        if (ins->nops > 1 && is->rank == 0 && decl.v[j].rank == 0 &&
+            (strcmp(optype, "all_gather") == 0 || strcmp(optype, "reduce_scatter") == 0)) {
+            /* a scalar token (PyTorch/XLA orders its combined collectives with one) has no
+             * dim to gather or scatter: XLA passes it through, and so does the import */
+            elts[j].tid = in;
+            elts[j].n = 0;
+            elts[j].elts = NULL;
+            continue;
+        }
         if (ins->nops > 1) { /* name the parts NAME.j, check each against its declared leaf */
             tmp = *ins;
             snprintf(nbuf, sizeof nbuf, "%s.%d", ins->name, j);
