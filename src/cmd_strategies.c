@@ -227,7 +227,6 @@ strat_list(const strat_cli *c, const as_graph *g, as_strat_ctx *ctx, const as_me
 {
     static const char *const kinds[] = {"act", "input", "param", "state", "const"};
     json_t *arr = c->json ? json_array() : NULL;
-    as_shape in[64], out[AS_MAX_OUTS];
     char sig[1024];
     int32_t i, found = 0;
     int rc = AS_OK;
@@ -248,18 +247,14 @@ strat_list(const strat_cli *c, const as_graph *g, as_strat_ctx *ctx, const as_me
     for (i = 0; i < as_graph_nops(g) && rc == AS_OK; i++) {
         const as_op *op = as_graph_op(g, i);
         const as_strategy_set *set;
-        as_opinfo info;
-        int k;
+        as_opview v;
         if (c->op != NULL && strcmp(c->op, op->name) != 0)
             continue;
-        if (op->nin > 64)
-            continue;
         found++;
-        as_graph_op_in_shapes(g, op, in);
-        for (k = 0; k < op->nout; k++)
-            out[k] = as_graph_tensor(g, op->out[k])->shape;
-        info = (as_opinfo){op->def, op->nin, in, op->nout, out, op->nattr, op->attr};
-        if ((rc = as_strat_op(ctx, &info, &set, err)) != AS_OK) {
+        as_opview_init(&v, g, op);
+        rc = as_strat_op(ctx, &v.info, &set, err);
+        as_opview_free(&v);
+        if (rc != AS_OK) {
             as_err_prefix(err, "op '%s': ", op->name);
             break;
         }

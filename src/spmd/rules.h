@@ -159,7 +159,9 @@ void as_rules_i_set_why(as_rule_set *set, const char *why);
 /**
  * Analytic rules for INFO if its op type has them (AS_OPF_RESHAPE, slice,
  * slice_grad, split, dynamic_slice, dynamic_update_slice, ops without
- * inputs) or replicate-only (opaque, collective, no kernel): sets *OUT, or
+ * inputs, concat with more than AS_RULES_DISCOVER_MAX_IN inputs) or
+ * replicate-only (opaque, collective, no kernel, any other op with more
+ * than AS_RULES_DISCOVER_MAX_IN inputs): sets *OUT, or
  * NULL when the op is to be discovered.
  */
 int as_rules_i_analytic(const as_opinfo *info, const char *key, as_rule_set **out, as_err *err);
@@ -173,6 +175,9 @@ int as_rules_i_analytic(const as_opinfo *info, const char *key, as_rule_set **ou
 int as_rules_i_shrink(const as_opinfo *info, as_arena *arena, as_opinfo *out, as_err *err);
 /** Whether attribute KEY of op type OPNAME holds sizes (shape, depth, vocab, ...). */
 int as_rules_i_size_attr(const char *opname, const char *key);
+/** Most inputs ShardCombine discovers rules for; concat with more has analytic rules, any
+ * other op with more is replicated (one warning per process). */
+#define AS_RULES_DISCOVER_MAX_IN 64
 /** Discovery by ShardCombine on INFO (already shrunk); adds to the counters. */
 int as_rules_i_discover(const as_opinfo *info, const char *key, as_rule_set **out, as_err *err);
 /** Add to the process counters. */

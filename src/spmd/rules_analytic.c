@@ -33,17 +33,46 @@ an_gcd(int64_t a, int64_t b)
 static void
 an_add_gather(as_rule_set *set, int j, int in_dim, int out_dim)
 {
-    int8_t g[256];
+    int8_t *g = as_xmalloc((size_t)set->nin + 1);
     as_combine c[AS_MAX_OUTS];
     int k;
 
-    memset(g, -1, sizeof g);
+    memset(g, -1, (size_t)set->nin + 1);
     g[j] = (int8_t)in_dim;
     for (k = 0; k < set->nout; k++) {
         c[k].kind = AS_COMBINE_GATHER;
         c[k].dim = out_dim;
     }
     as_rules_i_set_add(set, g, c, 0);
+    free(g);
+}
+
+/* concat along AXIS, for instances with more inputs than discovery takes (ShardCombine finds
+ * the same rules on smaller ones; test_rules compares): a dim other than AXIS that every
+ * input has with one size >= 2 splits in all inputs together and gathers; AXIS itself, when
+ * every input has the same size >= 2 along it, splits in all inputs and recombines block by
+ * block. */
+static void
+an_concat(const as_opinfo *info, as_rule_set *set)
+{
+    int64_t ax = as_attr_int(info->attr, info->nattr, "axis", 0);
+    int rank = info->in[0].rank, axis = (int)(ax < 0 ? ax + rank : ax), d, j;
+    int8_t *g = as_xmalloc((size_t)info->nin + 1);
+    as_combine c;
+
+    for (d = 0; d < rank; d++) {
+        int64_t s = info->in[0].dim[d];
+        for (j = 1; j < info->nin && s >= 2; j++)
+            if (info->in[j].rank != rank || info->in[j].dim[d] != s)
+                s = 0;
+        if (s < 2)
+            continue;
+        memset(g, (int8_t)d, (size_t)info->nin);
+        c.kind = d == axis ? AS_COMBINE_BLOCK : AS_COMBINE_GATHER;
+        c.dim = d;
+        as_rules_i_set_add(set, g, &c, 0);
+    }
+    free(g);
 }
 
 static void
@@ -124,9 +153,11 @@ an_dynamic(const as_opinfo *info, as_rule_set *set, int update)
     const as_shape *x = &info->in[0];
     const int64_t *sz = NULL;
     int n = update ? 0 : as_attr_ints(info->attr, info->nattr, "sizes", &sz), d;
-    int8_t g[256];
+    int8_t g[AS_MAX_RANK + 2]; /* dynamic_slice takes 1 + rank inputs, the update 2 + rank */
     as_combine c;
 
+    if (info->nin > (int)sizeof g)
+        return;
     for (d = 0; d < x->rank; d++) {
         int64_t want = update ? info->in[1].dim[d] : (d < n ? sz[d] : -1);
         if (want != x->dim[d] || x->dim[d] < 2)
@@ -201,6 +232,15 @@ as_rules_i_analytic(const as_opinfo *info, const char *key, as_rule_set **out, a
         an_dynamic(info, set, 1);
     else if (def->flags & AS_OPF_RESHAPE)
         as_rules_i_set_why(set, "reshape-like op of unexpected arity");
+    else if (strcmp(name, "concat") == 0 && info->nin > AS_RULES_DISCOVER_MAX_IN && info->nout == 1)
+        an_concat(info, set);
+    else if (info->nin > AS_RULES_DISCOVER_MAX_IN) {
+        static int warned; /* once per process: names the first such op type */
+        if (!warned++)
+            as_warn("rules: %s with %d inputs (discovery takes at most %d): replicated",
+                    name, info->nin, AS_RULES_DISCOVER_MAX_IN);
+        as_rules_i_set_why(set, "more inputs than rule discovery takes");
+    }
     else {
         as_rules_set_free(set);
         return AS_OK; /* discovered */

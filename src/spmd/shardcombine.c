@@ -32,7 +32,7 @@
 #define SC_MAX_HALO 4     /* widest overlap tried */
 #define SC_TOL 1e-9       /* relative tolerance of a recombined result */
 #define SC_MAX_SHARDS 3
-#define SC_MAX_IN 64
+#define SC_MAX_IN AS_RULES_DISCOVER_MAX_IN
 #define SC_MAX_NUMEL (1 << 18) /* largest shrunken input with stride alignment (elements) */
 
 static const int sc_nshards[SC_TRIALS] = {2, 2, 3, 3};

@@ -363,9 +363,19 @@ rule_label(const op_enum *e, const as_shard_rule *r, const char *axes, sbuf *s)
         }
     }
     sb_put(s, "S(");
-    for (j = 0; j < e->rs->nin; j++)
-        if (r->in_dim[j] >= 0)
+    for (j = 0; j < e->rs->nin; j++) {
+        int end = j;
+        if (r->in_dim[j] < 0)
+            continue;
+        while (end + 1 < e->rs->nin && r->in_dim[end + 1] == r->in_dim[j])
+            end++;
+        if (end - j >= 3) { /* 4 or more inputs split alike: one range (concat of 200 inputs) */
+            sb_put(s, "%sin%d-%d:%d", n++ ? "," : "", j, end, r->in_dim[j]);
+            j = end;
+        } else {
             sb_put(s, "%sin%d:%d", n++ ? "," : "", j, r->in_dim[j]);
+        }
+    }
     for (j = 0; n == 0 && j < e->rs->nout; j++)
         if (combine_split_dim(&r->out[j]) >= 0)
             sb_put(s, "%sout%d:%d", n++ ? "," : "", j, combine_split_dim(&r->out[j]));

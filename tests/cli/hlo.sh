@@ -91,6 +91,39 @@ has '^output all-gather.1.0, t, reduce-scatter.4.0$' "$T/tok.asg" "the token pas
 as solve "$D/allgather_token.hlo" --mesh 4
 ok $rc "solve on a module with a token all-gather"
 
+# Issue 13 item 12: concatenations of 200 inputs (PyTorch/XLA concatenates ~200 gradient
+# norms for clipping) get strategies and solve; none is skipped or aborts.
+gen_concat() { # gen_concat N: N parameters f32[8,16] concatenated along dim 1, and N scalar norms
+    n=$1
+    echo "HloModule bigconcat"
+    printf 'ENTRY %%main () -> (f32[8,%d], f32[%d]) {\n' $((16 * n)) "$n"
+    i=0 ops="" norms=""
+    while [ $i -lt $n ]; do
+        echo "  %p$i = f32[8,16]{1,0} parameter($i)"
+        echo "  %s$i = f32[] parameter($((n + i)))"
+        echo "  %r$i = f32[1]{0} reshape(%s$i)"
+        ops="$ops${i:+}%p$i, "
+        norms="$norms%r$i, "
+        i=$((i + 1))
+    done
+    echo "  %c = f32[8,$((16 * n))]{1,0} concatenate(${ops%, }), dimensions={1}"
+    echo "  %norms = f32[$n]{0} concatenate(${norms%, }), dimensions={0}"
+    echo "  ROOT %t = (f32[8,$((16 * n))]{1,0}, f32[$n]{0}) tuple(%c, %norms)"
+    echo "}"
+}
+gen_concat 200 >"$T/big.hlo"
+as strategies "$T/big.hlo" --mesh 2 --op c
+ok $rc "strategies: concat of 200 inputs"
+has '^c  concat  .*(3 strategies)$' "$T/out" "concat of 200 [8,16]: rep and two splits"
+has '^ *1  S(in0-199:0@x) ' "$T/out" "all 200 inputs split on dim 0: one short name"
+as strategies "$T/big.hlo" --mesh 2
+n=$(grep -c '^[a-z0-9]*  [a-z_]*  .*(.* strateg' "$T/out" || true)
+if [ "$n" -eq 202 ]; then ok 0 "strategies lists all 202 ops"; else ok 1 "strategies lists $n ops, not 202"; fi
+as solve "$T/big.hlo" --mesh 2 -o "$T/big.plan"
+ok $rc "solve: a graph with 200-input concatenations"
+as simulate "$T/big.hlo" --plan "$T/big.plan"
+ok $rc "the plan simulates"
+
 # Issue 13 item 16: fragments without the `HloModule` line say what is missing.
 printf 'ENTRY %%main (x: f32[4]) -> f32[4] {\n  %%x = f32[4]{0} parameter(0)\n  ROOT %%n = f32[4]{0} negate(%%x)\n}\n' >"$T/frag1.hlo"
 as inspect "$T/frag1.hlo"

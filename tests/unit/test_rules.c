@@ -292,6 +292,63 @@ test_small_dims(void)
            "add [4,5]+[1,5]: the broadcast dim of 1 stays whole");
 }
 
+/* "all:D -> combine; ..." when every rule splits all inputs along one dim D, else "(mixed)". */
+static const char *
+fmt_uniform(const as_rule_set *set)
+{
+    static char buf[512];
+    char cb[32];
+    size_t len = 0;
+    int r, j;
+
+    buf[0] = '\0';
+    for (r = 0; r < set->nrules && len < sizeof buf - 64; r++) {
+        const as_shard_rule *rule = &set->rules[r];
+        for (j = 1; j < set->nin; j++)
+            if (rule->in_dim[j] != rule->in_dim[0])
+                return "(mixed)";
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%sall:%d -> %s", r ? "; " : "",
+                                rule->in_dim[0], as_combine_str(&rule->out[0], cb, sizeof cb));
+    }
+    return buf;
+}
+
+/* Issue 13 item 12: concat with more inputs than discovery takes (PyTorch/XLA concatenates
+ * ~200 gradient norms) gets the rules ShardCombine discovers on a few inputs. */
+static void
+test_many_inputs(void)
+{
+    enum { N = 200 };
+    as_shape *x = calloc(N, sizeof *x);
+    as_attr ax = AS_ATTR_I("axis", 1);
+    const as_rule_set *few, *many;
+    char want[512];
+    int j;
+
+    for (j = 0; j < N; j++)
+        x[j] = shp(2, 4, 6, 0);
+    few = inst_rules("concat", x, 3, &ax, 1);
+    many = inst_rules("concat", x, N, &ax, 1);
+    ok(few != NULL && (few->flags & AS_RULES_DISCOVERED), "concat of 3: discovered");
+    ok(many != NULL && (many->flags & AS_RULES_ANALYTIC) && many->nin == N,
+       "concat of %d: analytic, no error", N);
+    snprintf(want, sizeof want, "%s", few ? fmt_uniform(few) : "(error)");
+    is_str(want, "all:0 -> gather(0); all:1 -> block(1)", "concat of 3 [4,6] on axis 1");
+    is_str(many ? fmt_uniform(many) : "(error)", want, "concat of %d: the same rules", N);
+    x[7] = shp(2, 4, 12, 0); /* unequal along the axis: no block rule (as discovery) */
+    few = inst_rules("concat", x + 6, 3, &ax, 1);
+    many = inst_rules("concat", x, N, &ax, 1);
+    snprintf(want, sizeof want, "%s", few ? fmt_uniform(few) : "(error)");
+    is_str(want, "all:0 -> gather(0)", "concat of [4,6], [4,12], [4,6]");
+    is_str(many ? fmt_uniform(many) : "(error)", want, "concat of %d, one longer: the same", N);
+    for (j = 0; j < N; j++)
+        x[j] = shp(1, 1, 0, 0);
+    ax = (as_attr)AS_ATTR_I("axis", 0);
+    many = inst_rules("concat", x, N, &ax, 1);
+    ok(many != NULL && many->nrules == 0, "concat of %d f32[1] (gradient norms): replicated", N);
+    free(x);
+}
+
 /* The size mapping keeps kernel windows and stride alignment. */
 static void
 test_strides(void)
@@ -514,6 +571,7 @@ main(void)
     test_flags();
     test_instances();
     test_small_dims();
+    test_many_inputs();
     test_strides();
     test_registry();
     test_cache();
