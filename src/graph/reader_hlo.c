@@ -57,6 +57,7 @@ typedef struct importer {
     int nloops;               /**< while / conditional kept as opaque */
     double *flops;            /**< per computation: estimated FLOPs, < 0 = not yet */
     as_tensor_kind *pkind;    /**< per entry parameter: its tensor kind */
+    int *state_of;            /**< per entry parameter: STATE of that parameter, or -1 */
     int depth;                /**< calls being inlined now */
     int64_t inlined;          /**< instructions emitted through calls so far */
 } importer;
@@ -1298,22 +1299,114 @@ out:
  *    learning rate, seeds) are INPUTs; float parameters of rank >= 1 are
  *    PARAMs (read-only weights of an inference or forward-only dump).
  */
+/*
+ * Optimizer state among the updated float parameters: in a training step, a moment's new
+ * value feeds its parameter's new value (Adam: p' = p - lr * m' / (sqrt(v') + eps); SGD with
+ * momentum: p' = p - lr * b'), while a parameter's new value feeds no other update.  So an
+ * updated parameter whose new value (instruction SRC[k] of the entry) is an ancestor of
+ * another one's is optimizer state: of the first non-state parameter of its dims it feeds
+ * (im->state_of[k]; mixed precision keeps bf16 weights with f32 moments), else of none
+ * (Adam's step count).
+ */
+static void
+hlo_classify_state(importer *im, const hlo_comp *e, const int *src)
+{
+    int *owner = as_xmalloc(sizeof *owner * (size_t)(e->nins + 1));
+    int *seen = as_xcalloc((size_t)e->nins + 1, sizeof *seen);
+    int *stack = as_xmalloc(sizeof *stack * (size_t)(e->nins + 1));
+    char *feeds = as_xcalloc((size_t)e->nparams + 1, 1);
+    int *fed = as_xmalloc(sizeof *fed * (size_t)(e->nparams + 1));
+    int k, i, j, stamp = e->nparams + 1;
+
+    for (i = 0; i < e->nins; i++)
+        owner[i] = -1;
+    for (k = 0; k < e->nparams; k++)
+        if (src[k] >= 0 && owner[src[k]] < 0)
+            owner[src[k]] = k;
+    /* feeds[j]: SRC[j] is an ancestor of another update's new value */
+    for (k = 0; k < e->nparams; k++) {
+        int top = 0;
+        if (src[k] < 0)
+            continue;
+        stack[top++] = src[k];
+        seen[src[k]] = k + 1;
+        while (top > 0) {
+            const hlo_instr *ins = &e->ins[stack[--top]];
+            for (i = 0; i < ins->nops; i++) {
+                int x = ins->opidx[i];
+                if (x < 0 || x >= e->nins || seen[x] == k + 1)
+                    continue;
+                seen[x] = k + 1;
+                stack[top++] = x;
+                if ((j = owner[x]) >= 0 && j != k)
+                    feeds[j] = 1;
+            }
+        }
+    }
+    /* the parameter each state belongs to: an update of its shape that it feeds */
+    for (j = 0; j < e->nparams; j++) {
+        const as_shape *sj = &e->ins[e->param[j]].type.shape;
+        im->state_of[j] = -1;
+        fed[j] = -1;
+        if (!feeds[j])
+            continue;
+        for (k = 0; k < e->nparams && fed[j] < 0; k++) {
+            int top = 0;
+            const as_shape *sk = &e->ins[e->param[k]].type.shape;
+            if (k == j || feeds[k] || src[k] < 0 || im->pkind[k] != AS_TK_PARAM ||
+                sk->rank != sj->rank || memcmp(sk->dim, sj->dim, sizeof *sk->dim * sk->rank) != 0)
+                continue; /* dims alike; the dtype may differ (bf16 weights, f32 moments) */
+            /* does SRC[j] reach SRC[k]? */
+            stamp++; /* one walk per pair (j, k) */
+            stack[top++] = src[k];
+            seen[src[k]] = stamp;
+            while (top > 0 && fed[j] < 0) {
+                const hlo_instr *ins = &e->ins[stack[--top]];
+                for (i = 0; i < ins->nops; i++) {
+                    int x = ins->opidx[i];
+                    if (x < 0 || x >= e->nins || seen[x] == stamp)
+                        continue;
+                    seen[x] = stamp;
+                    stack[top++] = x;
+                    if (x == src[j])
+                        fed[j] = k;
+                }
+            }
+        }
+    }
+    for (j = 0; j < e->nparams; j++)
+        if (feeds[j] && (im->pkind[j] == AS_TK_PARAM || im->pkind[j] == AS_TK_STATE)) {
+            im->pkind[j] = AS_TK_STATE;
+            im->state_of[j] = fed[j];
+        }
+    free(fed);
+    free(feeds);
+    free(stack);
+    free(seen);
+    free(owner);
+}
+
 static void
 hlo_classify_params(importer *im, const hlo_comp *e, char *updated)
 {
     const hlo_instr *root = &e->ins[e->root];
+    int *src = as_xmalloc(sizeof *src * (size_t)(e->nparams + 1));
     int k, a;
 
+    for (k = 0; k < e->nparams; k++)
+        src[k] = -1;
     for (a = 0; a < im->m->nalias; a++) {
-        int p = im->m->alias_param[a], o = im->m->alias_out[a], src = -1;
+        int p = im->m->alias_param[a], o = im->m->alias_out[a], at = -1;
         if (p < 0 || p >= e->nparams)
             continue;
         if (o < 0)
-            src = e->root;
+            at = e->root;
         else if (op_is(root, "tuple") && o < root->nops)
-            src = root->opidx[o];
-        if (src >= 0)
-            updated[p] = src == e->param[p] ? 2 : 1; /* 2: returned unchanged */
+            at = root->opidx[o];
+        if (at >= 0)
+            updated[p] = at == e->param[p] ? 2 : 1; /* 2: returned unchanged */
+        if (at >= 0 && at != e->param[p])
+            src[p] = at;
     }
     for (k = 0; k < e->nparams; k++) {
         const hlo_type *t = &e->ins[e->param[k]].type;
@@ -1327,6 +1420,8 @@ hlo_classify_params(importer *im, const hlo_comp *e, char *updated)
         else
             im->pkind[k] = AS_TK_INPUT;
     }
+    hlo_classify_state(im, e, src);
+    free(src);
 }
 
 /* Mark the entry result as graph outputs and tie in-place updates. */
@@ -1353,6 +1448,17 @@ hlo_outputs(importer *im, const hlo_comp *e, const hval *root, const char *updat
             continue;
         if (as_graph_set_update(im->g, pid, v->tid, &e2) != AS_OK)
             as_warn("%s: input_output_alias {%d}: (%d): not tied: %s", im->path, o, p, e2.msg);
+    }
+    for (a = 0; a < e->nparams; a++) {
+        int32_t sid, pid;
+        as_err e2;
+        if (im->pkind[a] != AS_TK_STATE || im->state_of[a] < 0)
+            continue;
+        sid = as_graph_find(im->g, e->ins[e->param[a]].name);
+        pid = as_graph_find(im->g, e->ins[e->param[im->state_of[a]]].name);
+        if (sid >= 0 && pid >= 0 && as_graph_set_state_of(im->g, sid, pid, &e2) != AS_OK)
+            as_warn("%s: parameter %d: not tied to parameter %d: %s", im->path, a,
+                    im->state_of[a], e2.msg);
     }
     return AS_OK;
 }
@@ -1462,6 +1568,7 @@ as_hlo_read(const char *path, const char *text, size_t len, as_graph **out, as_e
     for (i = 0; i < im.m->ncomps; i++)
         im.flops[i] = -1.0;
     im.pkind = as_xcalloc((size_t)e->nparams + 1, sizeof *im.pkind);
+    im.state_of = as_xcalloc((size_t)e->nparams + 1, sizeof *im.state_of);
     updated = as_xcalloc((size_t)e->nparams + 1, 1);
     hlo_classify_params(&im, e, updated);
     AS_CHECK_GOTO(rc, hlo_emit_comp(&im, im.m->entry, NULL, NULL, &root), out);
@@ -1473,6 +1580,7 @@ out:
     as_graph_free(im.g);
     free(updated);
     free(im.pkind);
+    free(im.state_of);
     free(im.flops);
     free(im.opaque.v);
     as_hlo_i_free(im.m);

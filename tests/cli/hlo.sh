@@ -124,6 +124,18 @@ ok $rc "solve: a graph with 200-input concatenations"
 as simulate "$T/big.hlo" --plan "$T/big.plan"
 ok $rc "the plan simulates"
 
+# Issue 13 item 15: an HLO training step with Adam: the moments (f32, beside a bf16 weight)
+# and the step count are optimizer state, not parameters.
+as inspect "$D/adam_train.hlo" --json
+has '"params": 544,' "$T/out" "adam_train.hlo: 16*32+32 = 544 parameters, moments excluded"
+has '"state_bytes": 4356,' "$T/out" "adam_train.hlo: state = 2 moments x 544 x 4 B + the f32 step"
+as convert "$D/adam_train.hlo" -o "$T/adam.asg"
+has '^state mw : f32\[16,32\] of=w$' "$T/adam.asg" "the f32 moment of a bf16 weight belongs to it"
+has '^state vb : f32\[32\] of=b$' "$T/adam.asg" "the second moment of the bias belongs to it"
+has '^state t : f32\[\]$' "$T/adam.asg" "the step count is state of no parameter"
+as convert "$D/mlp_train.hlo" -o "$T/sgd.asg"
+if grep -q '^state' "$T/sgd.asg"; then ok 1 "plain SGD: no state"; else ok 0 "plain SGD: no state"; fi
+
 # Issue 13 item 16: fragments without the `HloModule` line say what is missing.
 printf 'ENTRY %%main (x: f32[4]) -> f32[4] {\n  %%x = f32[4]{0} parameter(0)\n  ROOT %%n = f32[4]{0} negate(%%x)\n}\n' >"$T/frag1.hlo"
 as inspect "$T/frag1.hlo"

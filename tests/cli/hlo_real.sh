@@ -46,6 +46,11 @@ params mlp__mini_mlp_single.hlo 7850        # linear 784->10: 7840 + 10
 params mlp__mlp_single_final.hlo 105214     # 784->120->84->10 with biases
 params gpt__gpt2_tp=1.hlo 46476288          # 1 GPT-2 block + 768x50257 head + KV cache + x
 params misc__linear.hlo 163
+# Issue 13 item 15: a BERT training step with Adam (bf16 weights, f32 moments): 664076 weights
+# and one f32 scalar, not three times as many; the moments are optimizer state.
+params bert__old_files__bert_single.hlo 664077
+as inspect "$R/bert__old_files__bert_single.hlo" --json
+has '"state_bytes": 5312608,' "$T/out" "bert__old_files__bert_single.hlo: 2 f32 moments per weight"
 
 # Issue 6: `strategies` (mesh 2x2) and `solve` (mesh 2, default solver, a time
 # limit): success or a clean exit 3, never a crash or exit 1/2.
