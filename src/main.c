@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "graph/reader_hlo.h"
 
 /* In the order a user meets them: make a graph, look at it, plan, check the plan. */
 static const struct as_cmd *const cmd_table[] = {
@@ -71,7 +72,7 @@ usage_main(FILE *fp)
 {
     int i;
 
-    fprintf(fp, "usage: autoshard [-q|-v] COMMAND [ARGS]\n\n"
+    fprintf(fp, "usage: autoshard [-q|-v] [--custom-call NAME=OP] COMMAND [ARGS]\n\n"
                 "Plan how to shard neural-network training over a device mesh.\n\n"
                 "Commands:\n");
     for (i = 0; cmd_table[i] != NULL; i++)
@@ -79,6 +80,7 @@ usage_main(FILE *fp)
     fprintf(fp, "  %-11s %s\n", "help", "show help for a command");
     fprintf(fp, "\nOptions:\n  -q, --quiet    only errors on stderr\n"
                 "  -v, --verbose  more detail on stderr\n"
+                "  --custom-call NAME=OP  import HLO custom calls NAME as registry op OP\n"
                 "  -V, --version  print the version\n"
                 "  -h, --help     this text\n"
                 "\nRun 'autoshard help COMMAND' for a command's options.\n");
@@ -111,13 +113,81 @@ cmd_unknown(const char *name)
     return AS_EXIT_USAGE;
 }
 
+/* --custom-call SPEC: exit status (2 with one line when SPEC is bad). */
+static int
+custom_call_opt(const char *spec)
+{
+    as_err err = {0};
+
+    if (as_hlo_custom_call_add(spec, &err) != AS_OK) {
+        fprintf(stderr, "autoshard: %s\n", err.msg);
+        return AS_EXIT_USAGE;
+    }
+    return AS_EXIT_OK;
+}
+
+/*
+ * Global options after the command, up to "--": -q/--quiet, -v/--verbose and
+ * --custom-call NAME=OP (or =NAME=OP) are taken and removed from ARGV; -h/--help anywhere
+ * asks for the command's help (*HELP).  Exit status.
+ */
+static int
+take_global_opts(int *argc, char **argv, int *help)
+{
+    int i, j = 1, rc;
+
+    *help = 0;
+    for (i = 1; i < *argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            while (i < *argc)
+                argv[j++] = argv[i++];
+            break;
+        }
+        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            as_verbosity = 0;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            as_verbosity = 2;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            *help = 1;
+        } else if (strcmp(a, "--custom-call") == 0) {
+            if (i + 1 == *argc) {
+                fprintf(stderr, "autoshard: --custom-call needs NAME=OP\n");
+                return AS_EXIT_USAGE;
+            }
+            if ((rc = custom_call_opt(argv[++i])) != AS_EXIT_OK)
+                return rc;
+        } else if (strncmp(a, "--custom-call=", 14) == 0) {
+            if ((rc = custom_call_opt(a + 14)) != AS_EXIT_OK)
+                return rc;
+        } else {
+            argv[j++] = argv[i];
+        }
+    }
+    argv[j] = NULL;
+    *argc = j;
+    return AS_EXIT_OK;
+}
+
+static int main_run(int argc, char **argv);
+
 int
 main(int argc, char **argv)
+{
+    int rc = main_run(argc, argv);
+
+    as_hlo_custom_call_clear();
+    return rc;
+}
+
+static int
+main_run(int argc, char **argv)
 {
     static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
                                          {"verbose", no_argument, NULL, 'v'},
                                          {"version", no_argument, NULL, 'V'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"custom-call", required_argument, NULL, 'C'},
                                          {NULL, 0, NULL, 0}};
     const struct as_cmd *cmd;
     int c;
@@ -139,6 +209,10 @@ main(int argc, char **argv)
         case 'h':
             usage_main(stdout);
             return AS_EXIT_OK;
+        case 'C':
+            if ((c = custom_call_opt(optarg)) != AS_EXIT_OK)
+                return c;
+            break;
         default:
             fprintf(stderr, "Try 'autoshard help'.\n");
             return AS_EXIT_USAGE;
@@ -168,9 +242,14 @@ main(int argc, char **argv)
         snprintf(self, sizeof self, "autoshard %s", cmd->name);
         argv[0] = self;
     }
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        as_cmd_help(cmd, stdout);
-        return AS_EXIT_OK;
+    {
+        int help, rc = take_global_opts(&argc, argv, &help);
+        if (rc != AS_EXIT_OK)
+            return rc;
+        if (help) { /* `autoshard solve FILE --help` too */
+            as_cmd_help(cmd, stdout);
+            return AS_EXIT_OK;
+        }
     }
     optind = 0; /* glibc: full re-initialisation, so options after operands are parsed */
     return cmd->exec(argc, argv);

@@ -58,6 +58,8 @@ typedef struct importer {
     double *flops;            /**< per computation: estimated FLOPs, < 0 = not yet */
     as_tensor_kind *pkind;    /**< per entry parameter: its tensor kind */
     int *state_of;            /**< per entry parameter: STATE of that parameter, or -1 */
+    const unsigned char *used; /**< hlo_bn_uses of the computation being emitted, or NULL */
+    const hlo_comp *cur;       /**< the computation being emitted */
     int depth;                /**< calls being inlined now */
     int64_t inlined;          /**< instructions emitted through calls so far */
 } importer;
@@ -521,6 +523,284 @@ out:
     free(dims.v);
     free(dts.v);
     return rc;
+}
+
+/* ---- custom calls and batch norm mapped to registry ops ---- */
+
+static int hlo_operands(importer *im, const hlo_instr *ins, const hval *vals, int32_t *in,
+                        int max);
+
+/* Custom-call targets PyTorch/XLA (Neuron) writes, and the registry op each one is; operands
+ * in the registry op's order (gelu_grad(dy, x), softmax_grad(dy, y)). */
+static const char *const hlo_custom_builtin[][2] = {
+    {"AwsNeuronGelu", "gelu"},
+    {"AwsNeuronGeluBackward", "gelu_grad"},
+    {"AwsNeuronSoftmax", "softmax"},
+    {"AwsNeuronSoftmaxBackward", "softmax_grad"},
+    {"AwsNeuronTransferWithStaticRing", "identity"},
+    {NULL, NULL}};
+
+#define HLO_MAX_CUSTOM 64
+static char *hlo_custom_user[HLO_MAX_CUSTOM][2]; /* --custom-call NAME=OP, latest first */
+static int hlo_ncustom;
+
+int
+as_hlo_custom_call_add(const char *spec, as_err *err)
+{
+    const char *eq = strchr(spec, '=');
+    const as_op_def *def;
+    int i;
+
+    if (eq == NULL || eq == spec || eq[1] == '\0')
+        return as_errf(err, AS_EUSAGE, "--custom-call: expected NAME=OP, got '%s'", spec);
+    def = as_registry_find(eq + 1, (size_t)-1);
+    if (def == NULL)
+        return as_errf(err, AS_EUSAGE, "--custom-call %s: unknown op '%s' (see 'autoshard rules')",
+                       spec, eq + 1);
+    if (def->flags & (AS_OPF_OPAQUE | AS_OPF_COLLECTIVE))
+        return as_errf(err, AS_EUSAGE, "--custom-call %s: '%s' cannot stand for a custom call",
+                       spec, def->name);
+    for (i = 0; i < hlo_ncustom; i++)
+        if (strlen(hlo_custom_user[i][0]) == (size_t)(eq - spec) &&
+            memcmp(hlo_custom_user[i][0], spec, (size_t)(eq - spec)) == 0) {
+            free(hlo_custom_user[i][1]);
+            hlo_custom_user[i][1] = as_xstrdup(eq + 1);
+            return AS_OK;
+        }
+    if (hlo_ncustom == HLO_MAX_CUSTOM)
+        return as_errf(err, AS_EUSAGE, "--custom-call: more than %d mappings", HLO_MAX_CUSTOM);
+    hlo_custom_user[hlo_ncustom][0] = as_xstrndup(spec, (size_t)(eq - spec));
+    hlo_custom_user[hlo_ncustom][1] = as_xstrdup(eq + 1);
+    hlo_ncustom++;
+    return AS_OK;
+}
+
+void
+as_hlo_custom_call_clear(void)
+{
+    int i;
+
+    for (i = 0; i < hlo_ncustom; i++) {
+        free(hlo_custom_user[i][0]);
+        free(hlo_custom_user[i][1]);
+    }
+    hlo_ncustom = 0;
+}
+
+/* The registry op a custom call stands for (--custom-call first, then the built-in table). */
+static const char *
+hlo_custom_op(const hlo_instr *ins)
+{
+    const hlo_attr *a = as_hlo_i_attr(ins, "custom_call_target");
+    char t[128];
+    size_t n;
+    int i;
+
+    if (a == NULL)
+        return NULL;
+    n = a->vlen;
+    if (n >= 2 && a->val[0] == '"' && a->val[n - 1] == '"') {
+        memcpy(t, a->val + 1, n - 2 < sizeof t - 1 ? n - 2 : sizeof t - 1);
+        t[n - 2 < sizeof t - 1 ? n - 2 : sizeof t - 1] = '\0';
+    } else {
+        memcpy(t, a->val, n < sizeof t - 1 ? n : sizeof t - 1);
+        t[n < sizeof t - 1 ? n : sizeof t - 1] = '\0';
+    }
+    for (i = 0; i < hlo_ncustom; i++)
+        if (strcmp(hlo_custom_user[i][0], t) == 0)
+            return hlo_custom_user[i][1];
+    for (i = 0; hlo_custom_builtin[i][0] != NULL; i++)
+        if (strcmp(hlo_custom_builtin[i][0], t) == 0)
+            return hlo_custom_builtin[i][1];
+    return NULL;
+}
+
+/* One registry op for part SUFFIX of INS, declared as SHAPE (checked against inference). */
+static int
+hlo_add_part(importer *im, const hlo_instr *ins, const char *prefix, const char *suffix,
+             const as_shape *shape, const char *optype, const int32_t *in, int nin,
+             const as_attr *at, int nat, int32_t *tid)
+{
+    hlo_instr tmp = *ins;
+    char nbuf[600];
+    int32_t outs[AS_MAX_OUTS];
+    int nout;
+
+    snprintf(nbuf, sizeof nbuf, "%s.%s", ins->name, suffix);
+    tmp.name = as_arena_strdup(im->m->arena, nbuf);
+    tmp.type.ntuple = -1;
+    tmp.type.shape = *shape;
+    AS_CHECK(hlo_add_op(im, &tmp, prefix, optype, in, nin, at, nat, outs, &nout));
+    *tid = outs[0];
+    return AS_OK;
+}
+
+/*
+ * A custom call that stands for registry op OP: its operands in order.  A gradient op
+ * called with one operand less than it takes gets dy = 1 first: AwsNeuronGeluBackward(x)
+ * returns gelu'(x) alone (PyTorch/XLA multiplies by dy after), which is gelu_grad(1, x).
+ */
+static int
+hlo_custom_mapped(importer *im, const hlo_instr *ins, const char *prefix, const hval *vals,
+                  const char *op, hval *res)
+{
+    const as_op_def *def = as_registry_find(op, (size_t)-1);
+    int32_t *in = as_arena_alloc(im->m->arena, sizeof *in * (size_t)(ins->nops + 2));
+    int off = 0;
+
+    if (def != NULL && (def->flags & AS_OPF_GRAD) && ins->nops >= 1 &&
+        ins->nops + 1 == def->min_in) {
+        const as_shape *xs;
+        as_shape sc;
+        int64_t shp[AS_MAX_RANK];
+        int32_t one;
+        char nbuf[600], full[700];
+        as_attr at[2];
+        int d;
+        AS_CHECK(hlo_operand(im, ins, vals, 0, &in[1]));
+        xs = &as_graph_tensor(im->g, in[1])->shape;
+        memset(&sc, 0, sizeof sc);
+        sc.dtype = xs->dtype;
+        snprintf(nbuf, sizeof nbuf, "%s.one", ins->name);
+        if (prefix != NULL)
+            snprintf(full, sizeof full, "%s__%s", prefix, nbuf);
+        if (as_graph_add_tensor(im->g, prefix != NULL ? full : nbuf, &sc, AS_TK_CONST, -1, &one,
+                                im->err) != AS_OK) {
+            as_err_prefix(im->err, "%s:%d:%d: ", im->path, ins->line, ins->col);
+            return AS_EPARSE;
+        }
+        for (d = 0; d < xs->rank; d++)
+            shp[d] = xs->dim[d];
+        at[0] = AS_ATTR_V("shape", xs->rank, shp);
+        at[1] = AS_ATTR_V("dims", 0, shp);
+        AS_CHECK(hlo_add_part(im, ins, prefix, "dy", xs, "broadcast", &one, 1, at, 2, &in[0]));
+        off = 1;
+    }
+    AS_CHECK(hlo_operands(im, ins, vals, in + off, ins->nops));
+    return hlo_simple(im, ins, prefix, op, in, ins->nops + off, NULL, 0, res);
+}
+
+/* Every dim of RANK but 1 (the feature dim). */
+static int
+hlo_bn_dims(int rank, int64_t *dims)
+{
+    int d, n = 0;
+
+    for (d = 0; d < rank; d++)
+        if (d != 1)
+            dims[n++] = d;
+    return n;
+}
+
+/*
+ * batch-norm-training(x, scale, offset) -> (y, mean, var) and batch-norm-grad(x, scale, mean,
+ * var, dy) -> (dx, dscale, doffset) with feature_index 1 (BatchNorm on NCHW, and PyTorch/XLA's
+ * LayerNorm on [1, rows, H]): the registry's batchnorm, batchnorm_grad_x, batchnorm_grad_gamma
+ * (statistics over every dim but 1, from x: batch-norm-grad's mean and var are the same
+ * statistics), reduce_mean for mean and var, reduce_sum for doffset.  Returns 0 (nothing
+ * emitted) when the instruction does not have that form.
+ */
+static int
+hlo_batch_norm(importer *im, const hlo_instr *ins, const char *prefix, const hval *vals,
+               hval *res, int *done)
+{
+    int grad = op_is(ins, "batch-norm-grad"), nd, j;
+    const hlo_attr *ea = as_hlo_i_attr(ins, "epsilon");
+    double eps = 1e-3; /* XLA's default */
+    int32_t in[5], *outs;
+    hval *elts;
+    int64_t dims[AS_MAX_RANK];
+    as_shape xs, cs;
+    as_attr at[3];
+    char buf[64];
+
+    *done = 0;
+    if (ins->type.ntuple != 3 || ins->nops != (grad ? 5 : 3) ||
+        hlo_attr_int(ins, "feature_index", -1) != 1)
+        return AS_OK;
+    for (j = 0; j < ins->nops; j++) {
+        if (grad && (j == 2 || j == 3))
+            continue; /* mean and var: recomputed from x */
+        if (vals[ins->opidx[j]].tid < 0)
+            return AS_OK;
+        in[j] = vals[ins->opidx[j]].tid;
+    }
+    xs = as_graph_tensor(im->g, in[0])->shape;
+    if (xs.rank < 2)
+        return AS_OK;
+    if (ea != NULL && ea->vlen > 0 && ea->vlen < sizeof buf) {
+        char *end;
+        memcpy(buf, ea->val, ea->vlen);
+        buf[ea->vlen] = '\0';
+        eps = strtod(buf, &end);
+        if (end == buf || *end != '\0')
+            return ierr(im, ea->line, ea->col, "malformed epsilon");
+    }
+    cs = xs;
+    cs.rank = 1;
+    cs.dim[0] = xs.dim[1];
+    nd = hlo_bn_dims(xs.rank, dims);
+    *done = 1;
+    elts = as_arena_alloc(im->m->arena, sizeof *elts * 3);
+    outs = as_arena_alloc(im->m->arena, sizeof *outs * 3);
+    at[0] = AS_ATTR_F("eps", eps);
+    if (!grad) {
+        int32_t m, c, q;
+        const unsigned char *u = im->used;
+        int self = (int)(ins - im->cur->ins);
+        int want_mean = u == NULL || (u[self] & 4u), want_var = u == NULL || (u[self] & 8u);
+        int64_t shp[AS_MAX_RANK], one = 1;
+        AS_CHECK(hlo_add_part(im, ins, prefix, "y", &xs, "batchnorm", in, 3, at, 1, &outs[0]));
+        outs[1] = outs[2] = -1;
+        if (!want_mean && !want_var)
+            goto done;
+        at[0] = AS_ATTR_V("dims", nd, dims);
+        at[1] = AS_ATTR_I("keepdims", 0);
+        AS_CHECK(hlo_add_part(im, ins, prefix, "mean", &cs, "reduce_mean", in, 1, at, 2,
+                              &outs[1]));
+        if (!want_var)
+            goto done;
+        for (j = 0; j < xs.rank; j++)
+            shp[j] = xs.dim[j];
+        at[0] = AS_ATTR_V("shape", xs.rank, shp);
+        at[1] = AS_ATTR_V("dims", 1, &one);
+        AS_CHECK(hlo_add_part(im, ins, prefix, "mean_b", &xs, "broadcast", &outs[1], 1, at, 2,
+                              &m));
+        {
+            int32_t xm[2] = {in[0], m};
+            AS_CHECK(hlo_add_part(im, ins, prefix, "xc", &xs, "sub", xm, 2, NULL, 0, &c));
+        }
+        AS_CHECK(hlo_add_part(im, ins, prefix, "xc2", &xs, "square", &c, 1, NULL, 0, &q));
+        at[0] = AS_ATTR_V("dims", nd, dims);
+        at[1] = AS_ATTR_I("keepdims", 0);
+        AS_CHECK(hlo_add_part(im, ins, prefix, "var", &cs, "reduce_mean", &q, 1, at, 2,
+                              &outs[2]));
+    } else {
+        int32_t tri[3] = {in[4], in[0], in[1]};
+        const unsigned char *u = im->used;
+        int self = (int)(ins - im->cur->ins);
+        outs[1] = outs[2] = -1;
+        AS_CHECK(hlo_add_part(im, ins, prefix, "dx", &xs, "batchnorm_grad_x", tri, 3, at, 1,
+                              &outs[0]));
+        if (u == NULL || (u[self] & 4u)) /* PyTorch/XLA's LayerNorm reads dx only */
+            AS_CHECK(hlo_add_part(im, ins, prefix, "dscale", &cs, "batchnorm_grad_gamma", tri, 2,
+                                  at, 1, &outs[1]));
+        at[0] = AS_ATTR_V("dims", nd, dims);
+        at[1] = AS_ATTR_I("keepdims", 0);
+        if (u == NULL || (u[self] & 8u))
+            AS_CHECK(hlo_add_part(im, ins, prefix, "doffset", &cs, "reduce_sum", &in[4], 1, at,
+                                  2, &outs[2]));
+    }
+done:
+    for (j = 0; j < 3; j++) {
+        elts[j].tid = outs[j];
+        elts[j].n = 0;
+        elts[j].elts = NULL;
+    }
+    res->tid = -1;
+    res->n = 3;
+    res->elts = elts;
+    return AS_OK;
 }
 
 /* Operands of INS as tensor ids (all must be arrays). */
@@ -1158,6 +1438,14 @@ hlo_emit_instr(importer *im, const hlo_comp *c, int i, const char *prefix, const
         im->nloops++;
         return hlo_opaque(im, ins, prefix, vals, hlo_instr_flops(im, c, ins), NULL, res);
     }
+    if (op_is(ins, "custom-call") && ins->type.ntuple < 0 && (mapped = hlo_custom_op(ins)) != NULL)
+        return hlo_custom_mapped(im, ins, prefix, vals, mapped, res);
+    if (op_is(ins, "batch-norm-training") || op_is(ins, "batch-norm-grad")) {
+        int done;
+        AS_CHECK(hlo_batch_norm(im, ins, prefix, vals, res, &done));
+        if (done)
+            return AS_OK;
+    }
     if (op_is(ins, "custom-call") || op_is(ins, "batch-norm-training") ||
         op_is(ins, "batch-norm-grad") || op_is(ins, "batch-norm-inference") ||
         op_is(ins, "rng-bit-generator") || op_is(ins, "rng") || op_is(ins, "sort") ||
@@ -1274,17 +1562,95 @@ hlo_emit_instr(importer *im, const hlo_comp *c, int i, const char *prefix, const
                       hlo_is_elementwise(op) ? hlo_type_numel(&ins->type) : 0.0, op, res);
 }
 
+/* Is instruction I of C a batch-norm-grad hlo_batch_norm maps (it reads operands 0, 1, 4)? */
+static int
+hlo_bn_grad_mapped(const hlo_comp *c, int i)
+{
+    const hlo_instr *ins = &c->ins[i];
+
+    return op_is(ins, "batch-norm-grad") && ins->nops == 5 && ins->type.ntuple == 3 &&
+           hlo_attr_int(ins, "feature_index", -1) == 1;
+}
+
+/*
+ * Which results of C's instructions are used once batch norms are mapped (*USED, malloc'ed,
+ * NULL when C has no batch norm): bit 0 the instruction is live (reached from ROOT), bits
+ * 1..7 tuple elements 0..6 read through get-tuple-element, all bits when read whole.  A
+ * mapped batch-norm-grad does not read mean and var (operands 2 and 3: it recomputes them
+ * from x), so what only fed them is not emitted, and batch-norm-training's mean and var are
+ * emitted only when something reads them.
+ */
+static unsigned char *
+hlo_bn_uses(const hlo_comp *c, char **skip)
+{
+    unsigned char *used;
+    int i, j, any = 0;
+
+    *skip = NULL;
+    for (i = 0; i < c->nins && !any; i++)
+        any = op_is(&c->ins[i], "batch-norm-training") || hlo_bn_grad_mapped(c, i);
+    if (!any)
+        return NULL;
+    /* skip: live when every operand is read, dead when mapped batch-norm-grads are not */
+    *skip = as_xcalloc((size_t)c->nins + 1, 1);
+    (*skip)[c->root] = 1;
+    for (i = c->nins - 1; i >= 0; i--)
+        for (j = 0; (*skip)[i] && j < c->ins[i].nops; j++)
+            if (c->ins[i].opidx[j] >= 0 && c->ins[i].opidx[j] < c->nins)
+                (*skip)[c->ins[i].opidx[j]] = 1;
+    used = as_xcalloc((size_t)c->nins + 1, 1);
+    used[c->root] = 0xff;
+    for (i = c->nins - 1; i >= 0; i--) { /* operands come before their users */
+        const hlo_instr *ins = &c->ins[i];
+        int bng = hlo_bn_grad_mapped(c, i);
+        if (!(used[i] & 1))
+            continue;
+        for (j = 0; j < ins->nops; j++) {
+            int x = ins->opidx[j];
+            if (x < 0 || x >= c->nins || (bng && (j == 2 || j == 3)))
+                continue;
+            if (op_is(ins, "get-tuple-element")) {
+                int64_t k = hlo_attr_int(ins, "index", -1);
+                used[x] |= (unsigned char)(1u | (k >= 0 && k < 7 ? 2u << k : 0xfeu));
+            } else {
+                used[x] = 0xff;
+            }
+        }
+    }
+    for (i = 0; i < c->nins; i++)
+        (*skip)[i] = (*skip)[i] && !(used[i] & 1) && !op_is(&c->ins[i], "parameter");
+    return used;
+}
+
 static int
 hlo_emit_comp(importer *im, int ci, const char *prefix, const hval *args, hval *res)
 {
     const hlo_comp *c = &im->m->comps[ci];
     hval *vals = as_xcalloc((size_t)c->nins, sizeof *vals);
+    char *skip;
+    unsigned char *used = hlo_bn_uses(c, &skip);
+    const unsigned char *outer = im->used;
+    const hlo_comp *outer_c = im->cur;
     int i, rc = AS_OK;
 
-    for (i = 0; i < c->nins; i++)
-        AS_CHECK_GOTO(rc, hlo_emit_instr(im, c, i, prefix, args, vals), out);
+    for (i = 0; i < c->nins; i++) {
+        if (skip != NULL && skip[i]) {
+            vals[i].tid = -1; /* fed only batch-norm-grad's mean/var: not emitted */
+            continue;
+        }
+        im->used = used;
+        im->cur = c;
+        rc = hlo_emit_instr(im, c, i, prefix, args, vals);
+        im->used = outer;
+        im->cur = outer_c;
+        if (rc != AS_OK)
+            goto out;
+    }
     *res = vals[c->root];
 out:
+    im->used = outer;
+    free(skip);
+    free(used);
     free(vals);
     return rc;
 }

@@ -13,6 +13,14 @@
  * warning line).
  */
 int as_hlo_read(const char *path, const char *text, size_t len, as_graph **out, as_err *err);
+/**
+ * Map custom calls with target NAME to registry op OP (SPEC "NAME=OP", --custom-call) for
+ * every later import; overrides the built-in table (AwsNeuronGelu=gelu, ...).  AS_EUSAGE if
+ * SPEC is malformed or OP unknown, opaque or a collective.  Not thread-safe.
+ */
+int as_hlo_custom_call_add(const char *spec, as_err *err);
+/** Forget every --custom-call mapping. */
+void as_hlo_custom_call_clear(void);
 /** Does TEXT look like HLO module text (first token "HloModule")? */
 int as_hlo_detect(const char *text, size_t len);
 

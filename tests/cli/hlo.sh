@@ -136,6 +136,38 @@ has '^state t : f32\[\]$' "$T/adam.asg" "the step count is state of no parameter
 as convert "$D/mlp_train.hlo" -o "$T/sgd.asg"
 if grep -q '^state' "$T/sgd.asg"; then ok 1 "plain SGD: no state"; else ok 0 "plain SGD: no state"; fi
 
+# Issue 13 item 14: PyTorch/XLA's custom calls and LayerNorm lowered to batch-norm-training /
+# batch-norm-grad become registry ops (not opaque, which replicates them); --custom-call
+# maps others.
+as convert "$D/neuron_calls.hlo" -o "$T/nc.asg"
+ok $rc "neuron_calls.hlo imports"
+has '^w.t : f32\[16,16\] = identity(w)$' "$T/nc.asg" "AwsNeuronTransferWithStaticRing is identity"
+has '^g : f32\[8,16\] = gelu(ln)$' "$T/nc.asg" "AwsNeuronGelu is gelu"
+has '^gd : f32\[8,16\] = gelu_grad(gd.dy, ln)$' "$T/nc.asg" "AwsNeuronGeluBackward(x) is gelu_grad(1, x)"
+has '^s : f32\[8,16\] = softmax(g) axis=-1$' "$T/nc.asg" "AwsNeuronSoftmax is softmax"
+has '^sd : f32\[8,16\] = softmax_grad(gg, s) axis=-1$' "$T/nc.asg" "AwsNeuronSoftmaxBackward is softmax_grad"
+has '^bnt.y : f32\[1,8,16\] = batchnorm(r, scale, offset) eps=1e-12$' "$T/nc.asg" \
+    "batch-norm-training is batchnorm"
+has '^bng.dx : f32\[1,8,16\] = batchnorm_grad_x(sd.r, r, scale) eps=1e-12$' "$T/nc.asg" \
+    "batch-norm-grad is batchnorm_grad_x"
+if grep -q 'var\|mean\|dscale\|doffset' "$T/nc.asg"; then ok 1 "statistics nobody reads are not emitted"; else
+    ok 0 "statistics nobody reads are not emitted"; fi
+n=$(grep -c 'opaque' "$T/nc.asg" || true)
+if [ "$n" -eq 1 ]; then ok 0 "only the unknown custom call is opaque"; else ok 1 "$n opaque ops"; fi
+as strategies "$D/neuron_calls.hlo" --mesh 2 --op bnt.y
+has '^ *1  S(in0:1,in1:0,in2:0@x) ' "$T/out" "the LayerNorm-as-batch-norm splits its rows"
+as --custom-call MyActivation=relu convert "$D/neuron_calls.hlo" -o "$T/nc2.asg"
+has '^m : f32\[8,16\] = relu(dx.r)$' "$T/nc2.asg" "--custom-call MyActivation=relu (before the command)"
+if grep -q 'opaque' "$T/nc2.asg"; then ok 1 "then nothing is opaque"; else ok 0 "then nothing is opaque"; fi
+as inspect "$D/neuron_calls.hlo" --custom-call=MyActivation=relu
+has '^  relu  *1$' "$T/out" "--custom-call=NAME=OP after the command"
+as inspect "$D/neuron_calls.hlo" --custom-call MyActivation=nosuch
+expect_fail 2 "--custom-call MyActivation=nosuch: unknown op 'nosuch'" "--custom-call with an unknown op"
+as inspect "$D/neuron_calls.hlo" --custom-call MyActivation=matmul
+expect_fail 2 "neuron_calls.hlo:30:4: 'm': 'matmul' takes 2 inputs, got 1" "--custom-call with the wrong arity"
+as inspect "$D/neuron_calls.hlo" --custom-call bad
+expect_fail 2 "--custom-call: expected NAME=OP, got 'bad'" "--custom-call without '='"
+
 # Issue 13 item 16: fragments without the `HloModule` line say what is missing.
 printf 'ENTRY %%main (x: f32[4]) -> f32[4] {\n  %%x = f32[4]{0} parameter(0)\n  ROOT %%n = f32[4]{0} negate(%%x)\n}\n' >"$T/frag1.hlo"
 as inspect "$T/frag1.hlo"

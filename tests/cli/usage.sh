@@ -14,4 +14,26 @@ as frobnicate
 expect_fail 2 "unknown command 'frobnicate'" "unknown command is exit 2 with a clear message"
 as --bogus
 ok $([ $rc -eq 2 ] && echo 0 || echo 1) "unknown global option is exit 2"
+
+# Issue 13 item 17: global options after the command; `autoshard CMD FILE --help`.
+H="$top_srcdir/tests/data/hlo/opaque.hlo"
+as inspect "$H"
+ok $([ $rc -eq 0 ] && grep -q 'warning' "$T/err" && echo 0 || echo 1) "inspect opaque.hlo warns"
+as inspect "$H" -q
+ok $([ $rc -eq 0 ] && [ ! -s "$T/err" ] && echo 0 || echo 1) "-q after the command silences it"
+as inspect --quiet "$H"
+ok $([ $rc -eq 0 ] && [ ! -s "$T/err" ] && echo 0 || echo 1) "--quiet after the command too"
+as -q inspect "$H"
+ok $([ $rc -eq 0 ] && [ ! -s "$T/err" ] && echo 0 || echo 1) "-q before the command as before"
+G="$top_srcdir/tests/data/asg/mlp.asg"
+as gen mlp-1b --layers 2 --hidden 64 --batch 8 -o "$T/g.asg" -v
+ok $([ $rc -eq 0 ] && grep -q 'parameters' "$T/err" && echo 0 || echo 1) "-v after the command: detail on stderr"
+as gen mlp-1b --layers 2 --hidden 64 --batch 8 -o "$T/g.asg"
+ok $([ $rc -eq 0 ] && [ ! -s "$T/err" ] && echo 0 || echo 1) "without -v: none"
+as solve "$G" --help
+ok $([ $rc -eq 0 ] && grep -q '^usage: autoshard solve' "$T/out" && echo 0 || echo 1) "solve FILE --help"
+as inspect "$G" -h
+ok $([ $rc -eq 0 ] && grep -q '^usage: autoshard inspect' "$T/out" && echo 0 || echo 1) "inspect FILE -h"
+as inspect -- -q
+expect_fail 1 "^autoshard: -q: No such file" "after --, -q is an operand (a file name)"
 done_testing
