@@ -169,19 +169,19 @@ take_global_opts(int *argc, char **argv, int *help)
     return AS_EXIT_OK;
 }
 
-static int main_run(int argc, char **argv);
+static int run(int argc, char **argv);
 
 int
 main(int argc, char **argv)
 {
-    int rc = main_run(argc, argv);
+    int rc = as_stdout_finish(run(argc, argv));
 
     as_hlo_custom_call_clear();
     return rc;
 }
 
 static int
-main_run(int argc, char **argv)
+run(int argc, char **argv)
 {
     static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
                                          {"verbose", no_argument, NULL, 'v'},
