@@ -471,9 +471,16 @@ check_rows(const as_problem *p, const size_t *x, as_err *err)
         double sum = p->live.v[t].resident;
         for (i = 0; i < p->live.v[t].n; i++)
             sum += p->live.v[t].m[i][x[p->live.v[t].nodes[i]]];
-        if (sum > p->memory + MEM_TOL(p->memory))
+        if (sum > p->memory + MEM_TOL(p->memory)) {
+            as_fmt_bytes(sum, b1, sizeof b1);
+            as_fmt_bytes(p->memory, b2, sizeof b2);
+            if (strcmp(b1, b2) == 0) { /* 976.56 KiB and 976.56 KiB: tell them apart */
+                snprintf(b1, sizeof b1, "%.0f B", ceil(sum));
+                snprintf(b2, sizeof b2, "%.0f B", floor(p->memory));
+            }
             return as_errf(err, AS_EINFEAS, "liveness point %zu needs %s per device, budget %s", t,
-                           as_fmt_bytes(sum, b1, sizeof b1), as_fmt_bytes(p->memory, b2, sizeof b2));
+                           b1, b2);
+        }
     }
     for (i = 0; i < p->aliases.n; i++) {
         const as_palias *a = &p->aliases.v[i];

@@ -172,6 +172,52 @@ solve_validate(const as_solver_ops *ops, const as_problem *p, as_assignment *a,
     return AS_OK;
 }
 
+/*
+ * A backend's tolerances can let its plan exceed a memory row by a few bytes (GLPK with the
+ * rows in units of the budget: 4 bytes over 2.45 MiB).  Then that plan is not a solution: solve
+ * again with the budget lowered by the excess, at least 1e-5 of it, doubling each time (up to
+ * 4 times), so that what is returned fits P, or the outcome says that nothing does (exit 3,
+ * not an "invalid plan").  RC is
+ * solve_validate's status; other failures are returned as they are.
+ */
+static int
+solve_refit_memory(const as_solver_ops *ops, as_solver_data *data, const as_problem *p,
+                   const as_limits *lim, as_assignment *out, as_outcome *outcome, int rc,
+                   as_err *err)
+{
+    double budget = as_problem_memory(p), cur = budget;
+    int tries;
+
+    for (tries = 0; tries < 4 && budget > 0 && rc != AS_OK; tries++) {
+        double need = as_problem_peak(p, out->choice);
+        as_problem *q;
+        as_err e2;
+        if (!(need > budget)) /* not (only) the memory rows */
+            return rc;
+        as_debug("solve: the plan needs %.3f B in the memory rows, budget %.3f B; solving again", need, budget);
+        /* GLPK takes a binary within 1e-5 of 1 for 1: lower by at least that share of the
+         * budget, doubling on every try */
+        cur -= fmax(need - budget, fmax(1.0, 1e-5 * budget)) * (double)(1 << tries);
+        if (cur <= 0)
+            return rc;
+        q = as_problem_clone(p);
+        as_problem_set_memory(q, cur);
+        as_assignment_free(out);
+        as_assignment_init(out, as_problem_nnodes(p));
+        *outcome = AS_OUTCOME_NOTRUN;
+        as_err_clear(&e2);
+        rc = ops->solve(data, q, lim, out, outcome, &e2);
+        as_problem_free(q);
+        if (rc != AS_OK) {
+            *err = e2;
+            return rc;
+        }
+        as_err_clear(err);
+        rc = solve_validate(ops, p, out, *outcome, err);
+    }
+    return rc;
+}
+
 int
 as_solve(const as_solver_ops *ops, const as_problem *p, const as_limits *lim,
          const char *const *params, size_t nparams, as_assignment *out, as_outcome *outcome,
@@ -196,6 +242,8 @@ as_solve(const as_solver_ops *ops, const as_problem *p, const as_limits *lim,
         goto out;
     }
     rc = solve_validate(ops, p, out, *outcome, err);
+    if (rc != AS_OK && *outcome != AS_OUTCOME_NOTRUN)
+        rc = solve_refit_memory(ops, data, p, lim, out, outcome, rc, err);
 out:
     if (ops->free_data != NULL)
         ops->free_data(data);
