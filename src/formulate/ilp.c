@@ -346,6 +346,24 @@ ilp_estimate(const as_problem *p)
     return x;
 }
 
+/*
+ * Columns costing AS_ILP_FORBIDDEN_COST or more (Alpa's INFINITY_COST is 1e13) are forbidden
+ * choices: upper bound 0 and cost 0.  Left in, GLPK's tolerances and scaling drown every real
+ * cost beside them and it calls a wrong plan optimal (docs/ilp.md).  A forbidden e column
+ * forbids its pair of strategy classes through the marginal rows.
+ */
+static void
+forbid_huge(as_ilp *ilp)
+{
+    size_t j;
+
+    for (j = 0; j < ilp->obj.n; j++)
+        if (ilp->obj.v[j] >= AS_ILP_FORBIDDEN_COST) {
+            ilp->obj.v[j] = 0.0;
+            ilp->cub.v[j] = 0.0;
+        }
+}
+
 static int
 ilp_build(const as_problem *p, const as_ilp_opts *o, int count, as_ilp **out, as_err *err)
 {
@@ -367,6 +385,7 @@ ilp_build(const as_problem *p, const as_ilp_opts *o, int count, as_ilp **out, as
     build_nodes(ilp, p, o ? o->node_ids : NULL, o ? o->strategy_ids : NULL);
     build_edges(ilp, p);
     build_rows(ilp, p, o ? o->node_ids : NULL);
+    forbid_huge(ilp);
     AS_VEC_FREE(&ilp->pend);
     ilp->view.ncols = ilp->obj.n;
     ilp->view.nrows = ilp->rlb.n;

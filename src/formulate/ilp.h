@@ -14,6 +14,9 @@
 #ifndef AS_ILP_H
 #define AS_ILP_H
 
+/** Costs (seconds) from which a choice is forbidden in the ILP (upper bound 0, cost 0). */
+#define AS_ILP_FORBIDDEN_COST 1e12
+
 #include <stddef.h>
 
 #include "autoshard.h"

@@ -471,6 +471,16 @@ cands_free(loop_cands *lc)
     free(lc->used);
 }
 
+/* Does plan CHOICE satisfy every row of P? */
+static int
+start_fits(const as_problem *p, const size_t *choice)
+{
+    as_err e;
+    double obj;
+
+    return as_problem_check(p, choice, &obj, NULL, &e) == AS_OK;
+}
+
 /* The k-best loop on the (reduced, mutable) problem RP; the time limit counts from T0. */
 static int
 solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const as_solve_opts *o,
@@ -518,6 +528,18 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
             outcome = AS_OUTCOME_LIMIT;
         } else {
             rc = as_solve(ops, rp, &lim, o->params, o->nparams, &a, &outcome, err);
+        }
+        if (rc == AS_OK && lim.start != NULL &&
+            (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE) &&
+            cost < a.objective - o->lim.gap * fabs(a.objective) - 1e-12 * fabs(cost) &&
+            start_fits(rp, lim.start)) {
+            /* a known plan beats the solver's: its plan is not optimal and its bound is no
+             * bound; keep the known plan with the reductions' bound */
+            memcpy(a.choice, lim.start, nn * sizeof *a.choice);
+            a.objective = as_problem_eval(rp, a.choice);
+            a.bound = isfinite(lb) ? fmin(lb, a.objective) : -HUGE_VAL;
+            a.gap = isfinite(a.bound) ? as_rel_gap(a.objective, a.bound) : HUGE_VAL;
+            outcome = AS_OUTCOME_FEASIBLE;
         }
         if (rc == AS_OK && outcome == AS_OUTCOME_LIMIT && lim.start != NULL) {
             /* stopped before a plan of its own: the start plan fits every row */
