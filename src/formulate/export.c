@@ -123,6 +123,58 @@ cat_stdout(const char *src, as_err *err)
     return rc;
 }
 
+/*
+ * The objective as written for other solvers: scaled as the linked backends solve it
+ * (as_ilp_obj_scale: O(1) coefficients), and its constant as a column fixed at 1
+ * (AS_ILP_CONST_COL) instead of the objective row's right-hand side, which glpsol adds and
+ * CBC subtracts (1179657.03 against -1179645.03 for one file).
+ */
+static void
+export_objective(const as_ilp *ilp, glp_prob *lp)
+{
+    const as_ilp_view *iv = as_ilp_data(ilp);
+    double scale = as_ilp_obj_scale(ilp);
+    int j;
+
+    for (j = 1; j <= (int)iv->ncols; j++)
+        glp_set_obj_coef(lp, j, iv->obj[j - 1] * scale);
+    glp_set_obj_coef(lp, 0, 0.0);
+    if (iv->offset != 0) {
+        j = glp_add_cols(lp, 1);
+        glp_set_col_name(lp, j, AS_ILP_CONST_COL);
+        glp_set_col_bnds(lp, j, GLP_FX, 1.0, 1.0);
+        glp_set_obj_coef(lp, j, iv->offset * scale);
+    }
+}
+
+/* Put a comment line saying how the objective is scaled at the top of FILE. */
+static int
+export_comment(const as_ilp *ilp, as_ilp_format fmt, const char *file, const char *shown,
+               as_err *err)
+{
+    char *text = NULL, head[400];
+    size_t len;
+    int n, rc;
+    FILE *fp;
+
+    AS_CHECK(as_read_file(file, &text, &len, err));
+    n = snprintf(head, sizeof head,
+                 "%s autoshard: objective = seconds x %.17g (as autoshard's solvers scale it); "
+                 "constant %.17g s in column %s fixed at 1%s\n",
+                 fmt == AS_ILP_MPS ? "*" : "\\", as_ilp_obj_scale(ilp), as_ilp_data(ilp)->offset,
+                 AS_ILP_CONST_COL, as_ilp_data(ilp)->offset != 0 ? "" : " (none: 0)");
+    fp = fopen(file, "w");
+    rc = fp == NULL || fwrite(head, 1, (size_t)n, fp) != (size_t)n ||
+         fwrite(text, 1, len, fp) != len;
+    if (fp != NULL && fclose(fp) != 0)
+        rc = 1;
+    free(text);
+    if (rc)
+        return as_errf(err, AS_EIO, "%s: cannot write the %s file", shown,
+                       fmt == AS_ILP_MPS ? "MPS" : "LP");
+    return AS_OK;
+}
+
 int
 as_ilp_write(const as_ilp *ilp, as_ilp_format fmt, const char *path, as_err *err)
 {
@@ -151,6 +203,7 @@ as_ilp_write(const as_ilp *ilp, as_ilp_format fmt, const char *path, as_err *err
     }
     lp = glp_create_prob();
     AS_CHECK_GOTO(rc, as_ilp_load_glpk(ilp, lp, err), out);
+    export_objective(ilp, lp);
     ret = fmt == AS_ILP_MPS ? glp_write_mps(lp, GLP_MPS_FILE, NULL, target)
                             : glp_write_lp(lp, NULL, target);
     if (ret != 0) {
@@ -158,6 +211,7 @@ as_ilp_write(const as_ilp *ilp, as_ilp_format fmt, const char *path, as_err *err
                      fmt == AS_ILP_MPS ? "MPS" : "LP");
         goto out;
     }
+    AS_CHECK_GOTO(rc, export_comment(ilp, fmt, target, tostdout ? "<stdout>" : path, err), out);
     if (tostdout)
         rc = cat_stdout(target, err);
     else
@@ -221,6 +275,8 @@ set_named(solreader *r, size_t lineno, const char *name, const char *val)
     size_t j;
     double x;
 
+    if (strcmp(name, AS_ILP_CONST_COL) == 0 && as_ilp_data(r->ilp)->offset != 0)
+        return AS_OK; /* the objective's constant, fixed at 1 */
     if (!as_ilp_find_col(r->ilp, name, &j))
         return as_errf(r->err, AS_EPARSE, "%s:%zu: unknown variable '%s' (not in this model)",
                        r->path, lineno, name);
@@ -292,7 +348,9 @@ read_glpk_raw(solreader *r, char **lines, size_t n)
             if (nt < 6 || strcmp(tok[1], "mip") != 0)
                 return as_errf(r->err, AS_EPARSE, "%s:%zu: expected 's mip ROWS COLS STATUS "
                                "OBJ' (a MIP solution)", r->path, i + 1);
-            if (strtoul(tok[2], NULL, 10) != iv->nrows || strtoul(tok[3], NULL, 10) != iv->ncols)
+            if (strtoul(tok[2], NULL, 10) != iv->nrows ||
+                (strtoul(tok[3], NULL, 10) != iv->ncols &&
+                 !(iv->offset != 0 && strtoul(tok[3], NULL, 10) == iv->ncols + 1)))
                 return as_errf(r->err, AS_EPARSE, "%s:%zu: solution has %s rows and %s columns, "
                                "the model %zu and %zu", r->path, i + 1, tok[2], tok[3], iv->nrows,
                                iv->ncols);
@@ -306,9 +364,12 @@ read_glpk_raw(solreader *r, char **lines, size_t n)
             continue;
         }
         if (strcmp(tok[0], "j") != 0 || nt != 3 || !parse_num(tok[1], &col) ||
-            !parse_num(tok[2], &val) || col < 1 || col > (double)iv->ncols || col != floor(col))
+            !parse_num(tok[2], &val) || col < 1 || col != floor(col) ||
+            col > (double)iv->ncols + (iv->offset != 0))
             return as_errf(r->err, AS_EPARSE, "%s:%zu: expected 'j COLUMN VALUE' with a column "
-                           "in 1..%zu", r->path, i + 1, iv->ncols);
+                           "in 1..%zu", r->path, i + 1, iv->ncols + (iv->offset != 0));
+        if (col == (double)iv->ncols + 1)
+            continue; /* the objective's constant column */
         r->x[(size_t)col - 1] = val;
         r->nvals++;
     }

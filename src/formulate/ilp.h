@@ -16,6 +16,8 @@
 
 /** Costs (seconds) from which a choice is forbidden in the ILP (upper bound 0, cost 0). */
 #define AS_ILP_FORBIDDEN_COST 1e12
+/** Exported MPS/LP: the column, fixed at 1, whose cost is the objective's constant. */
+#define AS_ILP_CONST_COL "obj_const"
 
 #include <stddef.h>
 

@@ -623,13 +623,17 @@ out:
 /* ---- external solutions ---- */
 
 /*
- * Compare the objective a solution file states with the plan's.  The MPS
- * objective constant (GLPK writes it as the objective row's RHS) is read
- * with either sign or ignored by other solvers, so accept all three.
+ * Compare the objective a solution file states with the plan's: autoshard's files state
+ * seconds x as_ilp_obj_scale with the constant in a fixed column; files written before put the
+ * constant in the objective row's RHS, which solvers read with either sign or ignore, so
+ * accept those three too.
  */
 static int
-file_obj_ok(double fobj, double obj, double offset)
+file_obj_ok(double fobj, double obj, double offset, double scale)
 {
+    /* files autoshard writes state seconds x SCALE, the constant included (a fixed column) */
+    if (!isnan(fobj) && obj_close(fobj / scale, obj, 1e-5))
+        return 1;
     return isnan(fobj) || obj_close(fobj, obj, 1e-5) || obj_close(fobj + offset, obj, 1e-5) ||
            obj_close(fobj + 2 * offset, obj, 1e-5);
 }
@@ -667,7 +671,7 @@ as_solve_from_values(const as_problem *p, unsigned reduce, const char *solpath, 
         rc = err->code = AS_EPARSE;
         goto out;
     }
-    if (!file_obj_ok(fobj, plan->objective, as_ilp_data(ilp)->offset)) {
+    if (!file_obj_ok(fobj, plan->objective, as_ilp_data(ilp)->offset, as_ilp_obj_scale(ilp))) {
         rc = as_errf(err, AS_EPARSE, "%s: states objective %.10g but the plan costs %.10g "
                      "(solution of another model?)", solpath, fobj, plan->objective);
         goto out;
