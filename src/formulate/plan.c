@@ -374,63 +374,170 @@ as_shard_plan_read(const char *path, as_shard_plan **out, as_err *err)
 
 /* ---- framework text ---- */
 
+/* NAME as a Python string literal. */
 static void
-emit_jax(const as_shard_plan *p, const as_plan_tensor *t, FILE *fp)
+py_str(const char *name, FILE *fp)
 {
-    int d, k, axes[AS_MESH_MAX_AXES], na;
+    const unsigned char *c;
 
-    fprintf(fp, "%s: PartitionSpec(", t->name);
-    for (d = 0; d < t->spec.rank; d++) {
-        fputs(d ? ", " : "", fp);
-        na = as_spec_dim_axes(&t->spec, d, axes);
-        if (na == 0)
-            fputs("None", fp);
-        else if (na == 1)
-            fprintf(fp, "'%s'", as_mesh_axis_name(p->mesh, axes[0]));
+    fputc('\'', fp);
+    for (c = (const unsigned char *)name; *c; c++) {
+        if (*c == '\\' || *c == '\'')
+            fprintf(fp, "\\%c", *c);
+        else if (*c < 0x20 || *c >= 0x7f)
+            fprintf(fp, "\\x%02x", *c);
         else
-            for (k = 0; k < na; k++)
-                fprintf(fp, "%s'%s'%s", k ? ", " : "(", as_mesh_axis_name(p->mesh, axes[k]),
-                        k == na - 1 ? ")" : "");
+            fputc(*c, fp);
     }
-    fputs(")\n", fp);
+    fputc('\'', fp);
+}
+
+static int
+emit_wanted(const as_plan_tensor *t)
+{
+    return t->kind == AS_TK_PARAM || t->kind == AS_TK_INPUT || t->kind == AS_TK_STATE;
+}
+
+static const char *
+emit_kind(as_tensor_kind k)
+{
+    return k == AS_TK_PARAM ? "parameter" : k == AS_TK_STATE ? "optimizer state" : "input";
 }
 
 static void
-emit_dtensor(const as_shard_plan *p, const as_plan_tensor *t, FILE *fp)
+emit_header(const as_shard_plan *p, FILE *fp)
 {
+    fprintf(fp, "# autoshard plan: graph %s, mesh %s, hardware %s, cost model %s", p->graph,
+            as_mesh_str(p->mesh), p->hw, p->cost_model);
+    if (p->status != NULL && p->status[0] != '\0')
+        fprintf(fp, ", %s, objective %.9g", p->status, p->objective);
+    fputs("\n", fp);
+}
+
+/* Python tuple of the mesh's axis names, and of its sizes. */
+static void
+emit_axes(const as_shard_plan *p, int sizes, FILE *fp)
+{
+    int k, n = as_mesh_naxes(p->mesh);
+
+    fputc('(', fp);
+    for (k = 0; k < n; k++) {
+        fputs(k ? ", " : "", fp);
+        if (sizes)
+            fprintf(fp, "%d", as_mesh_axis_size(p->mesh, k));
+        else
+            py_str(as_mesh_axis_name(p->mesh, k), fp);
+    }
+    fputs(n == 1 ? ",)" : ")", fp);
+}
+
+static void
+emit_jax(const as_shard_plan *p, FILE *fp)
+{
+    size_t i;
+    int d, k, axes[AS_MESH_MAX_AXES], na;
+
+    emit_header(p, fp);
+    fputs("# Shardings of every parameter, optimizer state and input (JAX).  Partial sums\n"
+          "# cannot be written as a PartitionSpec: such an axis is left replicated.\n"
+          "import numpy as np\n"
+          "import jax\n"
+          "from jax.sharding import Mesh, NamedSharding, PartitionSpec\n\n",
+          fp);
+    fprintf(fp, "MESH_SHAPE = ");
+    emit_axes(p, 1, fp);
+    fprintf(fp, "\nMESH_AXES = ");
+    emit_axes(p, 0, fp);
+    fprintf(fp, "\nmesh = Mesh(np.array(jax.devices()[:%d]).reshape(MESH_SHAPE), MESH_AXES)\n\n",
+            as_mesh_ndevices(p->mesh));
+    fputs("shardings = {\n", fp);
+    for (i = 0; i < p->ntensors; i++) {
+        const as_plan_tensor *t = &p->tensors[i];
+        if (!emit_wanted(t))
+            continue;
+        fputs("    ", fp);
+        py_str(t->name, fp);
+        fputs(": NamedSharding(mesh, PartitionSpec(", fp);
+        for (d = 0; d < t->spec.rank; d++) {
+            fputs(d ? ", " : "", fp);
+            na = as_spec_dim_axes(&t->spec, d, axes);
+            if (na == 0)
+                fputs("None", fp);
+            else if (na == 1)
+                py_str(as_mesh_axis_name(p->mesh, axes[0]), fp);
+            else
+                for (k = 0; k < na; k++) {
+                    fputs(k ? ", " : "(", fp);
+                    py_str(as_mesh_axis_name(p->mesh, axes[k]), fp);
+                    fputs(k == na - 1 ? ")" : "", fp);
+                }
+        }
+        fprintf(fp, ")),  # %s\n", emit_kind(t->kind));
+    }
+    fputs("}\n", fp);
+}
+
+static void
+emit_dtensor(const as_shard_plan *p, FILE *fp)
+{
+    size_t i;
     int k;
 
-    fprintf(fp, "%s: [", t->name);
-    for (k = 0; k < as_mesh_naxes(p->mesh); k++) {
-        fputs(k ? ", " : "", fp);
-        if (t->spec.axis[k] >= 0)
-            fprintf(fp, "Shard(%d)", t->spec.axis[k]);
-        else if (t->spec.axis[k] == AS_SPEC_P)
-            fprintf(fp, "Partial(\"%s\")", as_partial_name((as_partial)t->spec.partial[k]));
-        else
-            fputs("Replicate()", fp);
+    emit_header(p, fp);
+    fputs("# Placements of every parameter, optimizer state and input (PyTorch DTensor), one\n"
+          "# per mesh dimension.  Run under torchrun with one process per device.\n"
+          "import torch\n"
+          "from torch.distributed.device_mesh import init_device_mesh\n"
+          "try:\n"
+          "    from torch.distributed.tensor import Partial, Replicate, Shard, distribute_tensor\n"
+          "except ImportError:  # torch < 2.4\n"
+          "    from torch.distributed._tensor import Replicate, Shard, distribute_tensor\n"
+          "    from torch.distributed._tensor.placement_types import _Partial as Partial\n\n",
+          fp);
+    fprintf(fp, "MESH_SHAPE = ");
+    emit_axes(p, 1, fp);
+    fprintf(fp, "\nMESH_AXES = ");
+    emit_axes(p, 0, fp);
+    fputs("\n\n\ndef make_mesh():\n"
+          "    device = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
+          "    return init_device_mesh(device, MESH_SHAPE, mesh_dim_names=MESH_AXES)\n\n\n"
+          "placements = {\n",
+          fp);
+    for (i = 0; i < p->ntensors; i++) {
+        const as_plan_tensor *t = &p->tensors[i];
+        if (!emit_wanted(t))
+            continue;
+        fputs("    ", fp);
+        py_str(t->name, fp);
+        fputs(": [", fp);
+        for (k = 0; k < as_mesh_naxes(p->mesh); k++) {
+            fputs(k ? ", " : "", fp);
+            if (t->spec.axis[k] >= 0)
+                fprintf(fp, "Shard(%d)", t->spec.axis[k]);
+            else if (t->spec.axis[k] == AS_SPEC_P)
+                fprintf(fp, "Partial(\"%s\")",
+                        as_partial_name((as_partial)t->spec.partial[k]));
+            else
+                fputs("Replicate()", fp);
+        }
+        fprintf(fp, "],  # %s\n", emit_kind(t->kind));
     }
-    fputs("]\n", fp);
+    fputs("}\n\n\n"
+          "def shard(mesh, name, tensor):\n"
+          "    \"\"\"Distribute TENSOR (the full value of NAME) as the plan says.\"\"\"\n"
+          "    return distribute_tensor(tensor, mesh, placements[name])\n",
+          fp);
 }
 
 int
 as_shard_plan_emit(const as_shard_plan *p, const char *format, FILE *fp, as_err *err)
 {
-    int jax = strcmp(format, "jax") == 0;
-    size_t i;
-
-    if (!jax && strcmp(format, "dtensor") != 0)
+    if (strcmp(format, "jax") == 0)
+        emit_jax(p, fp);
+    else if (strcmp(format, "dtensor") == 0)
+        emit_dtensor(p, fp);
+    else
         return as_errf(err, AS_EUSAGE, "unknown --emit format '%s' (known: jax, dtensor)",
                        format);
-    fprintf(fp, "# mesh %s\n", as_mesh_str(p->mesh));
-    for (i = 0; i < p->ntensors; i++) {
-        const as_plan_tensor *t = &p->tensors[i];
-        if (t->kind != AS_TK_PARAM && t->kind != AS_TK_INPUT)
-            continue;
-        if (jax)
-            emit_jax(p, t, fp);
-        else
-            emit_dtensor(p, t, fp);
-    }
     return AS_OK;
 }

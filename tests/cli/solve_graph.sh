@@ -28,10 +28,10 @@ done
 ok $s "summary: sizes, status, objective, bound, gap, time, layer table, bytes per collective"
 as solve "$T/mlp.asg" --mesh 2x2 --emit jax
 ok $(( rc != 0 )) "emit jax on 2x2"
-grep -q "^h.0.fc.w: PartitionSpec(" "$T/out"; ok $? "jax PartitionSpec per parameter"
-grep -q "^x: PartitionSpec(" "$T/out"; ok $? "jax PartitionSpec per input"
+grep -q "^    'h.0.fc.w': NamedSharding(mesh, PartitionSpec(" "$T/out"; ok $? "jax PartitionSpec per parameter"
+grep -q "^    'x': NamedSharding(mesh, PartitionSpec(" "$T/out"; ok $? "jax PartitionSpec per input"
 as solve "$T/mlp.asg" --mesh 2x2 --emit dtensor
-grep -q "^h.0.fc.w: \[.*\(Replicate\|Shard\)" "$T/out"; ok $? "dtensor placements per parameter"
+grep -q "^    'h.0.fc.w': \[.*\(Replicate\|Shard\)" "$T/out"; ok $? "dtensor placements per parameter"
 as solve - --mesh 4 < "$T/mlp.asg"
 ok $rc "graph from stdin"
 

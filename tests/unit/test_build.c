@@ -213,15 +213,18 @@ test_emit(void)
     fp = open_memstream(&buf, &len);
     as_shard_plan_emit(pl, "jax", fp, &err);
     fclose(fp);
-    ok(strstr(buf, "w1: PartitionSpec(None, 'tp')\n") != NULL, "jax w1");
-    ok(strstr(buf, "x: PartitionSpec(('dp', 'tp'), None)\n") != NULL, "jax x over two axes");
-    ok(strstr(buf, "h:") == NULL, "activations not emitted");
+    ok(strstr(buf, "'w1': NamedSharding(mesh, PartitionSpec(None, 'tp')),") != NULL, "jax w1");
+    ok(strstr(buf, "'x': NamedSharding(mesh, PartitionSpec(('dp', 'tp'), None)),") != NULL,
+       "jax x over two axes");
+    ok(strstr(buf, "MESH_AXES = ('dp', 'tp')\n") != NULL, "jax mesh axes");
+    ok(strstr(buf, "'h'") == NULL, "activations not emitted");
     free(buf);
     fp = open_memstream(&buf, &len);
     as_shard_plan_emit(pl, "dtensor", fp, &err);
     fclose(fp);
-    ok(strstr(buf, "w1: [Replicate(), Shard(1)]\n") != NULL, "dtensor w1");
-    ok(strstr(buf, "x: [Shard(0), Shard(0)]\n") != NULL, "dtensor x");
+    ok(strstr(buf, "'w1': [Replicate(), Shard(1)],") != NULL, "dtensor w1");
+    ok(strstr(buf, "'x': [Shard(0), Shard(0)],") != NULL, "dtensor x");
+    ok(strstr(buf, "MESH_SHAPE = (2, 4)\n") != NULL, "dtensor mesh shape");
     free(buf);
     is_int(as_shard_plan_emit(pl, "onnx", stdout, &err), AS_EUSAGE, "unknown format: %s",
            err.msg);
