@@ -406,6 +406,30 @@ solve_infeasible(as_problem *p, const solve_cli *c)
     return AS_EXIT_INFEAS;
 }
 
+/*
+ * A hopeless budget is rejected before any reduction or ILP: no plan can
+ * peak below the largest, over liveness points, of resident bytes plus the
+ * smallest memory of every live node (as_problem_peak_lower_bound).
+ * Returns AS_EXIT_INFEAS after one line, or AS_EXIT_OK.
+ */
+static int
+solve_hopeless(const as_problem *p)
+{
+    double budget = as_problem_memory(p), lb;
+    char b1[32], b2[32];
+
+    if (budget <= 0)
+        return AS_EXIT_OK;
+    lb = as_problem_peak_lower_bound(p);
+    if (lb <= budget * (1 + 1e-9))
+        return AS_EXIT_OK;
+    fprintf(stderr, "autoshard: no plan fits in %s per device: every plan needs at least %s "
+            "(resident state plus the smallest layout of every tensor live at the fullest "
+            "point; found before building the ILP)\n", as_fmt_bytes(budget, b1, sizeof b1),
+            as_fmt_bytes(lb, b2, sizeof b2));
+    return AS_EXIT_INFEAS;
+}
+
 static int
 solve_external(as_problem *p, const solve_cli *c, FILE *fp)
 {
@@ -466,6 +490,8 @@ solve_costgraph(as_problem *p, solve_cli *c)
 
     if (c->solution != NULL)
         return solve_external(p, c, fp);
+    if ((rc = solve_hopeless(p)) != AS_EXIT_OK)
+        return rc;
     if (as_solve_problem(p, &c->o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
     print_summary(fp, p, c->costgraph, c->o.reduce, &res);
@@ -1267,6 +1293,8 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     fflush(fp);
     if (c->solution != NULL)
         return solve_graph_external(c, gp, fp);
+    if ((rc = solve_hopeless(gp->p)) != AS_EXIT_OK)
+        return rc;
     if (as_solve_problem(gp->p, &c->o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
     print_summary(fp, gp->p, as_graph_name(gp->g), c->o.reduce, &res);
