@@ -12,7 +12,7 @@
  *   KEY NIN NOUT NRULES [DIMS:COMBINES:HALO]...
  *
  * FINGERPRINT hashes the registry (op names, arities, flags, attribute
- * schemas) and a build id (version, executable size and mtime); CHECKSUM is
+ * schemas) and a build id (version, a hash of the executable's bytes); CHECKSUM is
  * FNV-1a 64 over every byte after the header line.  A stale, corrupt or
  * truncated file is reported at verbose level and rebuilt, never trusted.
  * Analytic and replicate-only sets are cheap and kept in memory only.
@@ -246,11 +246,43 @@ rc_fnv_str(uint64_t h, const char *s)
     return rc_fnv(h, s != NULL ? s : "", strlen(s != NULL ? s : "") + 1);
 }
 
+static uint64_t rc_exe_hash_value;
+
+static void
+rc_exe_hash_init(void)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    unsigned char buf[65536];
+    size_t n;
+    FILE *fp = fopen("/proc/self/exe", "rb");
+
+    if (fp == NULL) {
+        rc_exe_hash_value = rc_fnv_str(h, __DATE__ " " __TIME__);
+        return;
+    }
+    while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
+        h = rc_fnv(h, buf, n);
+    if (ferror(fp))
+        h = rc_fnv_str(h, __DATE__ " " __TIME__);
+    fclose(fp);
+    rc_exe_hash_value = h;
+}
+
+/* FNV-1a of the running executable's bytes (once per process); of the build date and time
+ * when it cannot be read. */
+static uint64_t
+rc_exe_hash(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, rc_exe_hash_init);
+    return rc_exe_hash_value;
+}
+
 uint64_t
 as_rules_fingerprint(void)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
-    struct stat st;
     char build[128];
     int i;
 
@@ -261,13 +293,10 @@ as_rules_fingerprint(void)
         h = rc_fnv_str(h, d->attrs);
         h = rc_fnv(h, v, sizeof v);
     }
-    /* Build id: a relinked binary may carry different kernels. */
-    if (stat("/proc/self/exe", &st) == 0)
-        snprintf(build, sizeof build, "%s %s %lld %lld", PACKAGE_VERSION, RC_ALGO,
-                 (long long)st.st_size, (long long)st.st_mtime);
-    else
-        snprintf(build, sizeof build, "%s %s %s %s", PACKAGE_VERSION, RC_ALGO, __DATE__,
-                 __TIME__);
+    /* Build id: a relinked binary may carry different kernels.  Its content, not its
+     * mtime: a binary copied, touched or reinstalled unchanged keeps its cache. */
+    snprintf(build, sizeof build, "%s %s %016llx", PACKAGE_VERSION, RC_ALGO,
+             (unsigned long long)rc_exe_hash());
     return rc_fnv_str(h, build);
 }
 

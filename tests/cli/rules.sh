@@ -49,6 +49,14 @@ ok $(set +e; ! cmp -s "$T/bad" "$T/first.cache"; echo $?) "cache file corrupted 
 as -v rules matmul --rules-cache "$T/r.cache"
 ok $(set +e; [ $rc -eq 0 ] && cmp -s "$T/out" "$T/first" && grep -q 'corrupt' "$T/err"; echo $?) \
     "a corrupt cache is reported at -v and rebuilt"
+# Issue 13 item 17: the cache is keyed by the executable's content, not its mtime: a copy of
+# the binary with another mtime reads the cache the original wrote.
+cp "$AUTOSHARD" "$T/copy"
+"$T/copy" rules relu --rules-cache "$T/c.cache" >/dev/null 2>&1
+touch -d '2001-01-01 00:00' "$T/copy"
+set +e; "$T/copy" -v rules relu --rules-cache "$T/c.cache" >/dev/null 2>"$T/err"; set -e
+ok $(set +e; grep -q '1 from disk' "$T/err" && ! grep -q 'stale' "$T/err"; echo $?) \
+    "a copied, touched binary keeps the cache (keyed by content)"
 AUTOSHARD_RULES_CACHE="$T/env.cache" as rules add
 ok $(set +e; [ $rc -eq 0 ] && [ -s "$T/env.cache" ]; echo $?) "AUTOSHARD_RULES_CACHE names the file"
 done_testing
