@@ -234,6 +234,18 @@ simulate_exec(int argc, char **argv)
         as_sim_report_text(prog, res, as_verbosity >= 2, stdout);
     }
     rc = AS_EXIT_OK;
+    {
+        /* a device out of memory: the report is printed, the plan does not fit (exit 3) */
+        int d, n = 0;
+        for (d = 0; d < res->ndevices; d++)
+            n += res->dev[d].oom != 0;
+        if (n > 0) {
+            char cap[32];
+            fprintf(stderr, "autoshard: out of memory on %d of %d devices (capacity %s)\n", n,
+                    res->ndevices, as_fmt_bytes(res->capacity, cap, sizeof cap));
+            rc = AS_EXIT_INFEAS;
+        }
+    }
 out:
     as_sim_result_free(res);
     as_sim_prog_free(prog);

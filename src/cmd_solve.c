@@ -1129,9 +1129,11 @@ print_graph_result(FILE *fp, const solve_cli *c, const as_graph_problem *gp,
     print_graph_plan(fp, &pl[0], solver, as_problem_memory(gp->p), rows);
     print_table(fp, &w);
     print_collectives(fp, gp, pl[0].choice);
-    for (i = 1; i < n; i++)
-        fprintf(fp, "plan %-8zu%.9g s (%s, peak %.4g GB)\n", i + 1, pl[i].objective,
-                as_outcome_name(pl[i].status), pl[i].peak / 1e9);
+    for (i = 1; i < n; i++) {
+        char pk[32];
+        fprintf(fp, "plan %-8zu%.9g s (%s, peak %s per device)\n", i + 1, pl[i].objective,
+                as_outcome_name(pl[i].status), as_fmt_bytes(pl[i].peak, pk, sizeof pk));
+    }
     if (c->o.top > 1 && n < c->o.top)
         fprintf(fp, "(only %zu distinct plans within the limits)\n", n);
 }

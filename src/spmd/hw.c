@@ -527,6 +527,53 @@ as_hw_read(const char *path, as_hw *out, as_err *err)
     return rc;
 }
 
+/* Levenshtein distance of A and B, case-insensitive (99 for long names). */
+static int
+hw_dist(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b), i, j, row[64];
+
+    if (la >= 63 || lb >= 63)
+        return 99;
+    for (j = 0; j <= lb; j++)
+        row[j] = j;
+    for (i = 1; i <= la; i++) {
+        int prev = row[0];
+        row[0] = i;
+        for (j = 1; j <= lb; j++) {
+            int cur = row[j], same = tolower((unsigned char)a[i - 1]) ==
+                                     tolower((unsigned char)b[j - 1]);
+            int best = prev + !same;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+/* The built-in profile closest to NAME (a typo: distance <= 3, or NAME a prefix), or NULL. */
+static const char *
+hw_nearest(const char *name)
+{
+    int i, best = 4, d;
+    const char *near = NULL;
+
+    for (i = 0; i < HW_NBUILTIN; i++) {
+        d = hw_dist(name, hw_builtin[i].name);
+        if (strncmp(hw_builtin[i].name, name, strlen(name)) == 0 && strlen(name) >= 2)
+            d = d < 1 ? d : 1;
+        if (d < best) {
+            best = d;
+            near = hw_builtin[i].name;
+        }
+    }
+    return near;
+}
+
 int
 as_hw_load(const char *name_or_path, as_hw *out, as_err *err)
 {
@@ -536,6 +583,12 @@ as_hw_load(const char *name_or_path, as_hw *out, as_err *err)
         return AS_OK;
     if (strchr(name_or_path, '/') != NULL || access(name_or_path, F_OK) == 0)
         return as_hw_read(name_or_path, out, err);
+    {
+        const char *near = hw_nearest(name_or_path);
+        if (near != NULL)
+            return as_errf(err, AS_EUSAGE, "unknown hardware profile '%s' (did you mean '%s'? "
+                           "known: %s)", name_or_path, near, hw_known(known, sizeof known));
+    }
     return as_errf(err, AS_EUSAGE, "unknown hardware profile '%s' (known: %s)", name_or_path,
                    hw_known(known, sizeof known));
 }

@@ -34,6 +34,23 @@ as solve "$G" --help
 ok $([ $rc -eq 0 ] && grep -q '^usage: autoshard solve' "$T/out" && echo 0 || echo 1) "solve FILE --help"
 as inspect "$G" -h
 ok $([ $rc -eq 0 ] && grep -q '^usage: autoshard inspect' "$T/out" && echo 0 || echo 1) "inspect FILE -h"
+as solve "$G" --mesh 2 --hw a100-dxg
+expect_fail 2 "unknown hardware profile 'a100-dxg' (did you mean 'a100-dgx'?" "--hw: did you mean"
+as solve "$G" --mesh 2 --hw h100
+expect_fail 2 "(did you mean 'h100-dgx'?" "--hw: a prefix of a profile"
+as solve "$G" --mesh 2 --hw zzzzzzzz
+expect_fail 2 "unknown hardware profile 'zzzzzzzz' (known: " "--hw: nothing close, no guess"
+# simulate: a device out of memory is exit 3 (the report still printed)
+as solve "$G" --mesh 2 -o "$T/p.json"
+as simulate "$G" --plan "$T/p.json" --capacity 1000
+ok $([ $rc -eq 3 ] && grep -q 'OOM' "$T/out" && grep -q '^autoshard: out of memory on 2 of 2 devices (capacity 1000 B)$' "$T/err" && echo 0 || echo 1) \
+    "simulate: out of memory is exit 3, report on stdout, one line on stderr"
+as simulate "$G" --plan "$T/p.json"
+ok $rc "simulate: fits, exit 0"
+# sizes in binary units everywhere: solve --top lists peaks in KiB/MiB/GiB
+as solve "$G" --mesh 2 --top 2
+ok $([ $rc -eq 0 ] && grep -q '^plan 2 .*peak [0-9.]* [KMG]iB per device)$' "$T/out" && echo 0 || echo 1) \
+    "solve --top: the second plan's peak in binary units"
 as inspect -- -q
 expect_fail 1 "^autoshard: -q: No such file" "after --, -q is an operand (a file name)"
 done_testing
