@@ -120,6 +120,8 @@ bench_emit(as_sim_prog *p, const as_sim_pipe_ctx *c, void *ud, as_err *err)
     double wb[3];
     char name[64];
 
+    if (c->tail)
+        return AS_OK; /* nothing after the last backward: no data-parallel replicas */
     for (l = 0; l < b->layers; l++)
         for (j = 0; j < nops; j++, n++) {
             as_sim_event_spec s;
