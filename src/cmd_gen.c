@@ -282,7 +282,8 @@ const struct as_cmd as_cmd_gen = {
     "[--train [--optimizer O]] [-o FILE] | --list",
     "generate the graph of a named model (GPT, BERT, T5, MLP, wide ResNet, GAT)",
     "Writes the forward graph of PRESET as .asg (stdout, or -o FILE); with --train,\n"
-    "the whole training step: backward pass and optimizer update.\n"
+    "the whole training step: backward pass and optimizer update.  PRESET is a name\n"
+    "from --list, or a family (mlp, gpt, bert, t5, wresnet, gat): its smallest preset.\n"
     "\n"
     "Options:\n"
     "  --list            list the presets with their sizes and parameter counts\n"

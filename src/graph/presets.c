@@ -106,6 +106,10 @@ as_preset_find(const char *name)
     for (i = 0; i < NPRESETS; i++)
         if (strcmp(presets_table[i].name, name) == 0)
             return &presets_table[i];
+    /* a family name ("mlp", "gpt", "bert", ...): its first, smallest preset */
+    for (i = 0; i < NPRESETS; i++)
+        if (strcmp(presets_table[i].family, name) == 0)
+            return &presets_table[i];
     return NULL;
 }
 

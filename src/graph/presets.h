@@ -54,7 +54,7 @@ typedef struct as_preset {
 int as_preset_count(void);
 /** The i-th preset, in table order (family, then size). */
 const as_preset *as_preset_get(int i);
-/** The preset named NAME, or NULL. */
+/** The preset named NAME, else the first (smallest) of the family NAME ("gpt": gpt2-small), or NULL. */
 const as_preset *as_preset_find(const char *name);
 /**
  * Write the names of presets close to NAME (edit distance or a shared

@@ -73,4 +73,14 @@ ok $([ $rc -eq 1 ] && [ "$(grep -c . "$T/err")" -eq 1 ] && echo 0 || echo 1) \
     "unwritable output is exit 1 with one message"
 as gen --help
 ok $([ $rc -eq 0 ] && grep -q -- '--optimizer' "$T/out" && echo 0 || echo 1) "gen --help"
+# Issue 13 item 17: a family name is its smallest preset with the default sizes
+for f in mlp:mlp-1b gpt:gpt2-small bert:bert-base t5:t5-base; do
+    as gen "${f%%:*}" --layers 1
+    ok $([ $rc -eq 0 ] && head -1 "$T/out" | grep -q "^graph ${f#*:}\$" && echo 0 || echo 1) \
+        "gen ${f%%:*} is ${f#*:}"
+done
+as gen wresnet
+ok $([ $rc -eq 0 ] && head -1 "$T/out" | grep -q "^graph wresnet-50\$" && echo 0 || echo 1) "gen wresnet is wresnet-50"
+as gen gpx
+expect_fail 2 "unknown preset 'gpx'" "an unknown name is still an error"
 done_testing
