@@ -11,6 +11,7 @@
 
 #include "cmd.h"
 #include "graph/reader_hlo.h"
+#include "spmd/strategy.h"
 
 /* In the order a user meets them: make a graph, look at it, plan, check the plan. */
 static const struct as_cmd *const cmd_table[] = {
@@ -72,7 +73,8 @@ usage_main(FILE *fp)
 {
     int i;
 
-    fprintf(fp, "usage: autoshard [-q|-v] [--custom-call NAME=OP] COMMAND [ARGS]\n\n"
+    fprintf(fp, "usage: autoshard [-q|-v] [--custom-call NAME=OP] [--strategy-space S] COMMAND "
+                "[ARGS]\n\n"
                 "Plan how to shard neural-network training over a device mesh.\n\n"
                 "Commands:\n");
     for (i = 0; cmd_table[i] != NULL; i++)
@@ -81,6 +83,8 @@ usage_main(FILE *fp)
     fprintf(fp, "\nOptions:\n  -q, --quiet    only errors on stderr\n"
                 "  -v, --verbose  more detail on stderr\n"
                 "  --custom-call NAME=OP  import HLO custom calls NAME as registry op OP\n"
+                "  --strategy-space default|alpa  alpa: no dim split over several mesh axes,\n"
+                "                 no all-to-all resharding on meshes of 2+ axes (Alpa's space)\n"
                 "  -V, --version  print the version\n"
                 "  -h, --help     this text\n"
                 "\nRun 'autoshard help COMMAND' for a command's options.\n");
@@ -126,6 +130,23 @@ custom_call_opt(const char *spec)
     return AS_EXIT_OK;
 }
 
+/* --strategy-space NAME: exit status. */
+static int
+space_opt(const char *name)
+{
+    if (strcmp(name, "default") == 0)
+        as_strat_set_space(AS_SPACE_DEFAULT);
+    else if (strcmp(name, "alpa") == 0)
+        as_strat_set_space(AS_SPACE_ALPA);
+    else {
+        char shown[128];
+        as_one_line(shown, sizeof shown, name);
+        fprintf(stderr, "autoshard: --strategy-space takes default or alpa, got '%s'\n", shown);
+        return AS_EXIT_USAGE;
+    }
+    return AS_EXIT_OK;
+}
+
 /*
  * Global options after the command, up to "--": -q/--quiet, -v/--verbose and
  * --custom-call NAME=OP (or =NAME=OP) are taken and removed from ARGV; -h/--help anywhere
@@ -160,6 +181,16 @@ take_global_opts(int *argc, char **argv, int *help)
         } else if (strncmp(a, "--custom-call=", 14) == 0) {
             if ((rc = custom_call_opt(a + 14)) != AS_EXIT_OK)
                 return rc;
+        } else if (strcmp(a, "--strategy-space") == 0) {
+            if (i + 1 == *argc) {
+                fprintf(stderr, "autoshard: --strategy-space needs default or alpa\n");
+                return AS_EXIT_USAGE;
+            }
+            if ((rc = space_opt(argv[++i])) != AS_EXIT_OK)
+                return rc;
+        } else if (strncmp(a, "--strategy-space=", 17) == 0) {
+            if ((rc = space_opt(a + 17)) != AS_EXIT_OK)
+                return rc;
         } else {
             argv[j++] = argv[i];
         }
@@ -188,6 +219,7 @@ run(int argc, char **argv)
                                          {"version", no_argument, NULL, 'V'},
                                          {"help", no_argument, NULL, 'h'},
                                          {"custom-call", required_argument, NULL, 'C'},
+                                         {"strategy-space", required_argument, NULL, 'S'},
                                          {NULL, 0, NULL, 0}};
     const struct as_cmd *cmd;
     int c;
@@ -211,6 +243,10 @@ run(int argc, char **argv)
             return AS_EXIT_OK;
         case 'C':
             if ((c = custom_call_opt(optarg)) != AS_EXIT_OK)
+                return c;
+            break;
+        case 'S':
+            if ((c = space_opt(optarg)) != AS_EXIT_OK)
                 return c;
             break;
         default:

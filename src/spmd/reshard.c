@@ -134,6 +134,19 @@ rs_partials(rs_state *st)
     }
 }
 
+/* Alpa's space on a mesh of 2+ axes (of size > 1): no all-to-all; gather, then slice. */
+static int
+rs_no_a2a(const rs_state *st)
+{
+    int k, n = 0;
+
+    if (as_strat_get_space() != AS_SPACE_ALPA)
+        return 0;
+    for (k = 0; k < as_mesh_naxes(st->m); k++)
+        n += as_mesh_axis_size(st->m, k) > 1;
+    return n >= 2;
+}
+
 /* Remove one misplaced split (the last axis of some dim); returns 0 when none is left. */
 static int
 rs_remove_one(rs_state *st)
@@ -149,7 +162,7 @@ rs_remove_one(rs_state *st)
         if (g == na || axes[na - 1] != k)
             continue;
         a2a = st->to->axis[k] >= 0 && st->to->axis[k] != dim &&
-              rs_can_append(st, st->to->axis[k], k);
+              rs_can_append(st, st->to->axis[k], k) && !rs_no_a2a(st);
         if (best < 0 || (a2a && !best_a2a)) {
             best = k;
             best_a2a = a2a;

@@ -131,13 +131,40 @@ sb_put(sbuf *s, const char *fmt, ...)
 }
 
 /* Signature of an op instance: type, attributes, input shapes. */
+/* The strategy space (as_strat_set_space); process-wide, set before planning. */
+static as_strat_space strat_space = AS_SPACE_DEFAULT;
+
+void
+as_strat_set_space(as_strat_space space)
+{
+    strat_space = space;
+}
+
+as_strat_space
+as_strat_get_space(void)
+{
+    return strat_space;
+}
+
+/* Alpa's space: does SP split some dim over more than one mesh axis? */
+static int
+spec_multi_axis(const as_spec *sp)
+{
+    int d, axes[AS_MESH_MAX_AXES];
+
+    for (d = 0; d < sp->rank; d++)
+        if (as_spec_dim_axes(sp, d, axes) > 1)
+            return 1;
+    return 0;
+}
+
 static void
 op_key(const as_opinfo *info, sbuf *s)
 {
     char sh[96];
     int i, j;
 
-    sb_put(s, "%s|", info->def->name);
+    sb_put(s, "%s%s|", strat_space == AS_SPACE_ALPA ? "alpa:" : "", info->def->name);
     for (i = 0; i < info->nattr; i++) {
         const as_attr *a = &info->attr[i];
         sb_put(s, "%s=", a->key);
@@ -230,8 +257,8 @@ as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, d
     char sh[96], txt[AS_SPEC_TEXT_MAX];
     sbuf key = {.n = 0};
 
-    sb_put(&key, "tensor|%s|%s|%.17g", kind_names[kind], as_shape_str(shape, sh, sizeof sh),
-           mem_factor);
+    sb_put(&key, "%stensor|%s|%s|%.17g", strat_space == AS_SPACE_ALPA ? "alpa:" : "",
+           kind_names[kind], as_shape_str(shape, sh, sizeof sh), mem_factor);
     if ((set = set_lookup(ctx, key.b)) != NULL)
         return set;
     for (k = 0; k < naxes; k++)
@@ -241,7 +268,8 @@ as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, d
         as_spec_replicated(&sp, shape->rank, naxes);
         for (k = 0; k < naxes; k++)
             sp.axis[k] = (int8_t)choice[k];
-        if (as_spec_fits(&sp, shape, ctx->mesh)) {
+        if (as_spec_fits(&sp, shape, ctx->mesh) &&
+            !(strat_space == AS_SPACE_ALPA && spec_multi_axis(&sp))) {
             as_strategy st;
             memset(&st, 0, sizeof st);
             st.out = as_arena_memdup(ctx->arena, &sp, sizeof sp);
@@ -486,7 +514,8 @@ push_resolved(op_enum *e, const int *rule, const as_spec *in, const as_spec *out
             s.axis[k] = (int8_t)d;
             s.partial[k] = 0;
         }
-        if (!ok || !as_spec_fits(&s, &e->out_shape[po], m))
+        if (!ok || !as_spec_fits(&s, &e->out_shape[po], m) ||
+            (strat_space == AS_SPACE_ALPA && spec_multi_axis(&s)))
             continue;
         memcpy(res, out, (size_t)e->nout * sizeof *res);
         res[po] = s;
@@ -516,7 +545,8 @@ enum_assignment(op_enum *e, const int *rule)
         for (k = 0; k < naxes; k++)
             if (rule[k] >= 0 && e->rs->rules[rule[k]].in_dim[j] >= 0)
                 in[j].axis[k] = e->rs->rules[rule[k]].in_dim[j];
-        if (!as_spec_fits(&in[j], &info->in[j], m))
+        if (!as_spec_fits(&in[j], &info->in[j], m) ||
+            (strat_space == AS_SPACE_ALPA && spec_multi_axis(&in[j])))
             return;
         as_spec_local_shape(&in[j], &info->in[j], m, &lin[j]);
     }
@@ -534,7 +564,8 @@ enum_assignment(op_enum *e, const int *rule)
                 out[o].axis[k] = (int8_t)combine_split_dim(c);
             }
         }
-        if (!as_spec_fits(&out[o], &e->out_shape[o], m))
+        if (!as_spec_fits(&out[o], &e->out_shape[o], m) ||
+            (strat_space == AS_SPACE_ALPA && spec_multi_axis(&out[o])))
             return;
         as_spec_local_shape(&out[o], &e->out_shape[o], m, &lout[o]);
     }

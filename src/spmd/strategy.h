@@ -66,6 +66,15 @@ typedef struct as_strat_ctx as_strat_ctx;
 /* Context. */
 /** A context for cost model CM (borrowed; its mesh too). */
 as_strat_ctx *as_strat_ctx_new(const as_cost_model *cm);
+
+/* Which strategies are enumerated (--strategy-space). */
+typedef enum as_strat_space {
+    AS_SPACE_DEFAULT = 0, /* a dim may split over several axes; all-to-all resharding */
+    AS_SPACE_ALPA         /* Alpa's: one axis per dim; no all-to-all on meshes of 2+ axes */
+} as_strat_space;
+/** Set the strategy space for every later enumeration (process-wide; not thread-safe). */
+void as_strat_set_space(as_strat_space space);
+as_strat_space as_strat_get_space(void);
 void as_strat_ctx_free(as_strat_ctx *ctx); /* NULL is a no-op */
 const as_cost_model *as_strat_ctx_model(const as_strat_ctx *ctx);
 /** Counters: sets built, set lookups answered from the cache, matrices built / reused. */

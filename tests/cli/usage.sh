@@ -51,6 +51,21 @@ ok $rc "simulate: fits, exit 0"
 as solve "$G" --mesh 2 --top 2
 ok $([ $rc -eq 0 ] && grep -q '^plan 2 .*peak [0-9.]* [KMG]iB per device)$' "$T/out" && echo 0 || echo 1) \
     "solve --top: the second plan's peak in binary units"
+# Issue 13 item 5: --strategy-space alpa (before or after the command)
+as gen gpt --layers 1 --hidden 64 --heads 4 --seq 16 --batch 8 --train -o "$T/g2.asg"
+as solve "$T/g2.asg" --mesh 2x2
+d=$(grep '^objective' "$T/out" | awk '{print $2}')
+as --strategy-space alpa solve "$T/g2.asg" --mesh 2x2
+a=$(grep '^objective' "$T/out" | awk '{print $2}')
+ok $([ $rc -eq 0 ] && awk "BEGIN{exit !($a >= $d)}" && echo 0 || echo 1) \
+    "alpa's space is a subset: its optimum ($a) is no cheaper than the default's ($d)"
+as strategies "$T/g2.asg" --mesh 2x2 --strategy-space alpa
+ok $([ $rc -eq 0 ] && ! grep -q '(x,y)\|(y,x)' "$T/out" && echo 0 || echo 1) \
+    "strategies --strategy-space alpa: no dim over both axes"
+as strategies "$T/g2.asg" --mesh 2x2
+ok $([ $rc -eq 0 ] && grep -q '(x,y)' "$T/out" && echo 0 || echo 1) "the default space has them"
+as solve "$T/g2.asg" --mesh 2x2 --strategy-space megatron
+expect_fail 2 "--strategy-space takes default or alpa, got 'megatron'" "--strategy-space: unknown name"
 as inspect -- -q
 expect_fail 1 "^autoshard: -q: No such file" "after --, -q is an operand (a file name)"
 done_testing

@@ -395,6 +395,51 @@ test_matrix(void)
     as_mesh_free(m);
 }
 
+/* Issue 13 item 5: Alpa's strategy space (--strategy-space alpa). */
+static void
+test_space(void)
+{
+    as_mesh *m;
+    as_cost_model *cm = model("a=2,b=4", &m);
+    as_shape sh = {.dtype = AS_DT_F32, .rank = 2, .dim = {64, 128}};
+    double S = 64.0 * 128 * 4;
+    as_strat_ctx *ctx;
+    as_shape in[2];
+    as_opinfo info = mm_info(in, 64, 128, 256);
+    const as_strategy_set *u, *t;
+    as_err err;
+    int i, d, multi = 0, axes[AS_MESH_MAX_AXES];
+
+    is_double(rcost(cm, m, &sh, "[a,b]", "[b,a]"), ag(S / 2, 4, 0) + ag(S / 2, 2, 0), REL,
+              "default space: [a,b] -> [b,a] moves a by all-to-all");
+    as_strat_set_space(AS_SPACE_ALPA);
+    is_double(rcost(cm, m, &sh, "[a,b]", "[b,a]"), ag(S / 2, 4, 0) + ag(S, 2, 0), REL,
+              "alpa space on 2 axes: no all-to-all, gather a then slice");
+    ctx = as_strat_ctx_new(cm);
+    as_strat_op(ctx, &info, &u, &err);
+    t = as_strat_tensor(ctx, &in[0], AS_TK_INPUT, 1);
+    for (i = 0; i < u->n; i++)
+        for (d = 0; d < 2; d++)
+            multi += as_spec_dim_axes(&u->s[i].in[0], d, axes) > 1 ||
+                     as_spec_dim_axes(&u->s[i].in[1], d, axes) > 1 ||
+                     as_spec_dim_axes(&u->s[i].out[0], d, axes) > 1;
+    for (i = 0; i < t->n; i++)
+        for (d = 0; d < 2; d++)
+            multi += as_spec_dim_axes(&t->s[i].out[0], d, axes) > 1;
+    ok(u->n > 1 && t->n > 1 && multi == 0,
+       "alpa space: no dim split over both axes (%d matmul, %d tensor strategies)", u->n, t->n);
+    as_strat_ctx_free(ctx);
+    as_strat_set_space(AS_SPACE_DEFAULT);
+    ctx = as_strat_ctx_new(cm);
+    as_strat_op(ctx, &info, &u, &err);
+    for (i = 0, multi = 0; i < u->n; i++)
+        multi += as_spec_dim_axes(&u->s[i].out[0], 0, axes) > 1;
+    ok(multi > 0, "default space: some dim splits over both axes (%d)", multi);
+    as_strat_ctx_free(ctx);
+    as_cost_model_free(cm);
+    as_mesh_free(m);
+}
+
 int
 main(void)
 {
@@ -412,6 +457,7 @@ main(void)
     test_tensor_strategies();
     test_reshard();
     test_matrix();
+    test_space();
     as_rules_reset();
     return done_testing();
 }
