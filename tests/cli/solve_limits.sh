@@ -43,7 +43,7 @@ fi
 # once the first plan's resharded copies are in the rows (the plan without a budget
 # needs 940 MiB by the simulator's count); the limit covers both solves.
 as gen gpt2-small --layers 2 --train --batch 8 -o "$T/s2.asg"
-as solve "$T/s2.asg" --mesh 2x4 --memory 920MiB --gap 0 --time-limit 4 --no-tie
+as solve "$T/s2.asg" --mesh 2x4 --memory 920MiB --gap 0 --time-limit 10 --no-tie
 s=$rc
 grep -q "^status *feasible" "$T/out" || s=1
 grep -Eq "^gap *[0-9.e+-]+%" "$T/out" || s=1
