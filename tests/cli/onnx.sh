@@ -8,12 +8,58 @@ has() { if grep -q -- "$1" "$2"; then ok 0 "$3"; else ok 1 "$3"; fi; }
 expect() { sed -n "s/^$1 //p" "$D/$2.expect"; }
 params() { sed -n 's/^parameters: .*(\([0-9]*\))$/\1/p' "$T/out"; }
 
-# Every committed model imports and has the module's parameter count.
-for f in mlp mlp_w; do
+flops() { sed -n 's/^flops per step: .*(\(.*\))$/\1/p' "$T/out"; }
+count() { sed -n "s/^  $1  *\([0-9]*\)$/\1/p" "$T/out"; }
+
+# Every committed model imports with the module's parameter count (torchvision's
+# for the CNNs), and with the FLOPs of the same model built by `gen` where one exists.
+for f in mlp mlp_w resnet18_eval resnet18_train wide_resnet50_2_eval wide_resnet50_2_train \
+         gpt2_block bert_block; do
     as inspect "$D/$f.onnx"
     ok $rc "$f.onnx imports"
     [ "$(params)" = "$(expect params $f)" ]
     ok $? "$f.onnx: $(expect params $f) parameters, as PyTorch counts them"
+    g=$(expect gen $f)
+    [ -n "$g" ] || continue
+    fl=$(flops)
+    # shellcheck disable=SC2086
+    as gen $g
+    cp "$T/out" "$T/gen.asg"
+    as inspect "$T/gen.asg"
+    [ -n "$fl" ] && [ "$fl" = "$(flops)" ] && [ "$(params)" = "$(expect params $f)" ]
+    ok $? "$f.onnx: FLOPs per step ($fl) and parameters equal those of gen $g"
+done
+
+# Op counts: what each PyTorch construct becomes.
+as inspect "$D/resnet18_train.onnx"
+[ "$(count conv2d)" = 20 ] && [ "$(count batchnorm)" = 20 ] && [ "$(count maxpool2d)" = 1 ] &&
+    [ "$(count avgpool2d)" = 1 ] && [ "$(count relu)" = 17 ]
+ok $? "resnet18 (train): 20 conv2d, 20 batchnorm (batch statistics), maxpool, global avgpool, 17 relu"
+as inspect "$D/resnet18_eval.onnx"
+[ -z "$(count batchnorm)" ] && [ "$(count conv2d)" = 20 ] && [ "$(count sqrt)" = 20 ]
+ok $? "resnet18 (eval): batchnorm in inference mode is elementwise (running statistics)"
+as convert "$D/resnet18_eval.onnx" -o "$T/r.asg"
+has '^const bn1.running_mean : f32\[64\]$' "$T/r.asg" "running statistics are constants, not parameters"
+has '^param bn1.weight : f32\[64\]$' "$T/r.asg" "batchnorm scale is a parameter"
+as inspect "$D/gpt2_block.onnx"
+[ "$(count matmul)" = 17 ] && [ "$(count transpose)" = 8 ] && [ "$(count gelu)" = 2 ] &&
+    [ "$(count layernorm)" = 5 ] && [ "$(count softmax)" = 2 ] && [ "$(count embedding)" = 1 ]
+ok $? "gpt2_block: 17 matmul (weight transposes folded into the flags), 8 transpose, 2 gelu, 5 layernorm"
+as convert "$D/gpt2_block.onnx" -o "$T/g.asg"
+has '^param wpe : f32\[1024,64\]$' "$T/g.asg" "a position table read through a slice is a parameter"
+has '^const .* : f32\[16,16\]$' "$T/g.asg" "the causal mask (Trilu of a constant) is folded into a constant"
+has '= reshape(.*) shape=\[2,16,4,16\]$' "$T/g.asg" "Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds to a constant shape"
+as inspect "$D/bert_block.onnx"
+[ "$(count tanh)" = 1 ] && [ "$(count slice)" = 2 ] && [ "$(count cross_entropy)" = 2 ] &&
+    [ "$(count embedding)" = 2 ]
+ok $? "bert_block: pooler x[:, 0] is a slice, two losses, two embeddings"
+
+# Solve and simulate run on each model.
+for f in mlp resnet18_eval resnet18_train wide_resnet50_2_train gpt2_block bert_block; do
+    as solve "$D/$f.onnx" --mesh 2 -o "$T/$f.plan.json"
+    ok $rc "solve $f.onnx --mesh 2"
+    as simulate "$D/$f.onnx" --plan "$T/$f.plan.json"
+    ok $rc "simulate $f.onnx with that plan"
 done
 
 as inspect "$D/mlp.onnx"

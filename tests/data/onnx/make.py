@@ -16,6 +16,9 @@ where `autoshard gen` builds the same model, the gen command line.
 import os
 import sys
 import math
+import warnings
+
+warnings.filterwarnings("ignore")
 
 import torch
 import torch.nn as nn
@@ -32,10 +35,15 @@ def nparams(m):
 def export(name, model, args, opset=17, params=False, train=False, names=None, fold=True,
            gen=None, extra=None):
     path = os.path.join(HERE, name + ".onnx")
+    # distinct values: the exporter merges parameters that are equal (all-ones norm weights ...)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.uniform_(0.5, 1.5)
     model.train(train)
-    mode = torch.onnx.TrainingMode.TRAINING if train else torch.onnx.TrainingMode.EVAL
+    # PRESERVE, not EVAL: EVAL folds batchnorm into the convolutions (and drops its parameters)
+    mode = torch.onnx.TrainingMode.TRAINING if train else torch.onnx.TrainingMode.PRESERVE
     torch.onnx.export(model, args, path, export_params=params, opset_version=opset,
-                      training=mode, do_constant_folding=fold and not train,
+                      training=mode, do_constant_folding=False,
                       input_names=names)
     with open(os.path.join(HERE, name + ".expect"), "w") as f:
         f.write("# written by make.py: what the import of %s.onnx must give\n" % name)
@@ -70,7 +78,157 @@ def mlp():
            names=["x", "y"])
 
 
-MODELS = {"mlp": mlp}
+class CNNLoss(nn.Module):
+    """A torchvision classifier followed by cross-entropy: a forward graph with a loss."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.net(x), y)
+
+
+def cnn(name, ctor, batch, gen=None):
+    import torchvision
+    m = getattr(torchvision.models, ctor)()
+    x = torch.randn(batch, 3, 224, 224)
+    y = torch.randint(0, 1000, (batch,))
+    export(name + "_eval", m, (x,), names=["image"])
+    export(name + "_train", CNNLoss(m), (x, y), train=True, names=["image", "labels"], gen=gen)
+
+
+def resnet18():
+    cnn("resnet18", "resnet18", 2)
+
+
+def wresnet50():
+    cnn("wide_resnet50_2", "wide_resnet50_2", 2, gen="wresnet-50 --batch 2")
+
+
+# GPT-2 and BERT block stacks written as autoshard's gen presets build them
+# (src/graph/presets_transformer.c), so that FLOPs and parameters can be
+# compared op for op: separate q/k/v projections, heads split by reshape +
+# transpose, scores scaled by 1/sqrt(hd), an additive causal mask, exact
+# GELU, learned positions sliced from a [1024, h] table, tied logits.
+CFG = dict(layers=2, hidden=64, heads=4, seq=16, batch=2, vocab=128, max_pos=1024)
+
+
+class Attn(nn.Module):
+    def __init__(self, h, nh):
+        super().__init__()
+        self.nh = nh
+        self.q, self.k, self.v, self.out = (nn.Linear(h, h) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        B, S, H = x.shape
+        hd = H // self.nh
+        q = self.q(x).view(B, S, self.nh, hd).transpose(1, 2)
+        k = self.k(x).view(B, S, self.nh, hd).transpose(1, 2)
+        v = self.v(x).view(B, S, self.nh, hd).transpose(1, 2)
+        s = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(hd))
+        if mask is not None:
+            s = s + mask
+        c = s.softmax(-1) @ v
+        return self.out(c.transpose(1, 2).reshape(B, S, H))
+
+
+class MLPBlock(nn.Module):
+    def __init__(self, h):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(h, 4 * h), nn.Linear(4 * h, h)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, h, nh):
+        super().__init__()
+        self.ln1, self.attn, self.ln2, self.mlp = nn.LayerNorm(h), Attn(h, nh), nn.LayerNorm(h), MLPBlock(h)
+
+    def forward(self, x, mask):
+        x = x + self.attn(self.ln1(x), mask)
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.wte = nn.Embedding(c["vocab"], c["hidden"])
+        self.wpe = nn.Parameter(torch.zeros(c["max_pos"], c["hidden"]))
+        self.h = nn.ModuleList(GPTBlock(c["hidden"], c["heads"]) for _ in range(c["layers"]))
+        self.ln_f = nn.LayerNorm(c["hidden"])
+
+    def forward(self, ids, labels):
+        S = ids.shape[1]
+        x = self.wte(ids) + self.wpe[:S]
+        mask = torch.triu(torch.full((S, S), -1e9), 1)
+        for b in self.h:
+            x = b(x, mask)
+        logits = F.linear(self.ln_f(x), self.wte.weight)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+class BERTBlock(nn.Module):
+    def __init__(self, h, nh):
+        super().__init__()
+        self.attn, self.ln1, self.mlp, self.ln2 = Attn(h, nh), nn.LayerNorm(h), MLPBlock(h), nn.LayerNorm(h)
+
+    def forward(self, x):
+        x = self.ln1(x + self.attn(x))
+        return self.ln2(x + self.mlp(x))
+
+
+class BERT(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden"]
+        self.wte = nn.Embedding(c["vocab"], h)
+        self.wpe = nn.Parameter(torch.zeros(c["max_pos"], h))
+        self.wtt = nn.Embedding(2, h)
+        self.emb_ln = nn.LayerNorm(h)
+        self.h = nn.ModuleList(BERTBlock(h, c["heads"]) for _ in range(c["layers"]))
+        self.mlm_dense, self.mlm_ln = nn.Linear(h, h), nn.LayerNorm(h)
+        self.mlm_bias = nn.Parameter(torch.zeros(c["vocab"]))
+        self.pooler, self.nsp = nn.Linear(h, h), nn.Linear(h, 2)
+
+    def forward(self, ids, type_ids, labels, nsp_labels):
+        S = ids.shape[1]
+        x = self.emb_ln(self.wte(ids) + self.wpe[:S] + self.wtt(type_ids))
+        for b in self.h:
+            x = b(x)
+        m = self.mlm_ln(F.gelu(self.mlm_dense(x)))
+        logits = F.linear(m, self.wte.weight) + self.mlm_bias
+        mlm = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        p = torch.tanh(self.pooler(x[:, 0]))
+        return mlm + F.cross_entropy(self.nsp(p), nsp_labels)
+
+
+def gen_args(c):
+    return "--layers %d --hidden %d --heads %d --seq %d --batch %d --vocab %d" % (
+        c["layers"], c["hidden"], c["heads"], c["seq"], c["batch"], c["vocab"])
+
+
+def gpt():
+    c = CFG
+    ids = torch.randint(0, c["vocab"], (c["batch"], c["seq"]))
+    # no constant folding: the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains stay
+    export("gpt2_block", GPT(c), (ids, ids), names=["ids", "labels"], fold=False,
+           gen="gpt2-small " + gen_args(c))
+
+
+def bert():
+    c = dict(CFG, max_pos=512)  # BERT's position table, as gen's bert presets
+    ids = torch.randint(0, c["vocab"], (c["batch"], c["seq"]))
+    types = torch.randint(0, 2, (c["batch"], c["seq"]))
+    nsp = torch.randint(0, 2, (c["batch"],))
+    export("bert_block", BERT(c), (ids, types, ids, nsp),
+           names=["ids", "type_ids", "labels", "nsp_labels"], gen="bert-base " + gen_args(c))
+
+
+MODELS = {"mlp": mlp, "resnet18": resnet18, "wresnet50": wresnet50, "gpt": gpt, "bert": bert}
 
 if __name__ == "__main__":
     for n in sys.argv[1:] or list(MODELS):
