@@ -1055,9 +1055,22 @@ ox_opaque(ox *o, const Onnx__NodeProto *n, double flops)
                          AS_ATTR_V("out_ranks", nout, ranks),
                          AS_ATTR_V("out_dims", (int)dims.n, dims.v != NULL ? dims.v : ranks),
                          AS_ATTR_F("flops", flops), AS_ATTR_S("target", "onnx")};
-        AS_CHECK_GOTO(rc, ox_op(o, n, "opaque", ox_name(o, n->output[0]), in.v, (int)in.n, at, 6,
-                                outs, NULL),
-                      out);
+        const char *names[AS_MAX_OUTS];
+        int32_t opid;
+        const as_op *op;
+        for (k = 0, j = 0; k < (int)n->n_output && j < nout; k++)
+            if (n->output[k][0] != '\0')
+                names[j++] = ox_name(o, n->output[k]);
+        if (as_graph_add_op(o->g, "opaque", names, nout, in.v, (int)in.n, at, 6, &opid,
+                            o->err) != AS_OK) {
+            char msg[sizeof o->err->msg];
+            snprintf(msg, sizeof msg, "%s", o->err->msg);
+            rc = ox_nerr(o, n, "%s", msg);
+            goto out;
+        }
+        op = as_graph_op(o->g, opid);
+        for (k = 0; k < op->nout && k < AS_MAX_OUTS; k++)
+            outs[k] = op->out[k];
     }
     for (k = 0, j = 0; k < (int)n->n_output && j < nout; k++) {
         if (n->output[k][0] == '\0')

@@ -54,6 +54,54 @@ as inspect "$D/bert_block.onnx"
     [ "$(count embedding)" = 2 ]
 ok $? "bert_block: pooler x[:, 0] is a slice, two losses, two embeddings"
 
+# Hand-written graphs (make.py hand): one construct each.
+as convert "$D/ops_conv.onnx" -o "$T/c.asg"
+ok $rc "ops_conv.onnx imports (declared output shapes checked)"
+has '^c1.pad : f32\[2,4,10,10\] = pad(x) lo=\[0,0,0,0\] hi=\[0,0,1,1\] value=0$' "$T/c.asg" \
+    "asymmetric Conv pads: an explicit pad, then conv2d"
+has '^c2 : f32\[2,8,5,5\] = conv2d(x, w, b) stride=\[2,2\] padding=\[1,1\]' "$T/c.asg" \
+    "auto_pad=SAME_UPPER with stride 2: symmetric padding 1, bias kept"
+has '^p1.pad : f32\[2,4,11,11\] = pad(z) lo=\[0,0,0,0\] hi=\[0,0,1,1\] value=-inf$' "$T/c.asg" \
+    "MaxPool ceil_mode: one more window, padded with -inf"
+has '^p2 : f32\[2,4,5,5\] = avgpool2d(x) kernel=\[2,2\] stride=\[2,2\] padding=\[1,1\]$' "$T/c.asg" \
+    "AveragePool with pads and strides"
+has '^c3 : f32\[2,6,10\] = conv_general(s, w1) dim_labels="bf0_oi0->bf0"' "$T/c.asg" "a 1-D Conv is conv_general"
+as convert "$D/ops_bn5.onnx" -o "$T/b.asg"
+has '^y : f32\[4,3,5,5\] = batchnorm(x, sc, bi)' "$T/b.asg" "BatchNormalization with 5 outputs (opset 9) is training mode"
+has '^rmean : f32\[3\] = reduce_mean(x) dims=\[0,2,3\] keepdims=0$' "$T/b.asg" "its running mean output is read: a batch mean"
+has '^output y, rmean, rvar, smean, svar$' "$T/b.asg" "all 5 outputs"
+as convert "$D/ops_dropout.onnx" -o "$T/d.asg"
+has '^d : f32\[4,8\] = dropout(x, d.mask) p=0.25$' "$T/d.asg" "Dropout(x, ratio, training_mode=true): dropout with a mask input"
+has '^input d.mask : pred\[4,8\] batch=0$' "$T/d.asg" "the mask output is a per-step pred input"
+has '^y : f32\[4,8\] = relu(d)$' "$T/d.asg" "inference Dropout is no op"
+as convert "$D/ops_misc.onnx" -o "$T/x.asg"
+ok $rc "ops_misc.onnx imports"
+has '^flat : f32\[2,12\] = reshape(x) shape=\[2,12\]$' "$T/x.asg" "Shape -> Gather -> Unsqueeze -> Concat -> Reshape: a reshape to a constant shape"
+has '^sq : f32\[2,3,4\] = square(x)$' "$T/x.asg" "Pow(x, 2) is square"
+has '^ng : pred\[2,3,4\] = compare(gt, const.pred) direction=eq$' "$T/x.asg" "Not is compare eq false"
+has '^w : f32\[2,3,4\] = select(ng, q, x)$' "$T/x.asg" "Where is select"
+has '^ex : f32\[2,3,4\] = broadcast(mu) shape=\[2,3,4\]' "$T/x.asg" "Expand is broadcast"
+has '^ge : f32\[2,3,4\] = gather(w, ge.concat) offset_dims=\[\] collapsed_slice_dims=\[0,1,2\]' "$T/x.asg" \
+    "GatherElements is a gather with iota index vectors"
+has '^sm.softmax : f32\[2,12\] = softmax(sm.reshape) axis=1$' "$T/x.asg" "opset 11 Softmax(axis=1) normalises the flattened trailing dims"
+has '^sl : f32\[2,2,3\] = slice(s1) begin=\[0,0,0\] end=\[2,3,3\] strides=\[1,2,1\]$' "$T/x.asg" "Slice with steps"
+has '^tv : f32\[2,3,2\], ti2 : i64\[2,3,2\] = opaque(ex, k) hlo_op=TopK' "$T/x.asg" "an unsupported op is opaque with its declared shapes"
+has 'warning: .*ops_misc.onnx: 1 unsupported ONNX op kept as opaque: TopK (1)$' "$T/err" "... counted in one warning line"
+as convert "$D/ops_unsorted.onnx" -o "$T/u.asg"
+ok $rc "nodes out of topological order import"
+
+as inspect "$D/bad_cycle.onnx"
+expect_fail 2 'bad_cycle.onnx: cycle: relu_b -> add_a -> relu_b$' "a cycle"
+as inspect "$D/bad_undefined.onnx"
+expect_fail 2 "bad_undefined.onnx: node 'r' (Relu): input 'nothere' is not defined" "an undefined input"
+as inspect "$D/bad_external.onnx"
+expect_fail 2 "bad_external.onnx: tensor 'w': external data file '.*w_missing.bin' is missing" "missing external data"
+as inspect "$D/bad_symbolic.onnx"
+expect_fail 2 "bad_symbolic.onnx: graph input 'x' has a symbolic dim 'batch'" "a symbolic input dim"
+as inspect "$D/bad_shape.onnx"
+expect_fail 2 "bad_shape.onnx: node 'mm' (MatMul): output 'y' is declared f32\[4,7\] but the import gives f32\[4,6\]" \
+    "a declared output shape that the registry does not infer"
+
 # Solve and simulate run on each model.
 for f in mlp resnet18_eval resnet18_train wide_resnet50_2_train gpt2_block bert_block; do
     as solve "$D/$f.onnx" --mesh 2 -o "$T/$f.plan.json"

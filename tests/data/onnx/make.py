@@ -228,7 +228,114 @@ def bert():
            names=["ids", "type_ids", "labels", "nsp_labels"], gen="bert-base " + gen_args(c))
 
 
-MODELS = {"mlp": mlp, "resnet18": resnet18, "wresnet50": wresnet50, "gpt": gpt, "bert": bert}
+# Hand-written graphs (onnx.helper) for the op mappings and the error paths
+# that PyTorch's exports above do not reach.
+def hand():
+    import numpy as np
+    from onnx import TensorProto as TP, helper as oh, numpy_helper as nh
+    import onnx
+
+    def save(name, nodes, inputs, outputs, inits=(), vinfo=(), opset=17, check=True):
+        g = oh.make_graph(nodes, name, inputs, outputs, initializer=list(inits),
+                          value_info=list(vinfo))
+        m = oh.make_model(g, opset_imports=[oh.make_opsetid("", opset)], producer_name="make.py")
+        if check:
+            onnx.checker.check_model(m)
+        onnx.save(m, os.path.join(HERE, name + ".onnx"))
+        print("%-24s %8d bytes" % (name, os.path.getsize(os.path.join(HERE, name + ".onnx"))))
+
+    f = lambda n, s: oh.make_tensor_value_info(n, TP.FLOAT, s)
+    i64 = lambda n, v: nh.from_array(np.array(v, dtype=np.int64), n)
+    f32 = lambda n, v: nh.from_array(np.array(v, dtype=np.float32), n)
+    N = oh.make_node
+
+    # Convolutions and pools: asymmetric pads, SAME_UPPER, ceil_mode, 1-D conv.
+    save("ops_conv", [
+        N("Conv", ["x", "w"], ["c1"], pads=[0, 0, 1, 1], strides=[2, 2]),
+        N("Conv", ["x", "w", "b"], ["c2"], auto_pad="SAME_UPPER", strides=[2, 2]),
+        N("MaxPool", ["z"], ["p1"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        N("AveragePool", ["x"], ["p2"], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1]),
+        N("Conv", ["s", "w1"], ["c3"], pads=[1, 1], group=1),
+        N("GlobalAveragePool", ["c2"], ["g"]),
+    ], [f("x", [2, 4, 9, 9]), f("w", [8, 4, 3, 3]), f("b", [8]), f("s", [2, 4, 10]),
+        f("w1", [6, 4, 3]), f("z", [2, 4, 10, 10])],
+        [f("c1", [2, 8, 4, 4]), f("c2", [2, 8, 5, 5]), f("p1", [2, 4, 5, 5]),
+         f("p2", [2, 4, 5, 5]), f("c3", [2, 6, 10]), f("g", [2, 8, 1, 1])])
+
+    # BatchNormalization in training mode as opset 9 writes it: 5 outputs.
+    save("ops_bn5", [
+        N("BatchNormalization", ["x", "sc", "bi", "mean", "var"],
+          ["y", "rmean", "rvar", "smean", "svar"], epsilon=1e-5, momentum=0.9),
+    ], [f("x", [4, 3, 5, 5])],
+        [f("y", [4, 3, 5, 5]), f("rmean", [3]), f("rvar", [3]), f("smean", [3]), f("svar", [3])],
+        inits=[f32("sc", [1, 1, 1]), f32("bi", [0, 0, 0]), f32("mean", [0, 0, 0]),
+               f32("var", [1, 1, 1])], opset=9, check=False)
+
+    # Dropout: training with its mask (opset 13, 3 inputs, 2 outputs), inference (1 input).
+    save("ops_dropout", [
+        N("Dropout", ["x", "ratio", "train"], ["d", "mask"]),
+        N("Dropout", ["d"], ["e"]),
+        N("Relu", ["e"], ["y"]),
+    ], [f("x", [4, 8])], [f("y", [4, 8]), oh.make_tensor_value_info("mask", TP.BOOL, [4, 8])],
+        inits=[f32("ratio", 0.25), nh.from_array(np.array(True), "train")])
+
+    # Shape chains, Where, Expand, GatherElements, Not, ReduceMean, Pow/Sqrt/Div,
+    # old-opset Softmax, Split, Slice with steps, Tile, Pad, and an op kept as opaque.
+    save("ops_misc", [
+        N("Shape", ["x"], ["sh"]),
+        N("Gather", ["sh", "zero"], ["b0"], axis=0),
+        N("Unsqueeze", ["b0"], ["b1"], axes=[0]),
+        N("Concat", ["b1", "m1"], ["tgt"], axis=0),
+        N("Reshape", ["x", "tgt"], ["flat"]),                     # [2, 12]
+        N("ReduceMean", ["x"], ["mu"], axes=[2], keepdims=1),     # [2, 3, 1]
+        N("Pow", ["x", "two"], ["sq"]),
+        N("Sqrt", ["sq"], ["rt"]),
+        N("Div", ["rt", "mu"], ["q"]),
+        N("Greater", ["q", "half"], ["gt"]),
+        N("Not", ["gt"], ["ng"]),
+        N("Where", ["ng", "q", "x"], ["w"]),
+        N("Expand", ["mu", "shp"], ["ex"]),                       # [2, 3, 4]
+        N("GatherElements", ["w", "idx"], ["ge"], axis=2),
+        N("Softmax", ["ge"], ["sm"], axis=1),                     # opset 11: flattened [2, 12]
+        N("Split", ["sm"], ["s0", "s1"], axis=2, split=[1, 3]),
+        N("Slice", ["s1", "st", "en", "ax", "stp"], ["sl"]),
+        N("Tile", ["sl", "rep"], ["ti"]),
+        N("Pad", ["ti", "pads"], ["pd"]),
+        N("TopK", ["ex", "k"], ["tv", "ti2"], axis=2),
+    ], [f("x", [2, 3, 4])],
+        [f("flat", [2, 12]), f("pd", [2, 5, 4]), f("tv", [2, 3, 2]), f("ex", [2, 3, 4])],
+        inits=[i64("zero", 0), i64("m1", [-1]), f32("two", 2.0), f32("half", 0.5),
+               i64("shp", [2, 3, 4]), i64("idx", np.zeros((2, 3, 4), dtype=np.int64)),
+               i64("st", [0]), i64("en", [3]), i64("ax", [1]), i64("stp", [2]),
+               i64("rep", [1, 2, 1]), i64("pads", [0, 0, 0, 0, 1, 1]), i64("k", [2])],
+        vinfo=[f("tv", [2, 3, 2]), oh.make_tensor_value_info("ti2", TP.INT64, [2, 3, 2])],
+        opset=11)
+
+    # Nodes written out of order: imported in a stable topological order.
+    save("ops_unsorted", [
+        N("Relu", ["h"], ["y"]),
+        N("MatMul", ["x", "w"], ["h"]),
+    ], [f("x", [4, 8])], [f("y", [4, 6])], inits=[f32("w", np.ones((8, 6)))], check=False)
+
+    # Bad models: each is one line, exit 2.
+    save("bad_cycle", [
+        N("Add", ["x", "b"], ["a"], name="add_a"),
+        N("Relu", ["a"], ["b"], name="relu_b"),
+    ], [f("x", [4])], [f("b", [4])], check=False)
+    save("bad_undefined", [N("Relu", ["nothere"], ["y"], name="r")], [f("x", [4])],
+         [f("y", [4])], check=False)
+    ext = onnx.TensorProto(name="w", data_type=TP.FLOAT, dims=[8, 6])
+    ext.data_location = TP.EXTERNAL
+    e = ext.external_data.add()
+    e.key, e.value = "location", "w_missing.bin"
+    save("bad_external", [N("MatMul", ["x", "w"], ["y"])], [f("x", [4, 8])], [f("y", [4, 6])],
+         inits=[ext], check=False)
+    save("bad_symbolic", [N("Relu", ["x"], ["y"])], [f("x", ["batch", 8])], [f("y", ["batch", 8])])
+    save("bad_shape", [N("MatMul", ["x", "w"], ["y"], name="mm")], [f("x", [4, 8])],
+         [f("y", [4, 7])], inits=[f32("w", np.ones((8, 6)))], check=False)
+
+
+MODELS = {"hand": hand, "mlp": mlp, "resnet18": resnet18, "wresnet50": wresnet50, "gpt": gpt, "bert": bert}
 
 if __name__ == "__main__":
     for n in sys.argv[1:] or list(MODELS):
