@@ -1230,9 +1230,10 @@ static int
 emit_batchnorm(ox *o, const Onnx__NodeProto *n)
 {
     double eps = ox_attr_f(n, "epsilon", 1e-5);
+    /* opsets 14+: training_mode; before: the 5-output form is training, the 1-output form test */
     int train = ox_attr_i(n, "training_mode", 0) != 0 || out_used(o, n, 1) || out_used(o, n, 2) ||
                 out_used(o, n, 3) || out_used(o, n, 4) ||
-                (o->opset < 9 && ox_attr_i(n, "is_test", 0) == 0 && n->n_output > 1);
+                (o->opset < 14 && n->n_output > 1 && ox_attr_i(n, "is_test", 0) == 0);
     int32_t x, sc, b, mean, var, in[3], y;
     const as_shape *xs;
     int k, i;

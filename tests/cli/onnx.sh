@@ -41,6 +41,21 @@ done
 as convert "$D/resnet18_eval.onnx" --train
 expect_fail 2 'train: the graph has no scalar loss' "--train on a graph without a loss: one line, exit 2"
 
+# Opsets 9-15 (PyTorch 1.13 writes Softmax, Squeeze, Slice, ReduceSum differently): the same graph.
+as inspect "$D/mlp_op15.onnx"
+fl=$(flops)
+for v in 9 11 13; do
+    as inspect "$D/mlp_op$v.onnx"
+    [ -n "$fl" ] && [ "$(flops)" = "$fl" ] && [ "$(params)" = "$(expect params mlp_op$v)" ]
+    ok $? "mlp_op$v.onnx: the parameters and FLOPs of the opset 15 export"
+done
+as inspect "$D/resnet18_train.onnx"
+fl=$(flops)
+as inspect "$D/resnet18_train_op13.onnx"
+[ -n "$fl" ] && [ "$(flops)" = "$fl" ] && [ "$(count batchnorm)" = 20 ] &&
+    [ "$(params)" = "$(expect params resnet18_train_op13)" ]
+ok $? "resnet18 (train, opset 13): 5-output BatchNormalization is training mode, same FLOPs as opset 17"
+
 # Op counts: what each PyTorch construct becomes.
 as inspect "$D/resnet18_train.onnx"
 [ "$(count conv2d)" = 20 ] && [ "$(count batchnorm)" = 20 ] && [ "$(count maxpool2d)" = 1 ] &&

@@ -100,6 +100,32 @@ def cnn(name, ctor, batch, gen=None):
 
 def resnet18():
     cnn("resnet18", "resnet18", 2)
+    # opset 13: training-mode BatchNormalization has 5 outputs and no training_mode attribute
+    import torchvision
+    x, y = torch.randn(2, 3, 224, 224), torch.randint(0, 1000, (2,))
+    export("resnet18_train_op13", CNNLoss(torchvision.models.resnet18()), (x, y), opset=13,
+           train=True, names=["image", "labels"])
+
+
+def opsets():
+    """The MLP at the older opsets PyTorch 1.13 writes (Softmax/Squeeze/Slice forms change)."""
+    for op in (9, 11, 13, 15):
+        m = MLPSoftmax([32, 16, 8])
+        export("mlp_op%d" % op, m, (torch.randn(4, 32),), opset=op, names=["x"])
+
+
+class MLPSoftmax(nn.Module):
+    """Linear layers, then log_softmax over classes of a [B, 2, C/2] view, flattened back."""
+
+    def __init__(self, sizes):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
+
+    def forward(self, x):
+        for l in self.layers:
+            x = torch.tanh(l(x))
+        x = x.view(x.size(0), 2, -1).softmax(1)
+        return x.flatten(1)[:, 1:].sum(1).mean()
 
 
 def wresnet50():
@@ -335,7 +361,7 @@ def hand():
          [f("y", [4, 7])], inits=[f32("w", np.ones((8, 6)))], check=False)
 
 
-MODELS = {"hand": hand, "mlp": mlp, "resnet18": resnet18, "wresnet50": wresnet50, "gpt": gpt, "bert": bert}
+MODELS = {"hand": hand, "opsets": opsets, "mlp": mlp, "resnet18": resnet18, "wresnet50": wresnet50, "gpt": gpt, "bert": bert}
 
 if __name__ == "__main__":
     for n in sys.argv[1:] or list(MODELS):
