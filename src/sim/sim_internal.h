@@ -71,11 +71,19 @@ struct as_sim_prog {
     AS_VEC(char) labels;     /**< NUL-separated label pool */
     as_strmap tmap;          /**< tensor name -> id */
     as_strmap opmap;         /**< canonical op text -> ops index */
+    int32_t *rep;            /**< [ndev] device whose timeline a device mirrors (NULL: itself) */
+    int nexplicit;           /**< devices that are their own representative */
     int64_t *bkeys;          /**< buffer hash: key (tensor << 20 | dev) + 1, 0 empty */
     int32_t *bvals;
     size_t bcap;
 };
 
+/** Representative of device D (D itself unless it mirrors another). */
+static inline int32_t
+as_sim_i_rep(const as_sim_prog *p, int32_t d)
+{
+    return p->rep != NULL ? p->rep[d] : d;
+}
 /** Buffer id of (T, DEV), or -1. */
 int32_t as_sim_i_buf_find(const as_sim_prog *p, int32_t t, int dev);
 /** Devices per node used to classify a group's link (intra when in one node). */
