@@ -329,8 +329,12 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
         }
         if (inplace)
             wb = 0;
-        snprintf(label, sizeof label, "%s/%s.%s", L->sname[t], as_coll_name((as_coll)st[i].kind),
-                 as_mesh_axis_name(L->mesh, st[i].axis));
+        if (L->np > 1) /* pipelines: the microbatch in the label (critical path, traces) */
+            snprintf(label, sizeof label, "%s/m%d/%s.%s", L->sname[t], micro,
+                     as_coll_name((as_coll)st[i].kind), as_mesh_axis_name(L->mesh, st[i].axis));
+        else
+            snprintf(label, sizeof label, "%s/%s.%s", L->sname[t],
+                     as_coll_name((as_coll)st[i].kind), as_mesh_axis_name(L->mesh, st[i].axis));
         AS_CHECK(lower_coll(L, (as_coll)st[i].kind, st[i].axis, st[i].bytes, cur, next, wb, base,
                             label, err));
         cur = next;
@@ -445,6 +449,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     int32_t *rd = as_xmalloc(((size_t)op->nin + 1) * sizeof *rd), wr[AS_MAX_OUTS], id;
     double wb[AS_MAX_OUTS], time;
     as_sim_event_spec e;
+    char name[600];
     int j, k, nr = 0, rc = AS_OK;
 
     for (j = 0; j < op->nin; j++) {
@@ -499,6 +504,10 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     e.wbytes = wb;
     e.nwrites = op->nout;
     e.label = L->sname[op->out[0]];
+    if (L->np > 1 && L->role[o] != ROLE_OPT) { /* pipelines: the microbatch in the label */
+        snprintf(name, sizeof name, "%s/m%d", L->sname[op->out[0]], micro);
+        e.label = name;
+    }
     AS_CHECK_GOTO(rc, as_sim_add(L->p, &e, err), out);
     for (k = 0; k < op->nout; k++) {
         int32_t t = op->out[k], r;

@@ -94,6 +94,12 @@ as_link as_sim_i_group_link(const int32_t *devs, int n, int devices_per_node);
  */
 void as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end,
                      double capacity, as_sim_dev_stats *dev, size_t *nbuf);
+/** Memory over time: called per device with (time, bytes in use incl. resident) at each change. */
+typedef void (*as_sim_i_mem_cb)(void *ud, int dev, double t, double bytes);
+/** as_sim_i_memory, reporting every change to CB (traces); the engine passes no callback. */
+void as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
+                        double capacity, as_sim_dev_stats *dev, size_t *nbuf, as_sim_i_mem_cb cb,
+                        void *ud);
 /** Write a double so it reads back exactly, shortest of %.15g/%.17g. */
 void as_sim_i_fmt_num(char *buf, size_t n, double x);
 
