@@ -27,12 +27,14 @@
 #define SOLVER_DESC "Monte Carlo tree search, one decision per op group, greedy rollouts"
 #define UNSET ((size_t)-1)
 #define MAX_EPISODES 1e9
+#define AUTO_UNITS 1000 /* polish every rollout up to this many units */
 
 struct as_solver_data {
     double episodes; /**< "mcts/episodes", default 1000 */
     double c;        /**< "mcts/c": UCT exploration constant, default 0.2 */
     double eps;      /**< "mcts/eps": random choice in rollouts, default 0.02 */
-    int polish;      /**< "mcts/polish" 0/1: improve every rollout by ICM, default 1 */
+    int polish;      /**< "mcts/polish": 0 never, 1 plans better than any before, 2 every
+                          rollout; default (-1) 2 up to AUTO_UNITS units, else 1 */
 };
 
 static AS_DECL_SOLVER_NEW(mcts_new)
@@ -41,7 +43,7 @@ static AS_DECL_SOLVER_NEW(mcts_new)
     (*data)->episodes = 1000;
     (*data)->c = 0.2;
     (*data)->eps = 0.02;
-    (*data)->polish = 1;
+    (*data)->polish = -1;
     return AS_OK;
 }
 
@@ -66,9 +68,9 @@ static AS_DECL_SOLVER_PARAM(mcts_param)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/c' must be a number >= 0");
         data->c = x;
     } else if (strcmp(key, "polish") == 0) {
-        if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
-            return as_errf(err, AS_EUSAGE, "parameter 'mcts/polish' must be 0 or 1");
-        data->polish = value[0] == '1';
+        if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0 && strcmp(value, "2") != 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/polish' must be 0, 1 or 2");
+        data->polish = value[0] - '0';
     } else if (strcmp(key, "eps") == 0) {
         if (bad || x < 0 || x > 1)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/eps' must be in 0..1");
@@ -207,8 +209,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
     as_heur h;
     mcts m;
-    size_t u, s, d, ep, *x, *xd, *path, *choice, *best = NULL, nepi = (size_t)data->episodes;
-    double ref = 0, bestobj = INFINITY, t0 = as_now(), *gshare, obj;
+    size_t u, s, d, ep, *x, *xd, *path, *choice, *choice2, *best = NULL;
+    size_t nepi = (size_t)data->episodes;
+    double ref = 0, bestobj = INFINITY, bestraw = INFINITY, t0 = as_now(), *gshare, obj;
+    int pol;
 
     as_heur_init(&h, p);
     memset(&m, 0, sizeof m);
@@ -236,6 +240,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     xd = as_xcalloc(h.nu + 1, sizeof *xd);
     path = as_xcalloc(m.ng + 2, sizeof *path);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
+    choice2 = as_xcalloc(h.n + 1, sizeof *choice2);
+    pol = data->polish >= 0 ? data->polish : h.nu <= AUTO_UNITS ? 2 : 1;
     best = as_xcalloc(h.n + 1, sizeof *best);
     tree_add(&m, 0);
     for (ep = 0; ep < nepi; ep++) {
@@ -284,7 +290,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
         memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
         rollout(&m, x, ep == 0 ? 0 : data->eps, 0);
-        if (data->polish)
+        if (pol == 2)
             as_heur_improve(&h, x, 20);
         as_heur_expand(&h, x, choice);
         r = 0;
@@ -292,11 +298,24 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
             rollout(&m, x, 0, INFINITY);
-            if (data->polish)
+            if (pol == 2)
                 as_heur_improve(&h, x, 20);
             as_heur_expand(&h, x, choice);
             if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK)
                 obj = INFINITY;
+        }
+        if (pol == 1 && isfinite(obj) && obj < bestraw) {
+            /* better than any rollout before: worth polishing */
+            double o2;
+            bestraw = obj;
+            as_heur_improve(&h, x, 20);
+            as_heur_expand(&h, x, choice2);
+            if (as_problem_check(p, choice2, &o2, NULL, NULL) == AS_OK && o2 < obj) {
+                size_t *t = choice;
+                choice = choice2;
+                choice2 = t;
+                obj = o2;
+            }
         }
         if (isfinite(obj)) {
             if (ref == 0)
@@ -313,7 +332,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
     }
     out->nodes = (long)ep;
-    if (isfinite(bestobj) && data->polish) {
+    if (isfinite(bestobj) && pol > 0) {
         /* the best plan, polished with pair moves as well */
         for (u = 0; u < h.n; u++)
             x[h.unit[u]] = best[u];
@@ -349,6 +368,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(x);
     free(path);
     free(choice);
+    free(choice2);
     free(best);
     as_heur_free(&h);
     return AS_OK;

@@ -54,7 +54,7 @@ as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes -5
 expect_usage "autoshard: --episodes must be an integer in 1..1000000000, got '-5'" \
     "--episodes -5: exit 2"
 as solve "$T/g.asg" --mesh 2x2 --solver mcts --seed x
-expect_usage "autoshard: --seed must be an integer in 0..9007199254740992, got 'x'" \
+expect_usage "autoshard: --seed must be an integer in 0..2^53, got 'x'" \
     "--seed x: exit 2"
 as solve "$T/g.asg" --mesh 2x2 --top 0
 expect_usage "autoshard: --top must be an integer in 1..10000, got '0'" "--top 0: exit 2"
