@@ -556,10 +556,11 @@ as_sim_add(as_sim_prog *p, const as_sim_event_spec *s0, as_err *err)
     if (s.label != NULL && s.label[0] != '\0') {
         if (!name_ok(s.label, strlen(s.label)))
             return spec_err(p, &s, s.col, err, "bad label '%s'", s.label);
+        size_t ll = strlen(s.label) + 1;
         label = (int32_t)p->labels.n;
-        for (i = 0; s.label[i] != '\0'; i++)
-            AS_VEC_PUSH(&p->labels, s.label[i]);
-        AS_VEC_PUSH(&p->labels, '\0');
+        AS_VEC_RESERVE(&p->labels, p->labels.n + ll);
+        memcpy(p->labels.v + p->labels.n, s.label, ll);
+        p->labels.n += ll;
     }
     /* Bounds keep sums over millions of events finite (1e9 s is 31 years, 1e18 B an EB). */
     if (!(s.time < 0) && (!isfinite(s.time) || s.time > AS_SIM_MAX_TIME))
@@ -847,6 +848,7 @@ typedef struct rd_state {
     AS_VEC(double) wbytes;
     AS_VEC(as_shape) shapes;
     AS_VEC(as_attr) attrs;
+    as_strmap opcache;   /**< op tokens (op=, in=, attr.*) -> interned op id */
 } rd_state;
 
 static int __attribute__((format(printf, 4, 5)))
@@ -871,6 +873,16 @@ rd_num(const rd_state *r, const char *s, size_t len, int col, const char *key, d
 
     if (len == 0)
         return rd_err(r, col, err, "missing value for '%s'", key);
+    if (len <= 15) { /* plain integers (byte counts) are exact doubles: no strtod */
+        uint64_t u = 0;
+        size_t i;
+        for (i = 0; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+            u = u * 10 + (uint64_t)(s[i] - '0');
+        if (i == len) {
+            *out = (double)u;
+            return AS_OK;
+        }
+    }
     if (len >= sizeof buf)
         return rd_err(r, col, err, "bad number '%.*s' for '%s'", (int)len, s, key);
     memcpy(buf, s, len);
@@ -944,13 +956,28 @@ rd_devs(rd_state *r, const char *s, size_t len, int col, const char *key, as_err
     return AS_OK;
 }
 
+/* Id of tensor NAME[0..LEN) (interned), without copying the name when it is known. */
+static int32_t
+rd_tensor_id(as_sim_prog *p, const char *name, size_t len)
+{
+    int64_t id;
+    char *s;
+
+    if (as_strmap_get(&p->tmap, name, len, &id))
+        return (int32_t)id;
+    s = as_arena_strndup(p->arena, name, len);
+    id = (int64_t)p->tnames.n;
+    AS_VEC_PUSH(&p->tnames, s);
+    as_strmap_put(&p->tmap, s, id);
+    return (int32_t)id;
+}
+
 /* Parse "a,b:123,c" into tensor ids (and bytes for writes: -1 = default). */
 static int
 rd_tensors(rd_state *r, const char *s, size_t len, int col, int with_bytes, const char *key,
            as_err *err)
 {
     const char *q = s, *end = s + len;
-    char name[256];
 
     if (len == 0)
         return rd_err(r, col, err, "missing value for '%s'", key);
@@ -963,7 +990,7 @@ rd_tensors(rd_state *r, const char *s, size_t len, int col, int with_bytes, cons
             n++;
         c = memchr(q, ':', n);
         nb = c != NULL ? (size_t)(c - q) : n;
-        if (!name_ok(q, nb) || nb >= sizeof name)
+        if (!name_ok(q, nb) || nb >= 256)
             return rd_err(r, col + (int)(q - s), err, "bad tensor name '%.*s' in '%s'", (int)nb,
                           q, key);
         if (c != NULL) {
@@ -971,13 +998,11 @@ rd_tensors(rd_state *r, const char *s, size_t len, int col, int with_bytes, cons
                 return rd_err(r, col + (int)(c - s), err, "'%s' takes names only", key);
             AS_CHECK(rd_num(r, c + 1, n - nb - 1, col + (int)(c + 1 - s), key, &bytes, err));
         }
-        memcpy(name, q, nb);
-        name[nb] = '\0';
         if (with_bytes) {
-            AS_VEC_PUSH(&r->writes, as_sim_tensor(r->p, name));
+            AS_VEC_PUSH(&r->writes, rd_tensor_id(r->p, q, nb));
             AS_VEC_PUSH(&r->wbytes, bytes);
         } else {
-            AS_VEC_PUSH(&r->reads, as_sim_tensor(r->p, name));
+            AS_VEC_PUSH(&r->reads, rd_tensor_id(r->p, q, nb));
         }
         q += n + 1;
     }
@@ -1306,9 +1331,11 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
     as_sim_event_spec s;
     const as_op_def *def = NULL;
     as_sim_op op;
-    char label[256];
+    char label[256], okey[1024];
     unsigned seen = 0;
-    size_t i;
+    size_t i, klen = 0;
+    uint64_t opt = 0;
+    int64_t cached;
     int k = 0;
 
     as_sim_event_spec_init(&s);
@@ -1331,8 +1358,27 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
     s.bytes = -1; /* not given */
     s.line = r->line;
     s.col = t[k].col;
+    /* the op's tokens (op=, in=, attr.*) as one key: a line repeating an op seen before
+     * reuses its interned id, skipping shapes, attributes and inference */
+    if (s.kind == AS_SIM_COMPUTE) {
+        for (i = (size_t)k + 1; i < (size_t)nt && klen + t[i].len + 1 < sizeof okey; i++)
+            if ((t[i].len > 3 && (memcmp(t[i].s, "op=", 3) == 0 || memcmp(t[i].s, "in=", 3) == 0)) ||
+                (t[i].len > 5 && memcmp(t[i].s, "attr.", 5) == 0)) {
+                memcpy(okey + klen, t[i].s, t[i].len);
+                klen += t[i].len;
+                okey[klen++] = '\001';
+                opt |= (uint64_t)1 << i;
+            }
+        if (i < (size_t)nt)
+            klen = 0; /* too long to cache */
+        if (klen > 0 && as_strmap_get(&r->opcache, okey, klen, &cached)) {
+            s.op_id = (int32_t)cached;
+            def = r->p->ops.v[cached].info.def;
+        }
+    }
     for (i = (size_t)k + 1; i < (size_t)nt; i++)
-        AS_CHECK(rd_event_key(r, &t[i], &s, &def, &seen, err));
+        if (s.op_id < 0 || !(opt & ((uint64_t)1 << i)))
+            AS_CHECK(rd_event_key(r, &t[i], &s, &def, &seen, err));
     if (r->devs.n == 0)
         return rd_err(r, t[nt - 1].col + (int)t[nt - 1].len, err, "%.*s needs %s", (int)t[k].len,
                       t[k].s, s.kind == AS_SIM_COLL ? "group=DEVICES" : s.kind == AS_SIM_SEND ?
@@ -1350,7 +1396,7 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
         return rd_err(r, t[k].col, err, "give either time= or op=, not both");
     if (def == NULL && (r->shapes.n > 0 || r->attrs.n > 0))
         return rd_err(r, t[k].col, err, "in= and attr.* need op=");
-    if (def != NULL && r->shapes.n == 0 && def->min_in > 0)
+    if (def != NULL && s.op_id < 0 && r->shapes.n == 0 && def->min_in > 0)
         return rd_err(r, t[k].col, err, "op=%s needs in=SHAPES", def->name);
     s.devs = r->devs.v;
     s.ndevs = (int)r->devs.n;
@@ -1359,7 +1405,7 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
     s.writes = r->writes.v;
     s.nwrites = (int)r->writes.n;
     s.label = label;
-    if (def != NULL) {
+    if (def != NULL && s.op_id < 0) {
         op.def = def;
         op.in = r->shapes.v;
         op.nin = (int)r->shapes.n;
@@ -1368,7 +1414,13 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
         s.op = &op;
     }
     s.wbytes = r->wbytes.v;
-    return as_sim_add(r->p, &s, err);
+    AS_CHECK(as_sim_add(r->p, &s, err));
+    if (def != NULL && s.op_id < 0 && klen > 0 && s.time < 0) {
+        okey[klen] = '\0';
+        as_strmap_put(&r->opcache, as_arena_memdup(r->scratch, okey, klen + 1),
+                      r->p->ev.v[r->p->ev.n - 1].op);
+    }
+    return AS_OK;
 }
 
 /* Split LINE (comment stripped) into tokens; returns the count or -1 if too many. */
@@ -1430,14 +1482,16 @@ int
 as_sim_prog_parse(const char *path, const char *text, as_sim_prog **out, as_err *err)
 {
     rd_state r;
-    const char *q = text;
+    const char *q = text, *tend = text + strlen(text);
     int rc = AS_OK;
 
     memset(&r, 0, sizeof r);
     r.path = path;
     r.scratch = as_arena_new();
+    as_strmap_init(&r.opcache);
     while (*q != '\0') {
-        size_t len = strcspn(q, "\n");
+        const char *nl = memchr(q, '\n', (size_t)(tend - q));
+        size_t len = nl != NULL ? (size_t)(nl - q) : (size_t)(tend - q);
 
         r.line++;
         if ((rc = rd_line(&r, q, len, err)) != AS_OK)
@@ -1455,6 +1509,7 @@ as_sim_prog_parse(const char *path, const char *text, as_sim_prog **out, as_err 
     r.p = NULL;
 out:
     as_sim_prog_free(r.p);
+    as_strmap_destroy(&r.opcache);
     as_arena_free(r.scratch);
     AS_VEC_FREE(&r.devs);
     AS_VEC_FREE(&r.reads);
