@@ -103,6 +103,9 @@ const as_palias *as_problem_alias(const as_problem *p, size_t i);
 /** No-good I: an array of n_nodes strategy indices. */
 const size_t *as_problem_nogood(const as_problem *p, size_t i);
 double as_problem_memory(const as_problem *p);
+/** The most bytes per device a liveness point may hold and still pass as_problem_check:
+    the budget plus its rounding tolerance; INFINITY without a budget. */
+double as_problem_memory_cap(const as_problem *p);
 double as_problem_offset(const as_problem *p);
 /** Look up a node by name; returns 1 and sets *v if found. */
 int as_problem_find(const as_problem *p, const char *name, size_t *v);
@@ -205,6 +208,7 @@ typedef struct as_reduce_stats {
                                cannot beat the plan by more than the gap, so every plan
                                costing less than this is kept; INFINITY when exact */
     size_t nodes, edges;  /**< what is left */
+    int timed_out;        /**< the bound rounds stopped at as_reduce_opts.deadline */
 } as_reduce_stats;
 
 /**
@@ -230,6 +234,8 @@ typedef struct as_reduce_opts {
     size_t top;     /**< > 1: keep the TOP best plans, not only one optimum: the bound
                          pruning drops only strategies dearer than a TOP-th distinct plan
                          that fits (gap is then ignored, PBQP and DOMINATED are off) */
+    double deadline; /**< as_now() time after which the bound rounds stop (exact: they only
+                          prune less); 0 = none */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */
