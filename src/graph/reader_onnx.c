@@ -1008,6 +1008,10 @@ ox_opaque(ox *o, const Onnx__NodeProto *n, double flops)
 
     snprintf(optype, sizeof optype, "%s%s%s", n->domain != NULL && n->domain[0] ? n->domain : "",
              n->domain != NULL && n->domain[0] ? "." : "", n->op_type != NULL ? n->op_type : "?");
+    for (k = 0; optype[k]; k++) /* printable in the warning line and the .asg attribute */
+        if (!((optype[k] >= 'a' && optype[k] <= 'z') || (optype[k] >= 'A' && optype[k] <= 'Z') ||
+              (optype[k] >= '0' && optype[k] <= '9') || strchr("_.-:", optype[k]) != NULL))
+            optype[k] = '?';
     if (n->n_output > AS_MAX_OUTS)
         return ox_nerr(o, n, "more than %d outputs", AS_MAX_OUTS);
     for (j = 0; j < (int)n->n_input; j++) {

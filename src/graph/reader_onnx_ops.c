@@ -17,6 +17,7 @@
 
 #define OX_FOLD_MAX ((int64_t)1 << 16) /* largest constant a fold may produce */
 #define MAXL 64                         /* longest int list attribute read */
+#define OX_DIM_MAX ((int64_t)1 << 32)   /* largest kernel, stride, dilation, pad or repeat */
 
 static int
 is(const Onnx__NodeProto *n, const char *t)
@@ -87,7 +88,7 @@ reshape_to(ox *o, const Onnx__NodeProto *n, int32_t x, int rank, const int64_t *
 static int
 norm_axis(ox *o, const Onnx__NodeProto *n, int64_t a, int rank, int *out)
 {
-    if (a < -rank || a >= (rank > 0 ? rank : 1))
+    if (a < -rank || a >= rank)
         return ox_nerr(o, n, "axis %lld out of range for rank %d", (long long)a, rank);
     *out = (int)(a < 0 ? a + rank : a);
     return AS_OK;
@@ -265,10 +266,28 @@ view_shape(ox *o, const Onnx__NodeProto *n, const as_shape *x, as_shape *out)
 
 /* ---------------------------------------------------------------- folding */
 
+/* A double as int64, saturated (NaN: 0): converting an out-of-range double is undefined. */
+static int64_t
+d2i(double f)
+{
+    if (!(f == f))
+        return 0;
+    if (f >= 9.2e18)
+        return INT64_MAX;
+    if (f <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)f;
+}
+
+/* Wrapping integer arithmetic (constants from a file may overflow). */
+#define WADD(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
+#define WSUB(x, y) ((int64_t)((uint64_t)(x) - (uint64_t)(y)))
+#define WMUL(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
+
 static int64_t
 ci(const ox_const *c, int64_t k)
 {
-    return c->i != NULL ? c->i[k] : (int64_t)c->f[k];
+    return c->i != NULL ? c->i[k] : d2i(c->f[k]);
 }
 
 static double
@@ -283,7 +302,7 @@ cset(ox_const *c, int64_t k, double f, int64_t i, int isf)
     if (c->f != NULL)
         c->f[k] = isf ? f : (double)i;
     else
-        c->i[k] = isf ? (int64_t)f : i;
+        c->i[k] = isf ? d2i(f) : i;
     if (c->shape.dtype == AS_DT_PRED && c->i != NULL)
         c->i[k] = c->i[k] != 0;
 }
@@ -330,20 +349,20 @@ fold_binary(ox *o, const Onnx__NodeProto *n, const ox_const *a, const ox_const *
         int64_t ia = bidx(&a->shape, &s, k), ib = bidx(&b->shape, &s, k);
         double x = cf(a, ia), y = cf(b, ib), r = 0;
         int64_t xi = ci(a, ia), yi = ci(b, ib), ri = 0;
-        if (is(n, "Add")) { r = x + y; ri = xi + yi; }
-        else if (is(n, "Sub")) { r = x - y; ri = xi - yi; }
-        else if (is(n, "Mul")) { r = x * y; ri = xi * yi; }
+        if (is(n, "Add")) { r = x + y; ri = WADD(xi, yi); }
+        else if (is(n, "Sub")) { r = x - y; ri = WSUB(xi, yi); }
+        else if (is(n, "Mul")) { r = x * y; ri = WMUL(xi, yi); }
         else if (is(n, "Div")) {
             r = x / y;
             if (!isf && yi == 0)
                 return ox_nerr(o, n, "integer division by zero in a constant");
-            ri = !isf ? xi / yi : 0;
+            ri = !isf ? (yi == -1 ? WSUB(0, xi) : xi / yi) : 0;
         } else if (is(n, "Mod")) {
             if (!isf && yi == 0)
                 return ox_nerr(o, n, "integer modulo by zero in a constant");
             r = fmod(x, y);
-            ri = !isf ? xi % yi : 0;
-        } else if (is(n, "Pow")) { r = pow(x, y); ri = (int64_t)pow((double)xi, (double)yi); }
+            ri = !isf ? (yi == -1 ? 0 : xi % yi) : 0;
+        } else if (is(n, "Pow")) { r = pow(x, y); ri = d2i(pow((double)xi, (double)yi)); }
         else if (is(n, "Max")) { r = x > y ? x : y; ri = xi > yi ? xi : yi; }
         else if (is(n, "Min")) { r = x < y ? x : y; ri = xi < yi ? xi : yi; }
         else if (is(n, "Equal")) ri = isf ? x == y : xi == yi;
@@ -370,8 +389,8 @@ fold_unary(ox *o, const Onnx__NodeProto *n, const ox_const *a, ox_const **out)
     for (k = 0; k < a->n; k++) {
         double x = cf(a, k);
         int64_t xi = ci(a, k);
-        if (is(n, "Neg")) cset(c, k, -x, -xi, a->f != NULL);
-        else if (is(n, "Abs")) cset(c, k, fabs(x), xi < 0 ? -xi : xi, a->f != NULL);
+        if (is(n, "Neg")) cset(c, k, -x, WSUB(0, xi), a->f != NULL);
+        else if (is(n, "Abs")) cset(c, k, fabs(x), xi < 0 ? WSUB(0, xi) : xi, a->f != NULL);
         else if (is(n, "Sqrt")) cset(c, k, sqrt(x), 0, 1);
         else if (is(n, "Floor")) cset(c, k, floor(x), xi, a->f != NULL);
         else if (is(n, "Ceil")) cset(c, k, ceil(x), xi, a->f != NULL);
@@ -550,7 +569,7 @@ fold_slice(ox *o, const Onnx__NodeProto *n, const ox_const *a, ox_const **out)
     if (!ok)
         return AS_OK;
     for (i = 0; i < s.rank; i++)
-        s.dim[i] = (e[i] - b[i] + st[i] - 1) / st[i];
+        s.dim[i] = e[i] > b[i] ? (e[i] - b[i] - 1) / st[i] + 1 : 0;
     c = ox_const_new(o, &s);
     for (k = 0; k < c->n; k++) {
         int64_t rem = k, src = 0, stride = 1;
@@ -661,8 +680,8 @@ ox_fold(ox *o, const Onnx__NodeProto *n, int *done)
     if (ni == 0)
         return AS_OK;
     for (j = 0; j < ni; j++)
-        if (ox_has_in(n, j) && ox_cin(o, n, j) == NULL)
-            return AS_OK; /* a non-constant input: emitted as ops */
+        if (!ox_has_in(n, j) || ox_cin(o, n, j) == NULL)
+            return AS_OK; /* a non-constant (or absent) input: emitted as ops */
     a = ox_cin(o, n, 0);
     b = ni > 1 ? ox_cin(o, n, 1) : NULL;
     if (is(n, "ConstantOfShape")) {
@@ -749,7 +768,8 @@ ox_fold(ox *o, const Onnx__NodeProto *n, int *done)
         s.dim[0] = (int64_t)cnt;
         c = ox_const_new(o, &s);
         for (k = 0; k < c->n; k++)
-            cset(c, k, st + (double)k * d, ci(a, 0) + k * ci(ox_cin(o, n, 2), 0), a->f != NULL);
+            cset(c, k, st + (double)k * d, WADD(ci(a, 0), WMUL(k, ci(ox_cin(o, n, 2), 0))),
+                 a->f != NULL);
     } else if (is(n, "Trilu") && a->shape.rank >= 2) {
         int64_t k = b != NULL && b->n == 1 ? ci(b, 0) : 0, e, r = a->shape.dim[a->shape.rank - 2];
         int64_t cc = a->shape.dim[a->shape.rank - 1];
@@ -1037,12 +1057,23 @@ spatial_pads(ox *o, const Onnx__NodeProto *n, const as_shape *x, int ns, const i
 
     ox_attr_s(n, "auto_pad", ap, sizeof ap);
     np = ox_attr_ints(n, "pads", p, 2 * AS_MAX_RANK);
+    for (i = 0; i < ns; i++)
+        if (k[i] < 1 || k[i] > OX_DIM_MAX || s[i] < 1 || s[i] > OX_DIM_MAX || d[i] < 1 ||
+            d[i] > OX_DIM_MAX)
+            return ox_nerr(o, n, "kernel, stride or dilation out of range in dim %d", i);
+    for (i = 0; i < 2 * ns && i < np; i++)
+        if (p[i] > OX_DIM_MAX || p[i] < -OX_DIM_MAX)
+            return ox_nerr(o, n, "pad %lld out of range", (long long)p[i]);
     for (i = 0; i < ns; i++) {
         lo[i] = hi[i] = 0;
         if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
             int64_t in = x->dim[2 + i], out = (in + s[i] - 1) / s[i];
-            int64_t tot = (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in;
-            tot = tot < 0 ? 0 : tot;
+            double t = (double)(out - 1) * (double)s[i] + (double)(k[i] - 1) * (double)d[i] + 1.0 -
+                       (double)in;
+            int64_t tot;
+            if (t > (double)OX_DIM_MAX)
+                return ox_nerr(o, n, "SAME padding of dim %d out of range", i);
+            tot = t < 0 ? 0 : (int64_t)t;
             lo[i] = strcmp(ap, "SAME_UPPER") == 0 ? tot / 2 : tot - tot / 2;
             hi[i] = tot - lo[i];
         } else if (strcmp(ap, "VALID") != 0 && np == 2 * ns) {
@@ -1607,11 +1638,12 @@ emit_tile(ox *o, const Onnx__NodeProto *n)
     if (cnt != xs->rank || 2 * cnt > AS_MAX_RANK)
         return ox_opaque(o, n, 0.0);
     for (i = 0; i < cnt; i++) {
+        if (rep[i] < 1 || !as_mul_ok(rep[i], xs->dim[i], &f[i]))
+            return ox_nerr(o, n, "repeat %lld of dim %d is out of range", (long long)rep[i], i);
         d[2 * i] = 1;
         d[2 * i + 1] = xs->dim[i];
         b[2 * i] = rep[i];
         b[2 * i + 1] = xs->dim[i];
-        f[i] = rep[i] * xs->dim[i];
     }
     AS_CHECK(reshape_to(o, n, x, 2 * cnt, d, 0, &y));
     {
@@ -1796,6 +1828,8 @@ emit_pad(ox *o, const Onnx__NodeProto *n)
         AS_CHECK(norm_axis(o, n, axes[i], r, &a));
         lo[a] = p[i];
         hi[a] = p[i + na];
+        if (lo[a] > OX_DIM_MAX || hi[a] > OX_DIM_MAX)
+            return ox_nerr(o, n, "pad out of range");
         if (lo[a] < 0 || hi[a] < 0)
             return ox_opaque(o, n, 0.0);
     }
