@@ -132,22 +132,31 @@ add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_s
     return AS_OK;
 }
 
-/* Memory factor of declared tensor T: parameters carry gradient and states. */
+/*
+ * Memory factor of declared tensor T: a trained parameter carries its
+ * gradient buffer and its states, in bytes relative to its own (mixed
+ * precision: a 16-bit parameter with fp32 states has factor
+ * 1 + 1 + 4 x 2 = 10 under Adam).
+ */
 static double
 tensor_factor(const as_graph *g, const as_tensor *t)
 {
-    int32_t i, nstates = 0;
+    double own = as_dtype_size(t->shape.dtype), f;
+    int32_t i;
 
     if (t->kind == AS_TK_STATE)
         return t->of >= 0 ? 0 : 1;
-    if (t->kind != AS_TK_PARAM || t->update < 0)
+    if (t->kind != AS_TK_PARAM || t->update < 0 || own <= 0)
         return 1;
+    f = 2; /* the parameter and its gradient buffer (the parameter's type unless flagged) */
     for (i = 0; i < as_graph_ntensors(g); i++) {
         const as_tensor *s = as_graph_tensor(g, i);
         if (s->kind == AS_TK_STATE && s->of == t->id)
-            nstates++;
+            f += as_dtype_size(s->shape.dtype) / own;
+        else if ((s->flags & AS_TF_GRAD) && s->of == t->id)
+            f += as_dtype_size(s->shape.dtype) / own - 1;
     }
-    return 2 + nstates;
+    return f;
 }
 
 static int
