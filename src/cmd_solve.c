@@ -1259,6 +1259,7 @@ default_graph(as_graph **out, as_err *err)
     cfg.batch = DEFAULT_BATCH;
     AS_CHECK(as_preset_build(pr, &cfg, out, err));
     as_train_opts_init(&t);
+    t.mixed = cfg.mixed;
     if ((rc = as_autodiff(*out, &t, err)) != AS_OK) {
         as_graph_free(*out);
         *out = NULL;
