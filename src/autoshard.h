@@ -59,6 +59,10 @@ void as_err_prefix(as_err *err, const char *fmt, ...) __attribute__((format(prin
 void as_err_clear(as_err *err);
 /** Map an as_status to a process exit code. */
 int as_status_exit(int code);
+/* At the end of a command that exited STATUS: flush stdout; if that or an
+ * earlier write to it failed (/dev/full, a closed pipe) and the command did
+ * not fail already, print one line and return exit status 1. */
+int as_stdout_finish(int status);
 
 #define AS_CHECK(expr)                                                                             \
     do {                                                                                           \

@@ -110,6 +110,19 @@ const struct as_cmd as_cmd_solve = {
 };
 
 
+/* S is an integer in 1..HI (one usage message for every bad value, no double report). */
+static int
+parse_int_in(const char *s, double hi, double *out)
+{
+    char *end;
+    double x = strtod(s, &end);
+
+    if (end == s || *end != '\0' || !isfinite(x) || x < 1 || x > hi || x != floor(x))
+        return 0;
+    *out = x;
+    return 1;
+}
+
 static int
 parse_num(const char *opt, const char *s, double lo, double *out)
 {
@@ -192,13 +205,15 @@ solve_opt(solve_cli *c, int opt)
     case OPT_GAP:
         return parse_num("--gap", optarg, 0, &c->o.lim.gap);
     case OPT_THREADS:
-        if (parse_num("--threads", optarg, 1, &x) != AS_EXIT_OK || x > 1024 || x != floor(x))
-            return as_cmd_usage(&as_cmd_solve, "--threads must be an integer in 1..1024");
+        if (!parse_int_in(optarg, 1024, &x))
+            return as_cmd_usage(&as_cmd_solve, "--threads must be an integer in 1..1024, got '%s'",
+                                optarg);
         c->o.lim.threads = (int)x;
         return AS_EXIT_OK;
     case OPT_TOP:
-        if (parse_num("--top", optarg, 1, &x) != AS_EXIT_OK || x > 10000 || x != floor(x))
-            return as_cmd_usage(&as_cmd_solve, "--top must be an integer in 1..10000");
+        if (!parse_int_in(optarg, 10000, &x))
+            return as_cmd_usage(&as_cmd_solve, "--top must be an integer in 1..10000, got '%s'",
+                                optarg);
         c->o.top = (size_t)x;
         return AS_EXIT_OK;
     case OPT_NORED:

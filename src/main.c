@@ -111,8 +111,16 @@ cmd_unknown(const char *name)
     return AS_EXIT_USAGE;
 }
 
+static int run(int argc, char **argv);
+
 int
 main(int argc, char **argv)
+{
+    return as_stdout_finish(run(argc, argv));
+}
+
+static int
+run(int argc, char **argv)
 {
     static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
                                          {"verbose", no_argument, NULL, 'v'},

@@ -110,6 +110,22 @@ as_status_exit(int code)
     }
 }
 
+int
+as_stdout_finish(int status)
+{
+    int bad, e;
+
+    errno = 0;
+    bad = fflush(stdout) != 0 || ferror(stdout);
+    e = errno; /* 0 when the failure was an earlier write's: no reason to give */
+
+    if (!bad || status != AS_EXIT_OK)
+        return status;
+    fprintf(stderr, "autoshard: cannot write to standard output: %s\n",
+            e != 0 ? strerror(e) : "write error");
+    return AS_EXIT_RUNTIME;
+}
+
 /* Temporary files alive now.
  *
  * DESIGN: output goes to an unnamed file (O_TMPFILE) that only gets a name

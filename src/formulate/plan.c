@@ -348,11 +348,12 @@ as_shard_plan_parse(const char *text, size_t len, const char *name, as_shard_pla
                     as_err *err)
 {
     json_error_t je;
-    json_t *o = json_loadb(text, len, 0, &je);
+    json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     int rc;
 
     if (o == NULL)
-        return as_errf(err, AS_EPARSE, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+        return as_errf(err, AS_EPARSE, "%s:%d:%d: %s", name, je.line > 0 ? je.line : 1,
+                       je.column > 0 ? je.column : 1, je.text);
     rc = plan_from_json(o, name, out, err);
     json_decref(o);
     return rc;

@@ -835,7 +835,8 @@ as_problem_parse(const char *text, size_t len, const char *name, as_problem **ou
 
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL)
-        return as_errf(err, AS_EPARSE, "%s:%d:%d: %s", name, jerr.line, jerr.column, jerr.text);
+        return as_errf(err, AS_EPARSE, "%s:%d:%d: %s", name, jerr.line > 0 ? jerr.line : 1,
+                       jerr.column > 0 ? jerr.column : 1, jerr.text);
     p = as_problem_new();
     rc = parse_root(p, root, name, err);
     if (rc == AS_OK && (rc = as_problem_validate(p, err)) != AS_OK)

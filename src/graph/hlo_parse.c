@@ -771,6 +771,33 @@ out:
     return rc;
 }
 
+/* The first line is not `HloModule NAME`: say what is missing.  A fragment cut out of a
+ * module (a computation, or bare instructions) lacks the header line, and bare instructions
+ * also lack the computation around them. */
+static int
+parse_no_header(parser *ps)
+{
+    size_t len;
+    const char *nm;
+
+    if (parse_match(ps, RE_COMP)) {
+        nm = parse_group(ps, 2, &len);
+        return perr(ps, ps->p,
+                    "missing 'HloModule NAME' line: the text starts with computation '%.*s'; "
+                    "an HLO module's first line is 'HloModule NAME'",
+                    (int)len, nm);
+    }
+    if (parse_match(ps, RE_HEAD)) {
+        nm = parse_group(ps, 2, &len);
+        return perr(ps, ps->p,
+                    "missing 'HloModule NAME' line and an ENTRY computation: the text starts with "
+                    "instruction '%.*s'; an HLO module is 'HloModule NAME' followed by "
+                    "computations such as 'ENTRY %%main { ... }'",
+                    (int)len, nm);
+    }
+    return perr(ps, ps->p, "expected 'HloModule NAME' (not an HLO module text?)");
+}
+
 /* The `HloModule name, attrs` line. */
 static int
 parse_module_line(parser *ps)
@@ -788,7 +815,7 @@ parse_module_line(parser *ps)
         ps->p++;
     if (ps->le - ps->p < 10 || memcmp(ps->p, "HloModule", 9) != 0 ||
         (ps->p[9] != ' ' && ps->p[9] != '\t'))
-        return perr(ps, ps->p, "expected 'HloModule NAME' (not an HLO module text?)");
+        return parse_no_header(ps);
     ps->p += 9;
     AS_CHECK(parse_ws(ps));
     q = ps->p;
@@ -957,7 +984,15 @@ parse_module(parser *ps)
             const char *q = ps->p;
             while (q < ps->le && (*q == ' ' || *q == '\t'))
                 q++;
-            rc = perr(ps, q, "expected a computation '%%name (params) -> type {'");
+            if (parse_match(ps, RE_HEAD)) {
+                nm = parse_group(ps, 2, &len);
+                rc = perr(ps, q,
+                          "instruction '%.*s' outside a computation: missing a computation "
+                          "header such as 'ENTRY %%main {' before it",
+                          (int)len, nm);
+            } else {
+                rc = perr(ps, q, "expected a computation '%%name (params) -> type {'");
+            }
             goto out;
         }
         memset(&c, 0, sizeof c);

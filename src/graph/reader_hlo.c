@@ -20,6 +20,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -742,6 +743,15 @@ hlo_collective(importer *im, const hlo_instr *ins, const char *prefix, const hva
         as_attr at[3];
         AS_CHECK_GOTO(rc, hlo_operand(im, ins, vals, j, &in), out);
         is = &as_graph_tensor(im->g, in)->shape;
+        if (ins->nops > 1 && is->rank == 0 && decl.v[j].rank == 0 &&
+            (strcmp(optype, "all_gather") == 0 || strcmp(optype, "reduce_scatter") == 0)) {
+            /* a scalar token (PyTorch/XLA orders its combined collectives with one) has no
+             * dim to gather or scatter: XLA passes it through, and so does the import */
+            elts[j].tid = in;
+            elts[j].n = 0;
+            elts[j].elts = NULL;
+            continue;
+        }
         if (ins->nops > 1) { /* name the parts NAME.j, check each against its declared leaf */
             tmp = *ins;
             snprintf(nbuf, sizeof nbuf, "%s.%d", ins->name, j);
@@ -1387,6 +1397,39 @@ hlo_warn_opaque(importer *im)
                 "body", im->path, im->nloops, im->nloops == 1 ? "" : "s");
 }
 
+/* Does the line at T (the first non-blank one) look like a piece of HLO text without its
+ * `HloModule` header: `ENTRY ...`, `ROOT ...`, `%name ...`, or `name = TYPE[...` (an .asg
+ * definition is `name = op(...)`, never a typed value)?  Such text goes to the HLO reader,
+ * which says what is missing. */
+static int
+hlo_looks_like_fragment(const char *t, size_t n)
+{
+    size_t j = 0;
+
+    if ((n > 6 && memcmp(t, "ENTRY", 5) == 0 && (t[5] == ' ' || t[5] == '\t')) ||
+        (n > 5 && memcmp(t, "ROOT", 4) == 0 && (t[4] == ' ' || t[4] == '\t')) ||
+        (n > 1 && t[0] == '%' && (isalpha((unsigned char)t[1]) || t[1] == '_')))
+        return 1;
+    while (j < n && (isalnum((unsigned char)t[j]) || t[j] == '_' || t[j] == '.' || t[j] == '-'))
+        j++;
+    if (j == 0)
+        return 0;
+    while (j < n && (t[j] == ' ' || t[j] == '\t'))
+        j++;
+    if (j >= n || t[j] != '=')
+        return 0;
+    j++;
+    while (j < n && (t[j] == ' ' || t[j] == '\t'))
+        j++;
+    if (j < n && t[j] == '(') /* a tuple type */
+        return 1;
+    if (j >= n || !islower((unsigned char)t[j]))
+        return 0;
+    while (j < n && (islower((unsigned char)t[j]) || isdigit((unsigned char)t[j])))
+        j++;
+    return j < n && t[j] == '[';
+}
+
 int
 as_hlo_detect(const char *text, size_t len)
 {
@@ -1394,8 +1437,10 @@ as_hlo_detect(const char *text, size_t len)
 
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
         i++;
-    return len - i >= 10 && memcmp(text + i, "HloModule", 9) == 0 &&
-           (text[i + 9] == ' ' || text[i + 9] == '\t');
+    if (len - i >= 10 && memcmp(text + i, "HloModule", 9) == 0 &&
+        (text[i + 9] == ' ' || text[i + 9] == '\t'))
+        return 1;
+    return hlo_looks_like_fragment(text + i, len - i);
 }
 
 int

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../spmd/rules.h"
 #include "../spmd/strategy.h"
 #include "lower.h"
 #include "sim_internal.h"
@@ -51,6 +52,7 @@ typedef struct lower {
     int *stage;                /* [nops] */
     uint8_t *role;             /* [nops] */
     int *tstage;               /* [nt] stage of a declared tensor's first reader (-1 none) */
+    uint8_t *defer;            /* [nt] gradient whose partial sums are resolved in the tail */
     int *mbdim;                /* [nt] dim divided by K, -1 none */
     int32_t *ids;              /* [nmicro * nt] program tensor id, -1 = not yet */
     double *act_bytes;         /* [np] bytes per device sent forward per microbatch */
@@ -409,6 +411,28 @@ lower_src(lower *L, int32_t t, int micro, const as_sim_pipe_ctx *c)
     return -1;
 }
 
+/* Id of the partial result "NAME/part" of graph tensor T for microbatch MICRO. */
+static int32_t
+lower_part(lower *L, int32_t t, int micro)
+{
+    char name[600];
+
+    snprintf(name, sizeof name, "%s/part", as_sim_tensor_name(L->p, lower_id(L, t, micro)));
+    return as_sim_tensor(L->p, name);
+}
+
+/*
+ * Whether the resolution of gradient T's partial sums waits for the stage's
+ * tail (pipelines: each microbatch accumulates into the gradient buffer, the
+ * buffer is synchronised once after the last backward, DistIR/Megatron).  Only
+ * gradients that nothing but the optimizer reads.
+ */
+static int
+lower_defer(const lower *L, const as_sim_pipe_ctx *c, int32_t t)
+{
+    return c != NULL && L->defer != NULL && L->defer[t];
+}
+
 /* Emit op O of microbatch MICRO on the stage at BASE (pass C, NULL without pipeline). */
 static int
 lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_err *err)
@@ -419,7 +443,6 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     int32_t *rd = as_xmalloc(((size_t)op->nin + 1) * sizeof *rd), wr[AS_MAX_OUTS], id;
     double wb[AS_MAX_OUTS], time;
     as_sim_event_spec e;
-    char name[600];
     int j, k, nr = 0, rc = AS_OK;
 
     for (j = 0; j < op->nin; j++) {
@@ -452,12 +475,12 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
 
         as_spec_local_shape(&ps->out[k], &gs, L->mesh, &lout[k]);
         if (L->pstr[o] != NULL && !as_spec_equal(&ps->out[k], &s->out[k])) {
-            snprintf(name, sizeof name, "%s/part", as_sim_tensor_name(L->p, lower_id(L, t, micro)));
-            wr[k] = as_sim_tensor(L->p, name);
+            wr[k] = lower_part(L, t, micro);
         } else {
             wr[k] = lower_id(L, t, micro);
         }
-        wb[k] = ((gt->flags & AS_TF_GRAD) || gt->update_of >= 0) && wr[k] == lower_id(L, t, micro)
+        wb[k] = ((gt->flags & AS_TF_GRAD) || gt->update_of >= 0) &&
+                        (wr[k] == lower_id(L, t, micro) || lower_defer(L, c, t))
                     ? 0
                     : (double)as_shape_bytes(&lout[k]);
     }
@@ -478,7 +501,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     for (k = 0; k < op->nout; k++) {
         int32_t t = op->out[k], r;
 
-        if (wr[k] == lower_id(L, t, micro))
+        if (wr[k] == lower_id(L, t, micro) || lower_defer(L, c, t))
             continue;
         AS_CHECK_GOTO(rc, lower_reshard(L, t, micro, &ps->out[k], &s->out[k], wr[k],
                                         lower_id(L, t, micro), base, &r, err), out);
@@ -552,6 +575,82 @@ lower_fwd_of(const lower *L, const char *name)
     }
 }
 
+/*
+ * Microbatch dims of op O's outputs when no sharding rule splits its batch
+ * exactly (batch normalisation: each microbatch is normalised by its own
+ * statistics): infer the op's outputs on its microbatch input shapes; an
+ * output one of whose dims shrinks by K is microbatched along it, one that
+ * keeps its shape is whole.
+ */
+static int
+lower_mb_infer(lower *L, int32_t o, as_err *err)
+{
+    const as_op *op = as_graph_op(L->g, o);
+    as_shape *in = as_xmalloc(((size_t)op->nin + 1) * sizeof *in), out[AS_MAX_OUTS];
+    int j, k, d, nout = 0, rc;
+
+    for (j = 0; j < op->nin; j++)
+        in[j] = lower_shape(L, op->in[j]);
+    rc = as_op_infer(op->def, in, op->nin, op->attr, op->nattr, out, &nout, err);
+    free(in);
+    if (rc != AS_OK || nout != op->nout)
+        return as_errf(err, AS_EUSAGE, "op '%s' (%s) cannot be split into microbatches: no "
+                       "sharding rule splits its batch, and it does not infer on microbatch "
+                       "shapes", op->name, op->def->name);
+    for (k = 0; k < op->nout; k++) {
+        const as_shape *gs = &as_graph_tensor(L->g, op->out[k])->shape;
+        int mb = -1, bad = out[k].rank != gs->rank;
+
+        for (d = 0; d < gs->rank && !bad; d++) {
+            if (out[k].dim[d] == gs->dim[d])
+                continue;
+            if (mb >= 0 || out[k].dim[d] * L->nmicro != gs->dim[d])
+                bad = 1;
+            mb = d;
+        }
+        if (bad)
+            return as_errf(err, AS_EUSAGE, "op '%s' (%s) cannot be split into microbatches: its "
+                           "output '%s' does not shrink by %d along one dim", op->name,
+                           op->def->name, as_graph_tensor(L->g, op->out[k])->name, L->nmicro);
+        L->mbdim[op->out[k]] = mb;
+    }
+    return AS_OK;
+}
+
+/* Microbatch dims of op O's outputs from its inputs' (see lower_stages). */
+static int
+lower_mb_op(lower *L, int32_t o, as_err *err)
+{
+    const as_op *op = as_graph_op(L->g, o);
+    const as_rule_set *set;
+    const as_shard_rule *r = NULL;
+    as_opview v;
+    int j, k, any = 0, rc;
+
+    for (j = 0; j < op->nin; j++)
+        any |= L->mbdim[op->in[j]] >= 0;
+    if (!any)
+        return AS_OK;
+    as_opview_init(&v, L->g, op);
+    rc = as_rules_get(&v.info, &set, err);
+    as_opview_free(&v);
+    if (rc != AS_OK) {
+        as_err_prefix(err, "op '%s': ", op->name);
+        return rc;
+    }
+    for (k = 0; k < set->nrules && r == NULL; k++) {
+        for (j = 0; j < op->nin && set->rules[k].in_dim[j] == L->mbdim[op->in[j]]; j++)
+            ;
+        if (j == op->nin)
+            r = &set->rules[k];
+    }
+    if (r == NULL)
+        return lower_mb_infer(L, o, err);
+    for (k = 0; k < op->nout; k++)
+        L->mbdim[op->out[k]] = r->out[k].kind == AS_COMBINE_GATHER ? r->out[k].dim : -1;
+    return AS_OK;
+}
+
 /* Stages, roles, microbatch dims and the balanced split. */
 static int
 lower_stages(lower *L, as_err *err)
@@ -561,7 +660,6 @@ lower_stages(lower *L, as_err *err)
     int32_t *fwd = as_xmalloc(((size_t)L->nops + 1) * sizeof *fwd), o, t, nf = 0;
     int32_t *fidx = as_xmalloc(((size_t)L->nops + 1) * sizeof *fidx);
     size_t *bounds = as_xmalloc(((size_t)L->np + 1) * sizeof *bounds);
-    uint8_t *carry = as_xcalloc((size_t)L->nt + 1, 1);
     int64_t batch = 0;
     int rc = AS_OK, s, j, k;
 
@@ -657,39 +755,28 @@ lower_stages(lower *L, as_err *err)
     }
     for (t = 0; t < L->nt; t++) {
         const as_tensor *gt = as_graph_tensor(g, t);
-        if (gt->kind == AS_TK_INPUT && gt->batch_dim >= 0 && L->nmicro > 1) {
-            carry[t] = 1;
+        if (gt->kind == AS_TK_INPUT && gt->batch_dim >= 0 && L->nmicro > 1)
             L->mbdim[t] = gt->batch_dim;
-        }
     }
-    for (o = 0; o < L->nops && L->nmicro > 1; o++) {
+    /* through each op's sharding rules: the rule that splits every microbatched input along
+     * its microbatch dim and leaves the other inputs whole; the outputs it gathers along a
+     * dim are microbatched along that dim, the others (sums such as weight gradients, means
+     * such as the loss) are whole per microbatch */
+    for (o = 0; o < L->nops && L->nmicro > 1 && rc == AS_OK; o++)
+        if (L->role[o] != ROLE_OPT)
+            rc = lower_mb_op(L, o, err);
+    /* parameter gradients read only by the optimizer are synchronised in the tail */
+    L->defer = as_xcalloc((size_t)L->nt + 1, 1);
+    for (t = 0; t < L->nt; t++) {
+        const as_tensor *gt = as_graph_tensor(g, t);
+        L->defer[t] = (gt->flags & AS_TF_GRAD) && !declared(gt) &&
+                      L->role[gt->producer] == ROLE_BWD;
+    }
+    for (o = 0; o < L->nops; o++) {
         const as_op *op = as_graph_op(g, o);
-        int any = 0;
-        if (L->role[o] == ROLE_OPT)
-            continue;
-        for (j = 0; j < op->nin; j++)
-            any |= carry[op->in[j]];
-        if (!any)
-            continue;
-        for (k = 0; k < op->nout; k++) {
-            const as_tensor *gt = as_graph_tensor(g, op->out[k]);
-            int32_t q;
-            int d, param_shaped = 0;
-            if ((gt->flags & AS_TF_GRAD) || gt->update_of >= 0)
-                continue;
-            for (q = 0; q < L->nt && !param_shaped; q++) {
-                const as_tensor *pt = as_graph_tensor(g, q);
-                param_shaped = pt->kind == AS_TK_PARAM && as_shape_equal(&pt->shape, &gt->shape);
-            }
-            if (param_shaped)
-                continue;
-            for (d = 0; d < gt->shape.rank; d++)
-                if (gt->shape.dim[d] % batch == 0) {
-                    carry[op->out[k]] = 1;
-                    L->mbdim[op->out[k]] = d;
-                    break;
-                }
-        }
+        if (L->role[o] != ROLE_OPT)
+            for (j = 0; j < op->nin; j++)
+                L->defer[op->in[j]] = 0;
     }
     /* bytes sent forward from stage s to s+1 per microbatch (per device) */
     for (t = 0; t < L->nt; t++) {
@@ -713,8 +800,28 @@ out:
     free(fwd);
     free(fidx);
     free(bounds);
-    free(carry);
     return rc;
+}
+
+/* The deferred synchronisation of backward op O's gradient outputs (stage tail). */
+static int
+lower_grad_sync(lower *L, int32_t o, int micro, int base, as_err *err)
+{
+    const as_op *op = as_graph_op(L->g, o);
+    const as_strategy *s = L->strat[o], *ps = L->pstr[o];
+    int k;
+    int32_t r;
+
+    if (ps == NULL)
+        return AS_OK;
+    for (k = 0; k < op->nout; k++) {
+        int32_t t = op->out[k];
+        if (!L->defer[t] || as_spec_equal(&ps->out[k], &s->out[k]))
+            continue;
+        AS_CHECK(lower_reshard(L, t, micro, &ps->out[k], &s->out[k], lower_part(L, t, micro),
+                               lower_id(L, t, micro), base, &r, err));
+    }
+    return AS_OK;
 }
 
 /* The emit callback: ops of stage C->stage for one microbatch and direction. */
@@ -731,16 +838,23 @@ lower_emit(as_sim_prog *p, const as_sim_pipe_ctx *c, void *ud, as_err *err)
 
     (void)p;
     L->cur_stage = c->stage;
+    if (c->tail) {
+        /* after the stage's last backward and its send: the gradients' deferred
+         * synchronisation, then the optimizer */
+        for (o = 0; o < L->nops; o++)
+            if (L->stage[o] == c->stage && L->role[o] == ROLE_BWD)
+                AS_CHECK(lower_grad_sync(L, o, c->micro, base, err));
+        for (o = 0; o < L->nops; o++)
+            if (L->stage[o] == c->stage && L->role[o] == ROLE_OPT)
+                AS_CHECK(lower_op(L, o, c->micro, base, c, err));
+        return AS_OK;
+    }
     for (o = 0; o < L->nops; o++) {
         if (L->stage[o] != c->stage)
             continue;
         if ((c->backward && L->role[o] == ROLE_BWD) || (!c->backward && L->role[o] == ROLE_FWD))
             AS_CHECK(lower_op(L, o, c->micro, base, c, err));
     }
-    if (c->backward && c->grad >= 0)
-        for (o = 0; o < L->nops; o++)
-            if (L->stage[o] == c->stage && L->role[o] == ROLE_OPT)
-                AS_CHECK(lower_op(L, o, c->micro, base, c, err));
     /* the pass's handoff: activations / gradients to send, stash and gradient markers */
     if (c->out >= 0) {
         wr[nw] = c->out;
@@ -753,8 +867,7 @@ lower_emit(as_sim_prog *p, const as_sim_pipe_ctx *c, void *ud, as_err *err)
         wr[nw] = c->grad;
         wb[nw++] = 0;
     }
-    if (nw == 0)
-        return AS_OK;
+    /* always a marker, so every pass ends with one (traces, tests) */
     snprintf(label, sizeof label, "%c%d.%d", c->backward ? 'B' : 'F', c->stage, c->micro);
     as_sim_event_spec_init(&e);
     e.kind = AS_SIM_COMPUTE;
@@ -766,6 +879,31 @@ lower_emit(as_sim_prog *p, const as_sim_pipe_ctx *c, void *ud, as_err *err)
     e.nwrites = nw;
     e.label = label;
     return as_sim_add(L->p, &e, err);
+}
+
+/* Compute seconds of op O on one microbatch's local shapes (what its event costs). */
+static double
+lower_op_cost(const lower *L, int32_t o)
+{
+    const as_op *op = as_graph_op(L->g, o);
+    const as_strategy *s = L->strat[o], *ps = L->pstr[o] ? L->pstr[o] : s;
+    as_shape *lin = as_xmalloc(((size_t)op->nin + 1) * sizeof *lin), lout[AS_MAX_OUTS];
+    as_opinfo info;
+    double c;
+    int j;
+
+    for (j = 0; j < op->nin; j++) {
+        as_shape gs = lower_shape(L, op->in[j]);
+        as_spec_local_shape(&s->in[j], &gs, L->mesh, &lin[j]);
+    }
+    for (j = 0; j < op->nout; j++) {
+        as_shape gs = lower_shape(L, op->out[j]);
+        as_spec_local_shape(&ps->out[j], &gs, L->mesh, &lout[j]);
+    }
+    info = (as_opinfo){op->def, op->nin, lin, op->nout, lout, op->nattr, op->attr};
+    c = as_cost_compute(L->cm, &info);
+    free(lin);
+    return c > 0 && isfinite(c) ? c : 0;
 }
 
 static int
@@ -785,12 +923,13 @@ lower_pipeline(lower *L, as_sim_sched sched, as_err *err)
         st[s].ndevs = L->n;
         st[s].act_bytes = L->act_bytes[s];
     }
+    /* the passes' compute on microbatch shapes: as_sim_pipeline orders the passes by it, so
+     * with free communication the program runs them exactly as that list schedule */
     for (o = 0; o < L->nops; o++) {
-        double c = L->strat[o]->compute > 0 ? L->strat[o]->compute : 0;
         if (L->role[o] == ROLE_FWD)
-            st[L->stage[o]].fwd += c / L->nmicro;
-        else
-            st[L->stage[o]].bwd += c / L->nmicro;
+            st[L->stage[o]].fwd += lower_op_cost(L, o);
+        else if (L->role[o] == ROLE_BWD)
+            st[L->stage[o]].bwd += lower_op_cost(L, o);
     }
     /* declared tensors on every stage that reads them; gradient buffers on their op's stage */
     for (s = 0; s < L->np && rc == AS_OK; s++) {
@@ -966,6 +1105,7 @@ out:
     free(L.stage);
     free(L.role);
     free(L.tstage);
+    free(L.defer);
     free(L.mbdim);
     free(L.act_bytes);
     free(L.grp);

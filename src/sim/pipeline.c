@@ -194,11 +194,12 @@ pipe_check(const as_sim_prog *prog, const as_sim_stage *st, int np, const as_sim
 
 /*
  * List-schedule the passes with nominal costs; OUT[0..2PK) gets (stage,
- * index in that stage's order) pairs in order of nominal start.
+ * index in that stage's order) pairs in order of nominal start, TIMES the
+ * same pairs' (start, end).
  */
 static int
 pipe_global_order(const as_sim_stage *st, int np, int k, pipe_pass *const *order, int *out,
-                  as_err *err)
+                  double *times, as_err *err)
 {
     size_t cells = (size_t)np * (size_t)k;
     double *fend = as_xmalloc(cells * sizeof *fend), *bend = as_xmalloc(cells * sizeof *bend);
@@ -245,6 +246,8 @@ pipe_global_order(const as_sim_stage *st, int np, int k, pipe_pass *const *order
             else
                 fend[(size_t)best * k + ps->micro] = e;
             free_at[best] = e;
+            times[2 * n] = bt;
+            times[2 * n + 1] = e;
             out[2 * n] = best;
             out[2 * n + 1] = next[best]++;
             n++;
@@ -268,10 +271,18 @@ pipe_devs(const as_sim_stage *st, int r, int stride, int *buf)
     return buf;
 }
 
-/* Append pass (S, ORDER[S][IDX]) of replica R and the sends that follow it. */
+/* What an item of the program order appends. */
+enum { PIPE_PASS = 0, PIPE_SENDS, PIPE_TAIL };
+
+/*
+ * Append, for pass (S, ORDER[S][IDX]) of replica R, the pass itself
+ * (WHAT = PIPE_PASS), the sends of its output (PIPE_SENDS), or what follows
+ * the stage's last backward (PIPE_TAIL).
+ */
 static int
 pipe_emit_pass(as_sim_prog *prog, const as_sim_stage *st, int np, const as_sim_pipe_opts *o,
-               pipe_pass *const *order, int s, int idx, int r, int stride, int **db, as_err *err)
+               pipe_pass *const *order, int s, int idx, int r, int stride, int **db, int what,
+               as_err *err)
 {
     const pipe_pass *ps = &order[s][idx];
     const int *d = pipe_devs(&st[s], r, stride, db[0]);
@@ -297,22 +308,47 @@ pipe_emit_pass(as_sim_prog *prog, const as_sim_stage *st, int np, const as_sim_p
         if (idx == 2 * o->nmicro - 1)
             c.grad = pipe_tensor(prog, 'w', s, -1);
     }
-    if (o->emit != NULL)
-        AS_CHECK(o->emit(prog, &c, o->ud, err));
-    else
-        AS_CHECK(pipe_default_emit(prog, &c, &st[s], ps->backward ? (s > 0 ? st[s - 1].act_bytes
-                                                                           : 0)
-                                                                   : st[s].act_bytes, err));
-    if (c.out < 0)
-        return AS_OK;
-    if (!ps->backward) {
-        snprintf(label, sizeof label, "%ssendF%d.%d", r ? "r" : "", s, m);
-        return pipe_sends(prog, d, st[s].ndevs, pipe_devs(&st[s + 1], r, stride, db[1]),
-                          st[s + 1].ndevs, c.out, st[s].act_bytes, o->send_time, label, err);
+    if (what == PIPE_PASS) {
+        if (o->emit != NULL)
+            return o->emit(prog, &c, o->ud, err);
+        return pipe_default_emit(prog, &c, &st[s],
+                                 ps->backward ? (s > 0 ? st[s - 1].act_bytes : 0)
+                                              : st[s].act_bytes, err);
     }
-    snprintf(label, sizeof label, "%ssendB%d.%d", r ? "r" : "", s, m);
-    return pipe_sends(prog, d, st[s].ndevs, pipe_devs(&st[s - 1], r, stride, db[1]),
-                      st[s - 1].ndevs, c.out, st[s - 1].act_bytes, o->send_time, label, err);
+    if (what == PIPE_TAIL) {
+        c.tail = 1;
+        c.in = c.out = c.stash = c.grad = -1;
+        return o->emit(prog, &c, o->ud, err);
+    }
+    if (c.out >= 0 && !ps->backward) {
+        snprintf(label, sizeof label, "%ssendF%d.%d", r ? "r" : "", s, m);
+        AS_CHECK(pipe_sends(prog, d, st[s].ndevs, pipe_devs(&st[s + 1], r, stride, db[1]),
+                            st[s + 1].ndevs, c.out, st[s].act_bytes, o->send_time, label, err));
+    } else if (c.out >= 0) {
+        snprintf(label, sizeof label, "%ssendB%d.%d", r ? "r" : "", s, m);
+        AS_CHECK(pipe_sends(prog, d, st[s].ndevs, pipe_devs(&st[s - 1], r, stride, db[1]),
+                            st[s - 1].ndevs, c.out, st[s - 1].act_bytes, o->send_time, label,
+                            err));
+    }
+    return AS_OK;
+}
+
+/* An item of the program order: a pass, its sends or a stage's tail, at its nominal time. */
+typedef struct pipe_item {
+    double t;
+    int seq;  /* generation order: ties keep it */
+    int pass; /* index into the global order */
+    int what; /* PIPE_* */
+} pipe_item;
+
+static int
+pipe_item_cmp(const void *a, const void *b)
+{
+    const pipe_item *x = a, *y = b;
+
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 /* Resident parameters of every stage device, and the data-parallel all-reduces. */
@@ -371,7 +407,9 @@ as_sim_pipeline(as_sim_prog *prog, const as_sim_stage *st, int np, const as_sim_
                 as_err *err)
 {
     pipe_pass **order = NULL;
-    int *gorder = NULL, *db[2] = {NULL, NULL}, stride = 0, s, i, r, maxd = 1;
+    int *gorder = NULL, *db[2] = {NULL, NULL}, stride = 0, s, i, r, maxd = 1, npass, nitems = 0;
+    double *times = NULL;
+    pipe_item *items = NULL;
     int rc;
 
     AS_CHECK(pipe_check(prog, st, np, o, &stride, err));
@@ -385,16 +423,36 @@ as_sim_pipeline(as_sim_prog *prog, const as_sim_stage *st, int np, const as_sim_
         order[s] = as_xmalloc(2 * (size_t)o->nmicro * sizeof *order[s]);
         pipe_order(o->sched, s, np, o->nmicro, order[s]);
     }
-    gorder = as_xmalloc(4 * (size_t)np * (size_t)o->nmicro * sizeof *gorder);
-    AS_CHECK_GOTO(rc, pipe_global_order(st, np, o->nmicro, order, gorder, err), out);
+    npass = 2 * np * o->nmicro;
+    gorder = as_xmalloc(2 * (size_t)npass * sizeof *gorder);
+    times = as_xmalloc(2 * (size_t)npass * sizeof *times);
+    items = as_xmalloc(3 * (size_t)npass * sizeof *items);
+    AS_CHECK_GOTO(rc, pipe_global_order(st, np, o->nmicro, order, gorder, times, err), out);
     AS_CHECK_GOTO(rc, pipe_resident(prog, st, np, o, stride, db[0], err), out);
-    for (i = 0; i < 2 * np * o->nmicro; i++)
+    /* passes at their nominal start, their sends (and a stage's tail after its last
+     * backward) when their output is ready: a device's sends and receives then come in
+     * the order the data arrives, as in Megatron's schedule */
+    for (i = 0; i < npass; i++) {
+        items[nitems] = (pipe_item){times[2 * i], nitems, i, PIPE_PASS};
+        nitems++;
+        items[nitems] = (pipe_item){times[2 * i + 1], nitems, i, PIPE_SENDS};
+        nitems++;
+        if (gorder[2 * i + 1] == 2 * o->nmicro - 1 && o->emit != NULL) {
+            items[nitems] = (pipe_item){times[2 * i + 1], nitems, i, PIPE_TAIL};
+            nitems++;
+        }
+    }
+    qsort(items, (size_t)nitems, sizeof *items, pipe_item_cmp);
+    for (i = 0; i < nitems; i++)
         for (r = 0; r < o->dp; r++)
-            AS_CHECK_GOTO(rc, pipe_emit_pass(prog, st, np, o, order, gorder[2 * i],
-                                             gorder[2 * i + 1], r, stride, db, err), out);
+            AS_CHECK_GOTO(rc, pipe_emit_pass(prog, st, np, o, order, gorder[2 * items[i].pass],
+                                             gorder[2 * items[i].pass + 1], r, stride, db,
+                                             items[i].what, err), out);
     if (o->dp > 1)
         AS_CHECK_GOTO(rc, pipe_allreduce(prog, st, np, o, stride, db[0], err), out);
 out:
+    free(items);
+    free(times);
     free(gorder);
     for (s = 0; order != NULL && s < np; s++)
         free(order[s]);

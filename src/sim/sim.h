@@ -264,12 +264,16 @@ typedef struct as_sim_pipe_ctx {
     int32_t out;        /**< tensor to write: activation to send (fwd) / gradient (bwd) */
     int32_t stash;      /**< fwd writes it, bwd reads it: activations kept for backward */
     int32_t grad;       /**< bwd of the last microbatch writes it: gradients ready; -1 otherwise */
+    int tail;           /**< 1: after the last backward's sends (gradient sync, update); in,
+                             out, stash and grad are -1 then */
 } as_sim_pipe_ctx;
 
 /**
  * Emit the events of one forward or backward pass of a stage through the
  * builder: read C->in (when >= 0) and C->stash (bwd), write C->out, C->stash
- * (fwd) and C->grad (when >= 0) on every device of the stage.
+ * (fwd) and C->grad (when >= 0) on every device of the stage.  Called once
+ * more with C->tail = 1 after the sends of the stage's last backward, for
+ * what follows it (gradient synchronisation, optimizer update).
  */
 typedef int (*as_sim_pipe_emit)(as_sim_prog *p, const as_sim_pipe_ctx *c, void *ud,
                                 as_err *err);

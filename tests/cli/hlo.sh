@@ -79,6 +79,36 @@ expect_fail 2 "bad_recursion.hlo:10:38: recursion between computations: 'a' call
 as inspect "$D/bad_garbage.hlo"
 expect_fail 2 "bad_garbage.hlo:3:1: unexpected byte 0x7f" "binary garbage"
 
+# Issue 13 item 13: a combined all-gather/reduce-scatter with a scalar token operand (as
+# PyTorch/XLA writes them): the token passes through, the array is gathered/scattered.
+as convert "$D/allgather_token.hlo" -o "$T/tok.asg"
+ok $rc "all-gather with a scalar token over 4 devices imports"
+has '^all-gather.1.0 : bf16\[384,32\] = all_gather(x) dim=0 group_size=4$' "$T/tok.asg" \
+    "the array operand is gathered over 4"
+has '^reduce-scatter.4.0 : bf16\[24,32\] = reduce_scatter(x) dim=0 reducer=sum group_size=4$' \
+    "$T/tok.asg" "the array operand is scattered over 4"
+has '^output all-gather.1.0, t, reduce-scatter.4.0$' "$T/tok.asg" "the token passes through both"
+as solve "$D/allgather_token.hlo" --mesh 4
+ok $rc "solve on a module with a token all-gather"
+
+# Issue 13 item 16: fragments without the `HloModule` line say what is missing.
+printf 'ENTRY %%main (x: f32[4]) -> f32[4] {\n  %%x = f32[4]{0} parameter(0)\n  ROOT %%n = f32[4]{0} negate(%%x)\n}\n' >"$T/frag1.hlo"
+as inspect "$T/frag1.hlo"
+expect_fail 2 "frag1.hlo:1:1: missing 'HloModule NAME' line: the text starts with computation 'main'" \
+    "a computation without the HloModule line"
+printf '  %%x = f32[4]{0} parameter(0)\n  ROOT %%n = f32[4]{0} negate(%%x)\n' >"$T/frag2.hlo"
+as inspect "$T/frag2.hlo"
+expect_fail 2 "frag2.hlo:1:3: missing 'HloModule NAME' line and an ENTRY computation: the text starts with instruction 'x'" \
+    "bare instructions: header and computation missing"
+printf 'x = f32[4]{0} parameter(0)\n' >"$T/frag3.hlo"
+as inspect "$T/frag3.hlo"
+expect_fail 2 "frag3.hlo:1:1: missing 'HloModule NAME' line and an ENTRY computation: the text starts with instruction 'x'" \
+    "bare instruction without % is taken for HLO"
+printf 'HloModule m\n\n%%x = f32[4]{0} parameter(0)\n' >"$T/frag4.hlo"
+as inspect "$T/frag4.hlo"
+expect_fail 2 "frag4.hlo:3:1: instruction 'x' outside a computation: missing a computation header" \
+    "instructions after the header but outside a computation"
+
 # Generated modules: a deep call chain and a call tree that doubles at every level.
 chain() { # chain N FANOUT: computation c_i calls c_{i+1} FANOUT times
     n=$1 f=$2 i=$(($1 - 1))

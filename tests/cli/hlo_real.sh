@@ -27,6 +27,16 @@ has '^input all-reduce.307.5 : f32\[120,784\] batch=0$' "$T/t.asg" \
     "mlp__test.hlo: element 5 of the tuple is an input f32[120,784]"
 has '^output all-reduce.307.5$' "$T/t.asg" "mlp__test.hlo: get-tuple-element index=5 is the output"
 
+# Issue 13 item 16: a real module cut down to its computations, or to its entry's body.
+sed 1d "$R/misc__linear.hlo" >"$T/nohead.hlo"
+as inspect "$T/nohead.hlo"
+expect_fail 2 "nohead.hlo:2:1: missing 'HloModule NAME' line: the text starts with computation 'scalar_add_computation'" \
+    "misc__linear.hlo without its first line"
+sed -n '/^ENTRY/,/^}/p' "$R/misc__linear.hlo" | sed '1d;$d' >"$T/body.hlo"
+as inspect "$T/body.hlo"
+expect_fail 2 "body.hlo:1:3: missing 'HloModule NAME' line and an ENTRY computation: the text starts with instruction 'p6.52'" \
+    "misc__linear.hlo's entry body alone"
+
 # params FILE COUNT: `inspect` reports exactly COUNT parameters
 params() {
     as inspect "$R/$1"

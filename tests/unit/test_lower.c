@@ -47,6 +47,20 @@ static const pick dataparallel[] = {
 
 static const pick replicated[] = {{NULL, NULL}};
 
+/* sq.asg (hidden size = batch size) data parallel: every activation and its gradient split by
+ * rows; weight gradients partial, resolved by their own all-reduce or by the optimizer's input
+ * resharding (d.h0). */
+static const pick sqdp[] = {
+    {"x", "[dp,None]"}, {"y", "[dp,None]"},
+    {"h0", "batch(dp)"}, {"a0", "S(in0:0@dp)"}, {"h1", "batch(dp)"}, {"a1", "S(in0:0@dp)"},
+    {"h2", "batch(dp)"}, {"a2", "S(in0:0@dp)"}, {"p", "batch(dp)"},
+    {"l", "S(in0:0,in1:0@dp)"}, {"d.l", "S(in1:0,in2:0@dp)"},
+    {"d.p", "batch(dp)"}, {"d.p.1", "row(dp)+allreduce"}, {"d.a2", "S(in0:0,in1:0@dp)"},
+    {"d.h2", "batch(dp)"}, {"d.h2.2", "row(dp)+allreduce"}, {"d.a1", "S(in0:0,in1:0@dp)"},
+    {"d.h1", "batch(dp)"}, {"d.h1.3", "row(dp)+allreduce"}, {"d.a0", "S(in0:0,in1:0@dp)"},
+    {"d.h0", "row(dp)"},
+    {NULL, NULL}};
+
 static const char *
 pick_of(const pick *p, const char *name)
 {
@@ -366,6 +380,202 @@ out:
     as_shard_plan_free(pl);
 }
 
+
+/* Stage S's order of passes under Megatron's 1F1B (warm-up min(P-1-s, K)) or GPipe: MB[i],
+ * BW[i] for i < 2K. */
+static void
+megatron_order(int sched_1f1b, int s, int np, int k, int *mb, int *bw)
+{
+    int i, n = 0, w = np - 1 - s < k ? np - 1 - s : k;
+
+    if (!sched_1f1b)
+        w = k;
+    for (i = 0; i < w; i++, n++)
+        mb[n] = i, bw[n] = 0;
+    for (i = 0; i < k - w; i++) {
+        mb[n] = w + i, bw[n++] = 0;
+        mb[n] = i, bw[n++] = 1;
+    }
+    for (i = k - w; i < k; i++, n++)
+        mb[n] = i, bw[n] = 1;
+}
+
+/*
+ * Exact pipelines on sq.asg (hidden = batch = 1680), data parallel on D=2 inside each stage,
+ * P = 2..4 stages, K = 2..8 microbatches, both schedules:
+ *  - every activation, gradient and send is cut by K along the batch (a replica's compute
+ *    events read [840/K,1680] activations, never [840,1680]; sends carry 840/K rows);
+ *  - with free communication, the end of every pass equals the hand recurrence of the
+ *    schedule (pass (s,m) starts when stage s is free and its input pass has ended; per
+ *    stage, forward and backward passes take the compute of their ops), and the iteration
+ *    ends at max over stages of (last backward + gradient sync + update);
+ *  - on a100-dgx, every collective of a stage (its gradient all-reduces) starts after the
+ *    stage's last backward send has ended and comes after it in program order.
+ */
+static void
+test_pipeline_exact(void)
+{
+    const char *top = getenv("top_srcdir");
+    char path[1024], hwpath[1024];
+    as_graph *g = NULL;
+    as_shard_plan *pl;
+    as_err err = {0};
+    int np, k, sc, bad_shape = 0, bad_time = 0, bad_sync = 0, runs = 0, bad_mb = 0;
+    double worst = 0;
+
+    snprintf(path, sizeof path, "%s/tests/data/sim/sq.asg", top ? top : ".");
+    snprintf(hwpath, sizeof hwpath, "%s/tests/data/sim/freecomm.hw", top ? top : ".");
+    if (as_graph_read(path, &g, &err) != AS_OK) {
+        ok(0, "read sq.asg: %s", err.msg);
+        return;
+    }
+    pl = make_plan(g, "dp=2", sqdp);
+    if (getenv("AS_WRITE_PLANS") != NULL) { /* regenerate tests/data/sim/sq_dp.plan.json */
+        snprintf(path, sizeof path, "%s/sq_dp.plan.json", getenv("AS_WRITE_PLANS"));
+        ok(as_shard_plan_write(pl, path, &err) == AS_OK, "wrote %s", path);
+    }
+    for (np = 2; np <= 4; np++)
+        for (k = 2; k <= 8; k++)
+            for (sc = 0; sc < 2; sc++) {
+                as_lower_opts lo;
+                as_sim_prog *p = NULL, *q = NULL;
+                as_sim_result *r = NULL, *rq = NULL;
+                char *buf = NULL, want[64], whole[64];
+                size_t len = 0, e;
+                FILE *fp;
+                int s, i;
+                double fend[4][8], bend[4][8], passt[4][2], tail[4], tmax = 0;
+
+                as_lower_opts_init(&lo);
+                lo.pipeline = np;
+                lo.nmicro = k;
+                lo.sched = sc ? AS_SIM_1F1B : AS_SIM_GPIPE;
+                lo.hw = hwpath;
+                if (as_sim_plan(g, pl, &lo, NULL, &r, &p, &err) != AS_OK) {
+                    ok(0, "P=%d K=%d %s lowers: %s", np, k, as_sim_sched_name(lo.sched), err.msg);
+                    continue;
+                }
+                runs++;
+                /* shapes: microbatched rows everywhere */
+                fp = open_memstream(&buf, &len);
+                as_sim_prog_write(p, fp, &err);
+                fclose(fp);
+                snprintf(want, sizeof want, "f32[%d,1680]", 840 / k);
+                snprintf(whole, sizeof whole, "f32[840,1680]");
+                if (buf == NULL || strstr(buf, whole) != NULL || strstr(buf, want) == NULL)
+                    bad_shape++;
+                free(buf);
+                /* per stage: pass durations (compute events between markers) and the tail */
+                for (s = 0; s < np; s++) {
+                    int dev = s * 2;
+                    double acc = 0;
+                    passt[s][0] = passt[s][1] = -1;
+                    for (e = 0; e < as_sim_prog_nevents(p); e++) {
+                        const int32_t *dv;
+                        int nd, mm, ss;
+                        char fb;
+                        const char *lab = as_sim_event_label(p, e);
+                        dv = as_sim_event_devices(p, e, &nd);
+                        if (as_sim_event_kind(p, e) != AS_SIM_COMPUTE || dv[0] != dev)
+                            continue;
+                        if (sscanf(lab, "%c%d.%d", &fb, &ss, &mm) == 3 && (fb == 'F' || fb == 'B') &&
+                            strchr(lab, '/') == NULL) {
+                            if (passt[s][fb == 'B'] < 0)
+                                passt[s][fb == 'B'] = acc;
+                            else if (fabs(passt[s][fb == 'B'] - acc) > 1e-12 * acc)
+                                bad_mb++; /* microbatches of one stage cost alike */
+                            (fb == 'B' ? bend : fend)[s][mm] = r->end[e];
+                            acc = 0;
+                            continue;
+                        }
+                        acc += r->end[e] - r->start[e];
+                    }
+                    tail[s] = acc;
+                }
+                /* the hand recurrence */
+                {
+                    double ef[4][8], eb[4][8], fr[4] = {0, 0, 0, 0};
+                    int mb[4][16], bw[4][16], idx[4] = {0, 0, 0, 0}, left = 2 * np * k, moved = 1;
+                    for (s = 0; s < np; s++) {
+                        megatron_order(sc, s, np, k, mb[s], bw[s]);
+                        for (i = 0; i < k; i++)
+                            ef[s][i] = eb[s][i] = -1;
+                    }
+                    while (left > 0 && moved) {
+                        moved = 0;
+                        for (s = 0; s < np; s++) {
+                            double dep;
+                            if (idx[s] == 2 * k)
+                                continue;
+                            i = idx[s];
+                            if (!bw[s][i])
+                                dep = s > 0 ? ef[s - 1][mb[s][i]] : 0;
+                            else
+                                dep = s < np - 1 ? eb[s + 1][mb[s][i]] : 0;
+                            if (dep < 0)
+                                continue; /* its input pass has not run yet */
+                            fr[s] = (fr[s] > dep ? fr[s] : dep) + passt[s][bw[s][i]];
+                            (bw[s][i] ? eb : ef)[s][mb[s][i]] = fr[s];
+                            idx[s]++;
+                            left--;
+                            moved = 1;
+                        }
+                    }
+                    for (s = 0; s < np; s++)
+                        for (i = 0; i < k; i++) {
+                            double d1 = fabs(ef[s][i] - fend[s][i]), d2 = fabs(eb[s][i] - bend[s][i]);
+                            double rel = (d1 > d2 ? d1 : d2) / r->time;
+                            if (rel > worst)
+                                worst = rel;
+                            if (rel > 1e-9)
+                                bad_time++;
+                            if (rel > 1e-9 && getenv("DBG"))
+                                diag("P=%d K=%d %s s=%d m=%d: F %g vs %g, B %g vs %g", np, k,
+                                     sc ? "1f1b" : "gpipe", s, i, ef[s][i], fend[s][i], eb[s][i],
+                                     bend[s][i]);
+                        }
+                    for (s = 0; s < np; s++)
+                        if (eb[s][k - 1] + tail[s] > tmax)
+                            tmax = eb[s][k - 1] + tail[s];
+                    if (fabs(tmax - r->time) > 1e-9 * r->time)
+                        bad_time++;
+                }
+                /* real communication: gradient syncs follow the stage's last backward send */
+                lo.hw = "a100-dgx";
+                if (as_sim_plan(g, pl, &lo, NULL, &rq, &q, &err) == AS_OK) {
+                    for (s = 1; s < np; s++) {
+                        size_t last = 0;
+                        char lab[32];
+                        snprintf(lab, sizeof lab, "sendB%d.%d", s, k - 1);
+                        for (e = 0; e < as_sim_prog_nevents(q); e++)
+                            if (strcmp(as_sim_event_label(q, e), lab) == 0)
+                                last = e;
+                        for (e = 0; e < as_sim_prog_nevents(q); e++) {
+                            int nd;
+                            const int32_t *dv = as_sim_event_devices(q, e, &nd);
+                            if (as_sim_event_kind(q, e) != AS_SIM_COLL || dv[0] / 2 != s)
+                                continue;
+                            if (e < last || rq->start[e] < rq->end[last])
+                                bad_sync++;
+                        }
+                    }
+                } else {
+                    bad_sync++;
+                }
+                as_sim_result_free(r);
+                as_sim_result_free(rq);
+                as_sim_prog_free(p);
+                as_sim_prog_free(q);
+            }
+    is_int(runs, 3 * 7 * 2, "P=2..4, K=2..8, both schedules, D=2 lower and run");
+    is_int(bad_shape, 0, "every activation and gradient cut by K along the batch (hidden = batch)");
+    is_int(bad_mb, 0, "every microbatch of a stage costs the same");
+    is_int(bad_time, 0, "pass ends and iteration time equal the hand recurrence (worst %.3g)", worst);
+    is_int(bad_sync, 0, "gradient all-reduces follow the stage's last backward send");
+    as_shard_plan_free(pl);
+    as_graph_free(g);
+}
+
 static void
 test_rank(const as_graph *g)
 {
@@ -439,6 +649,7 @@ main(void)
     test_roundtrip(g);
     test_pipeline(g);
     test_rank(g);
+    test_pipeline_exact();
     as_graph_free(g);
     as_rules_reset();
     return done_testing();
