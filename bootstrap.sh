@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")"
 PKGS="build-essential autoconf automake pkg-config libglpk-dev glpk-utils libigraph-dev \
-libpcre2-dev libjansson-dev coinor-libcbc-dev coinor-cbc"
+libpcre2-dev libjansson-dev coinor-libcbc-dev coinor-cbc libprotobuf-c-dev protobuf-c-compiler libonnx-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -28,6 +28,7 @@
 
 #include "cmd.h"
 #include "formulate/build.h"
+#include "formulate/group.h"
 #include "graph/autodiff.h"
 #include "graph/io.h"
 #include "graph/presets.h"
@@ -37,7 +38,7 @@
 
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
        OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL,
-       OPT_SIM };
+       OPT_SIM, OPT_GROUP, OPT_NOTIE };
 
 #define SOLVE_MAX_PARAMS 32
 #define SOLVE_MAX_CPARAMS 8
@@ -54,6 +55,7 @@ typedef struct solve_cli {
     int memory_auto;                     /**< --memory auto: the profile's capacity */
     int all;                             /**< --all: every op in the table */
     int simulate;                        /**< --simulate: lower and simulate the plans */
+    int no_tie;                          /**< --no-tie: repeated layers solved apart */
     as_solve_opts o;
     const char *params[SOLVE_MAX_PARAMS];
     const char *cparams[SOLVE_MAX_CPARAMS];
@@ -97,6 +99,10 @@ const struct as_cmd as_cmd_solve = {
             "  --threads N          solver threads (cbc)\n"
             "  --top K              the K best distinct plans (no-good cuts; docs/ilp.md)\n"
             "  --no-reduce          solve the plain ILP: no follow merging, no elimination\n"
+            "  --group REGEX        repeated layers: node names matching REGEX (PCRE2) whose\n"
+            "                       first capture is the layer index; default: found from\n"
+            "                       the names (h.3.*); isomorphic layers share one strategy\n"
+            "  --no-tie             solve repeated layers apart\n"
             "  --set S/KEY=VALUE    backend parameter, e.g. glpk/presolve=0\n"
             "  --solution FILE      read an external solver's solution for the model that\n"
             "                       `autoshard export` wrote (CBC, glpsol -w/-o, Gurobi, HiGHS)\n"
@@ -171,6 +177,12 @@ solve_graph_opt(solve_cli *c, int opt)
     case OPT_SIM:
         c->simulate = 1;
         return AS_EXIT_OK;
+    case OPT_GROUP:
+        c->setup.group = optarg;
+        return AS_EXIT_OK;
+    case OPT_NOTIE:
+        c->no_tie = 1;
+        return AS_EXIT_OK;
     default:
         return as_cmd_usage(&as_cmd_solve, "unknown option");
     }
@@ -243,6 +255,7 @@ solve_parse(int argc, char **argv, solve_cli *c)
         {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
         {"emit", required_argument, NULL, OPT_EMIT}, {"rules-cache", required_argument, NULL,
         OPT_CACHE}, {"all", no_argument, NULL, OPT_ALL}, {"simulate", no_argument, NULL, OPT_SIM},
+        {"group", required_argument, NULL, OPT_GROUP}, {"no-tie", no_argument, NULL, OPT_NOTIE},
         {NULL, 0, NULL, 0}};
     int opt, rc;
 
@@ -270,6 +283,10 @@ solve_parse(int argc, char **argv, solve_cli *c)
         return as_cmd_usage(&as_cmd_solve, "--solution needs GRAPH --mesh M or --costgraph");
     if (c->emit != NULL && c->out != NULL && strcmp(c->out, "-") == 0)
         return as_cmd_usage(&as_cmd_solve, "--emit and -o - both write to stdout");
+    if (c->costgraph != NULL && (c->setup.group != NULL || c->no_tie))
+        return as_cmd_usage(&as_cmd_solve, "--group and --no-tie need a GRAPH");
+    /* an external solution is for the model `export` wrote: untied */
+    c->setup.tie = !c->no_tie && c->solution == NULL;
     return AS_EXIT_OK;
 }
 
@@ -404,6 +421,30 @@ solve_infeasible(as_problem *p, const solve_cli *c)
     return AS_EXIT_INFEAS;
 }
 
+/*
+ * A hopeless budget is rejected before any reduction or ILP: no plan can
+ * peak below the largest, over liveness points, of resident bytes plus the
+ * smallest memory of every live node (as_problem_peak_lower_bound).
+ * Returns AS_EXIT_INFEAS after one line, or AS_EXIT_OK.
+ */
+static int
+solve_hopeless(const as_problem *p)
+{
+    double budget = as_problem_memory(p), lb;
+    char b1[32], b2[32];
+
+    if (budget <= 0)
+        return AS_EXIT_OK;
+    lb = as_problem_peak_lower_bound(p);
+    if (lb <= budget * (1 + 1e-9))
+        return AS_EXIT_OK;
+    fprintf(stderr, "autoshard: no plan fits in %s per device: every plan needs at least %s "
+            "(resident state plus the smallest layout of every tensor live at the fullest "
+            "point; found before building the ILP)\n", as_fmt_bytes(budget, b1, sizeof b1),
+            as_fmt_bytes(lb, b2, sizeof b2));
+    return AS_EXIT_INFEAS;
+}
+
 static int
 solve_external(as_problem *p, const solve_cli *c, FILE *fp)
 {
@@ -464,6 +505,8 @@ solve_costgraph(as_problem *p, solve_cli *c)
 
     if (c->solution != NULL)
         return solve_external(p, c, fp);
+    if ((rc = solve_hopeless(p)) != AS_EXIT_OK)
+        return rc;
     if (as_solve_problem(p, &c->o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
     print_summary(fp, p, c->costgraph, c->o.reduce, &res);
@@ -876,6 +919,32 @@ print_collectives(FILE *fp, const as_graph_problem *gp, const size_t *choice)
 
 /* ---- graphs: solve and report ---- */
 
+/* Which repeated blocks share one set of variables (formulate/group.h). */
+static void
+print_groups(FILE *fp, const as_graph_problem *gp)
+{
+    const as_group_result *r = gp->groups;
+    size_t i;
+
+    if (r == NULL)
+        return;
+    if (r->followers == 0) {
+        fprintf(fp, "%-13s%s\n", "tied", r->nclass > 0 ? "none (--no-tie)"
+                                                       : "none (no repeated blocks found)");
+        return;
+    }
+    for (i = 0; i < r->nclass; i++)
+        fprintf(fp, "%-13s%s..%s: %zu blocks of %zu nodes share one set of variables\n",
+                i == 0 ? "tied" : "", r->cls[i].first, r->cls[i].last, r->cls[i].nblocks,
+                r->cls[i].nodes);
+    if (r->untied > 0)
+        fprintf(fp, "%-13s%zu blocks differ from every other and are solved apart\n", "",
+                r->untied);
+    if (r->loose > 0)
+        fprintf(fp, "%-13s%zu nodes of a role not every block has are solved apart\n", "",
+                r->loose);
+}
+
 static void
 print_graph_header(FILE *fp, const solve_cli *c, const as_graph_problem *gp)
 {
@@ -889,6 +958,7 @@ print_graph_header(FILE *fp, const solve_cli *c, const as_graph_problem *gp)
             as_cost_model_ops(gp->cm)->name);
     fprintf(fp, "%-13s%s\n", "memory", mem > 0 ? as_fmt_bytes(mem, b, sizeof b) : "no limit");
     fprintf(fp, "%-13s%.3f s\n", "problem", gp->build_s);
+    print_groups(fp, gp);
 }
 
 static void
@@ -1238,6 +1308,8 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     fflush(fp);
     if (c->solution != NULL)
         return solve_graph_external(c, gp, fp);
+    if ((rc = solve_hopeless(gp->p)) != AS_EXIT_OK)
+        return rc;
     if (as_solve_problem(gp->p, &c->o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
     print_summary(fp, gp->p, as_graph_name(gp->g), c->o.reduce, &res);

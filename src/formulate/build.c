@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "formulate/build.h"
+#include "formulate/group.h"
 #include "graph/check.h"
 #include "graph/registry.h"
 
@@ -702,6 +703,11 @@ as_graph_problem_init(as_graph_problem *gp, as_graph *g, const as_graph_setup *s
                                         err), out);
     AS_CHECK_GOTO(rc, as_problem_from_graph(g, gp->mesh, gp->cm, &s->build, &gp->p, &gp->map,
                                             err), out);
+    if (s->tie || s->group != NULL) {
+        gp->groups = as_xcalloc(1, sizeof *gp->groups);
+        AS_CHECK_GOTO(rc, as_group_tie(g, gp->map, gp->p, s->group, s->tie, gp->groups, err),
+                      out);
+    }
     gp->build_s = as_now() - t0;
 out:
     if (rc != AS_OK)
@@ -712,6 +718,8 @@ out:
 void
 as_graph_problem_free(as_graph_problem *gp)
 {
+    as_group_result_free(gp->groups);
+    free(gp->groups);
     as_build_map_free(gp->map);
     as_problem_free(gp->p);
     as_cost_model_free(gp->cm);

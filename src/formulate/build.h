@@ -117,6 +117,9 @@ typedef struct as_graph_setup {
     const char *const *params;  /**< cost-model "key=value" parameters */
     size_t nparams;
     as_build_opts build;        /**< memory budget (< 0: the profile's), liveness */
+    const char *group;          /**< repeated layers by this PCRE2 regex (capture = layer);
+                                     NULL = found from the names (formulate/group.h) */
+    int tie;                    /**< tie isomorphic blocks (follow links); 0 = apart */
 } as_graph_setup;
 
 /** A graph with its mesh, profile, cost model, problem and map (all owned). */
@@ -128,12 +131,13 @@ typedef struct as_graph_problem {
     as_problem *p;
     as_build_map *map;
     double build_s; /**< seconds spent building the problem */
+    struct as_group_result *groups; /**< blocks found and tied (tie or group set), or NULL */
 } as_graph_problem;
 
 /**
  * Parse the mesh, load the profile, bind the cost model and build the
- * problem of G (taken over: freed with GP, also on error) into GP.
- * Errors: AS_EUSAGE for a bad mesh / cost model / parameter, AS_EIO or
+ * problem of G, tying repeated layers when S->tie (or checking S->group) (taken over: freed with GP, also on error) into GP.
+ * Errors: AS_EUSAGE for a bad mesh / cost model / parameter or --group regex, AS_EIO or
  * AS_EPARSE for a bad profile file, those of as_problem_from_graph.
  */
 int as_graph_problem_init(as_graph_problem *gp, as_graph *g, const as_graph_setup *s,

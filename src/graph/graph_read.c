@@ -1,7 +1,8 @@
 /* graph_read.c -- reading a graph file of any supported format.
  *
  * The format is detected from the content, never the file name: XLA HLO
- * module text starts with "HloModule"; everything else is read as .asg
+ * module text starts with "HloModule"; a binary ONNX ModelProto starts with
+ * one of its field tags (reader_onnx.c); everything else is read as .asg
  * (whose reader also rejects binary data with a position).  Every graph
  * read here has passed the igraph checks of graph_check.c.
  */
@@ -13,10 +14,13 @@
 #include "check.h"
 #include "io.h"
 #include "reader_hlo.h"
+#include "reader_onnx.h"
 
 as_graph_format
 as_graph_detect(const char *text, size_t len)
 {
+    if (as_onnx_detect(text, len))
+        return AS_FMT_ONNX;
     return as_hlo_detect(text, len) ? AS_FMT_HLO : AS_FMT_ASG;
 }
 
@@ -27,9 +31,12 @@ graph_parse(const char *path, const char *name, const char *text, size_t len, as
 {
     as_graph *g = NULL;
     int rc;
+    as_graph_format fmt = as_graph_detect(text, len);
 
     as_igraph_setup();
-    if (as_graph_detect(text, len) == AS_FMT_HLO)
+    if (fmt == AS_FMT_ONNX)
+        rc = as_onnx_read(name, text, len, &g, err);
+    else if (fmt == AS_FMT_HLO)
         rc = as_hlo_read(name, text, len, &g, err);
     else
         rc = as_graph_parse_asg(path, text, len, &g, err);

@@ -19,7 +19,8 @@
 /* Formats. */
 typedef enum as_graph_format {
     AS_FMT_ASG = 0, /* native text */
-    AS_FMT_HLO      /* XLA HLO module text */
+    AS_FMT_HLO,     /* XLA HLO module text */
+    AS_FMT_ONNX     /* binary ONNX ModelProto */
 } as_graph_format;
 
 /** Guess the format of TEXT (LEN bytes) from its content. */

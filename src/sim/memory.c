@@ -137,7 +137,7 @@ as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, do
     /* The event after whose end each buffer is freed: its last reader, else its producer. */
     for (i = 0; i < p->ev.n; i++) {
         const sim_event *ev = &p->ev.v[i];
-        const int32_t *rd = p->rds.v + ev->rd_off;
+        const int32_t *rd = ev->nrd > 0 ? p->rds.v + ev->rd_off : NULL; /* rds.v may be NULL */
         for (k = 0; k < ev->nrd; k++)
             if (end[i] >= lastend[rd[k]]) {
                 lastend[rd[k]] = end[i];
@@ -155,7 +155,8 @@ as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, do
      */
     for (i = 0; i < p->ev.n; i++) {
         const sim_event *ev = &p->ev.v[i];
-        const int32_t *rd = p->rds.v + ev->rd_off, *wr = p->wrs.v + ev->wr_off;
+        const int32_t *rd = ev->nrd > 0 ? p->rds.v + ev->rd_off : NULL;
+        const int32_t *wr = ev->nwr > 0 ? p->wrs.v + ev->wr_off : NULL;
         int st = ev->stream & 1;
         for (k = 0; k < ev->nwr; k++) {
             int32_t b = wr[k];

@@ -50,12 +50,12 @@ grep -q '^plan 4 ' "$T/out" || s=1
 awk '$1 == "objective" { print $2 } $1 == "plan" { print $3 }' "$T/out" | sort -c -g || s=1
 ok $s "--top 4: four plans in non-decreasing order"
 
-# memory: 4 B fits, 2 B does not (the cheapest plan needs 4 B)
+# memory: 4 B fits, 2 B does not (every plan needs at least 3 B: the lower bound)
 as solve --costgraph "$TINY" --memory 4
 ok $rc "memory budget that fits: exit 0"
 as solve --costgraph "$TINY" --memory 2
-expect_fail 3 "no plan fits in 2 B per device; the cheapest plan without a memory limit needs 4 B" \
-    "memory too small: exit 3 with the memory the cheapest plan needs"
+expect_fail 3 "no plan fits in 2 B per device: every plan needs at least 3 B" \
+    "memory too small: exit 3 with the memory every plan needs (lower bound, before the ILP)"
 
 # malformed cost graphs
 for f in nan:"1:" sizes:"nodes\[0\].d: expected 2 numbers" negmem:"memory -1 is negative" \

@@ -57,8 +57,8 @@ ok $? "plans in order of objective"
 
 # --- memory ---
 as solve "$T/mlp.asg" --mesh 4 --memory 1KiB
-expect_fail 3 "no plan fits in 1.00 KiB per device; the cheapest plan .* needs [0-9.]* [KMG]iB" \
-    "too small a memory limit exits 3 with what the cheapest plan needs"
+expect_fail 3 "no plan fits in 1.00 KiB per device: every plan needs at least [0-9.]* [KMG]iB" \
+    "too small a memory limit exits 3 with what every plan needs"
 as solve "$T/mlp.asg" --mesh 4 --memory auto
 ok $rc "--memory auto (the profile's 80 GB)"
 grep -q "^memory  *80.00 GiB" "$T/out"; ok $? "auto memory is the profile's"

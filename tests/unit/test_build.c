@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "formulate/build.h"
+#include "formulate/group.h"
 #include "formulate/plan.h"
 #include "graph/autodiff.h"
 #include "graph/io.h"
@@ -512,6 +513,121 @@ test_alpa_patterns(void)
     }
 }
 
+/* A small GPT training step with LAYERS identical layers. */
+static as_graph *
+tiny_gpt(int layers)
+{
+    const as_preset *pr = as_preset_find("gpt2-small");
+    as_preset_cfg cfg = pr->cfg;
+    as_train_opts t;
+    as_graph *g = NULL;
+    as_err err = {0};
+
+    cfg.layers = layers;
+    cfg.hidden = 64;
+    cfg.heads = 2;
+    cfg.seq = 16;
+    cfg.batch = 4;
+    cfg.vocab = 100;
+    cfg.ffn = 0;
+    as_train_opts_init(&t);
+    if (as_preset_build(pr, &cfg, &g, &err) != AS_OK || as_autodiff(g, &t, &err) != AS_OK) {
+        diag("tiny gpt: %s", err.msg);
+        as_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/*
+ * Repeated layers (formulate/group.h): identical layers are found and tied;
+ * without a memory budget the tied optimum equals the untied one, and the
+ * tied plan is a valid plan of the untied problem with the same objective.
+ * A --group regex that does not compile, has no capture, matches nothing
+ * or groups blocks that are not isomorphic is a usage error.
+ */
+static void
+test_group(void)
+{
+    static const char *const meshes[] = {"4", "2x2"};
+    static const struct {
+        const char *re;
+        int ok;
+    } res[] = {
+        {"h\\.(\\d+)\\.", 1}, {"^(?:d\\.|adam_[mv]\\.)?h\\.(\\d+)\\.", 1}, {"h\\.(\\d+", 0},
+        {"h\\.\\d+\\.", 0}, {"^zz(\\d+)", 0}, {"^(wte|wpe)$", 0},
+    };
+    size_t m, i;
+
+    for (m = 0; m < sizeof meshes / sizeof meshes[0]; m++) {
+        as_graph_setup su = {.mesh = meshes[m], .tie = 1};
+        as_graph_setup sn = {.mesh = meshes[m]};
+        as_graph_problem gt, gn;
+        as_graph *g1 = tiny_gpt(3), *g2 = tiny_gpt(3);
+        as_err err = {0};
+        double tied, untied, obj = NAN;
+        as_solve_opts o;
+        as_solve_result r;
+        if (g1 == NULL || g2 == NULL) {
+            ok(0, "tiny gpt");
+            as_graph_free(g1);
+            as_graph_free(g2);
+            continue;
+        }
+        as_build_opts_init(&su.build);
+        as_build_opts_init(&sn.build);
+        if (as_graph_problem_init(&gt, g1, &su, &err) != AS_OK ||
+            as_graph_problem_init(&gn, g2, &sn, &err) != AS_OK) {
+            ok(0, "group: problem: %s", err.msg);
+            continue;
+        }
+        ok(gt.groups != NULL && gt.groups->nclass == 1 && gt.groups->cls[0].nblocks == 3 &&
+               strcmp(gt.groups->cls[0].first, "h.0") == 0 &&
+               strcmp(gt.groups->cls[0].last, "h.2") == 0 && gt.groups->followers > 0,
+           "mesh %s: the 3 layers h.0..h.2 are found and tied (%zu follow links)", meshes[m],
+           gt.groups != NULL ? gt.groups->followers : 0);
+        tied = solve_obj(gt.p, "glpk", AS_REDUCE_ALL);
+        untied = solve_obj(gn.p, "glpk", AS_REDUCE_ALL);
+        ok(isfinite(tied) && fabs(tied - untied) <= 1e-9 * fabs(untied),
+           "mesh %s: tied optimum %.12g = untied %.12g (no budget)", meshes[m], tied, untied);
+#ifdef HAVE_CBC
+        if (m == 0) /* the plain ILP (follow rows, no merging); GLPK takes minutes on it */
+            ok(fabs(solve_obj(gt.p, "cbc", 0) - tied) <= 1e-9 * fabs(tied),
+               "mesh %s: tied, plain ILP with follow rows = reduced", meshes[m]);
+#endif
+        as_solve_opts_init(&o);
+        if (as_solve_problem(gt.p, &o, &r, &err) == AS_OK && r.nplans > 0) {
+            int good = as_problem_check(gn.p, r.plans[0].choice, &obj, NULL, &err) == AS_OK;
+            ok(good && fabs(obj - tied) <= 1e-9 * fabs(tied),
+               "mesh %s: the tied plan is a plan of the untied problem, objective %.12g",
+               meshes[m], obj);
+            as_solve_result_free(&r);
+        } else {
+            ok(0, "mesh %s: solve tied: %s", meshes[m], err.msg);
+        }
+        as_graph_problem_free(&gt);
+        as_graph_problem_free(&gn);
+    }
+    for (i = 0; i < sizeof res / sizeof res[0]; i++) {
+        as_graph_setup su = {.mesh = "4", .tie = 1, .group = res[i].re};
+        as_graph_problem gp;
+        as_graph *g = tiny_gpt(2);
+        as_err err = {0};
+        int rc;
+        as_build_opts_init(&su.build);
+        rc = as_graph_problem_init(&gp, g, &su, &err);
+        if (res[i].ok)
+            ok(rc == AS_OK && gp.groups->nclass == 1 && gp.groups->cls[0].nblocks == 2,
+               "--group '%s' ties 2 blocks %s", res[i].re, err.msg);
+        else
+            ok(rc == AS_EUSAGE && strchr(err.msg, '\n') == NULL &&
+                   strncmp(err.msg, "--group '", 9) == 0,
+               "--group '%s' is a usage error: %s", res[i].re, err.msg);
+        if (rc == AS_OK)
+            as_graph_problem_free(&gp);
+    }
+}
+
 int
 main(void)
 {
@@ -520,6 +636,7 @@ main(void)
     test_emit();
     test_real_graphs();
     test_alpa_patterns();
+    test_group();
     as_rules_reset();
     return done_testing();
 }
