@@ -229,6 +229,32 @@ const char *as_graph_fresh_name(as_graph *g, const char *prefix);
 /** Intern a string in the graph's arena. */
 const char *as_graph_strdup(as_graph *g, const char *s);
 
+/**
+ * The graph of one of K microbatches (graph/microbatch.c): same names and
+ * ids, tensor t's dim MBDIM[t] (>= 0) divided by K.  AS_EUSAGE (one line)
+ * when an op does not infer on those shapes.
+ */
+int as_graph_microbatch(const as_graph *g, int k, const int *mbdim, as_graph **out, as_err *err);
+
+/* Activation recomputation (graph/recompute.c). */
+typedef enum as_recompute {
+    AS_RECOMPUTE_NONE = 0,
+    AS_RECOMPUTE_FULL,     /* per layer: keep its inputs, recompute its forward for the backward */
+    AS_RECOMPUTE_SELECTIVE /* per layer: recompute the attention core ([.., S, S] outputs) */
+} as_recompute;
+const char *as_recompute_name(as_recompute m);
+/** Parse "none", "full", "selective"; 0 if unknown. */
+int as_recompute_parse(const char *s, as_recompute *out);
+/**
+ * The training step G with MODE's recomputation: backward ops of each layer
+ * read copies ("rc.NAME", backward ops) of the forward activations they
+ * need, recomputed just before the layer's first backward op.  *NLAYERS
+ * (may be NULL) gets the number of layers recomputed.  AS_EUSAGE (one
+ * line) when it cannot apply: no layers, nothing the backward reads.
+ */
+int as_graph_recompute(const as_graph *g, as_recompute mode, as_graph **out, int *nlayers,
+                       as_err *err);
+
 /* Queries. */
 const char *as_graph_name(const as_graph *g);
 int32_t as_graph_nops(const as_graph *g);
