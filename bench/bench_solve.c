@@ -140,6 +140,7 @@ train_graph(const char *preset, int64_t batch)
     if (batch > 0)
         cfg.batch = batch;
     as_train_opts_init(&t);
+    t.mixed = cfg.mixed;
     if (as_preset_build(pr, &cfg, &g, &err) != AS_OK || as_autodiff(g, &t, &err) != AS_OK) {
         fprintf(stderr, "bench_solve: %s: %s\n", preset, err.msg);
         as_graph_free(g);

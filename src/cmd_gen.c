@@ -30,7 +30,8 @@ enum {
     OPT_DTYPE,
     OPT_WIDTH,
     OPT_TRAIN,
-    OPT_OPTIMIZER
+    OPT_OPTIMIZER,
+    OPT_PRECISION
 };
 
 /* Options the user gave, before they are applied to a preset. */
@@ -40,6 +41,8 @@ typedef struct gen_opts {
     unsigned given;   /**< AS_PRESET_OPT_* bits of the overrides given */
     int64_t val[8];   /**< override values, indexed by bit number */
     as_dtype dtype;
+    int prec_given;       /**< --precision given (it sets dtype and mixed) */
+    as_precision prec;
 } gen_opts;
 
 static const char *const gen_optnames[8] = {"--layers", "--hidden", "--heads", "--seq",
@@ -70,6 +73,23 @@ gen_parse_dtype(gen_opts *o, const char *arg, as_err *err)
     if (!as_dtype_parse(arg, strlen(arg), &o->dtype) ||
         (o->dtype != AS_DT_F32 && o->dtype != AS_DT_F16 && o->dtype != AS_DT_BF16))
         return as_errf(err, AS_EUSAGE, "--dtype must be f32, f16 or bf16, got '%s'", arg);
+    if (o->prec_given)
+        return as_errf(err, AS_EUSAGE, "give --dtype or --precision, not both");
+    o->given |= AS_PRESET_OPT_DTYPE;
+    return AS_OK;
+}
+
+static int
+gen_parse_precision(gen_opts *o, const char *arg, as_err *err)
+{
+    if (!as_precision_parse(arg, strlen(arg), &o->prec))
+        return as_errf(err, AS_EUSAGE,
+                       "--precision must be fp32, bf16, fp16, bf16-mixed or fp16-mixed, got '%s'",
+                       arg);
+    if (o->given & AS_PRESET_OPT_DTYPE)
+        return as_errf(err, AS_EUSAGE, "give --dtype or --precision, not both");
+    o->prec_given = 1;
+    o->dtype = as_precision_dtype(o->prec);
     o->given |= AS_PRESET_OPT_DTYPE;
     return AS_OK;
 }
@@ -87,6 +107,7 @@ gen_parse(int argc, char **argv, gen_opts *o, const char **name, as_err *err)
         {"batch", required_argument, NULL, OPT_BATCH},
         {"vocab", required_argument, NULL, OPT_VOCAB},
         {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"precision", required_argument, NULL, OPT_PRECISION},
         {"width", required_argument, NULL, OPT_WIDTH},
         {"train", no_argument, NULL, OPT_TRAIN},
         {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
@@ -113,6 +134,9 @@ gen_parse(int argc, char **argv, gen_opts *o, const char **name, as_err *err)
             break;
         case OPT_DTYPE:
             AS_CHECK(gen_parse_dtype(o, optarg, err));
+            break;
+        case OPT_PRECISION:
+            AS_CHECK(gen_parse_precision(o, optarg, err));
             break;
         case OPT_TRAIN:
             o->train = 1;
@@ -173,7 +197,8 @@ gen_configure(const gen_opts *o, const as_preset *p, as_preset_cfg *cfg, as_err 
     for (bit = 0; bit < 8; bit++)
         if (bad & (1u << bit))
             return as_errf(err, AS_EUSAGE, "%s does not apply to %s (a %s model)",
-                           gen_optnames[bit], p->name, p->family);
+                           bit == 6 && o->prec_given ? "--precision" : gen_optnames[bit], p->name,
+                           p->family);
     if (o->given & AS_PRESET_OPT_LAYERS)
         cfg->layers = (int)o->val[0];
     if (o->given & AS_PRESET_OPT_HIDDEN)
@@ -186,8 +211,10 @@ gen_configure(const gen_opts *o, const as_preset *p, as_preset_cfg *cfg, as_err 
         cfg->batch = o->val[4];
     if (o->given & AS_PRESET_OPT_VOCAB)
         cfg->vocab = o->val[5];
-    if (o->given & AS_PRESET_OPT_DTYPE)
+    if (o->given & AS_PRESET_OPT_DTYPE) {
         cfg->dtype = o->dtype;
+        cfg->mixed = o->prec_given && as_precision_mixed(o->prec);
+    }
     if (o->given & AS_PRESET_OPT_WIDTH)
         cfg->width = (int)o->val[7];
     return as_preset_check(p, cfg, err);
@@ -248,6 +275,7 @@ gen_run(const gen_opts *o, const char *name, as_err *err)
         as_train_opts_init(&t);
         if (o->optimizer != NULL)
             t.optimizer = o->optimizer;
+        t.mixed = cfg.mixed;
         AS_CHECK_GOTO(rc, as_autodiff(g, &t, err), out);
     }
     as_igraph_setup();
@@ -293,7 +321,11 @@ const struct as_cmd as_cmd_gen = {
     "  --seq N           sequence length\n"
     "  --batch N         global batch size (gat: number of nodes)\n"
     "  --vocab N         vocabulary size\n"
-    "  --dtype T         f32 (default), f16 or bf16\n"
+    "  --precision P     fp32, bf16, fp16, bf16-mixed or fp16-mixed: 16-bit compute runs\n"
+    "                    at the tensor-core peak; *-mixed training keeps fp32 master\n"
+    "                    weights, Adam moments and gradient accumulator (default:\n"
+    "                    bf16-mixed for gpt, bert and t5, fp32 for the others)\n"
+    "  --dtype T         f32, f16 or bf16 alone (= --precision fp32, fp16, bf16)\n"
     "  --width N         wresnet: width factor of the bottleneck (default 2)\n"
     "  --train           append the backward pass and optimizer update\n"
     "  --optimizer O     adam (default), sgd or momentum\n"

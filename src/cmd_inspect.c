@@ -37,7 +37,11 @@ inspect_text(const as_graph *g, const as_graph_stats *st, FILE *fp)
     fprintf(fp, "parameters: %s (%lld)\n", as_fmt_si((double)st->params, a, sizeof a),
             (long long)st->params);
     fprintf(fp, "flops per step: %s (%.6g)\n", as_fmt_si(st->flops, a, sizeof a), st->flops);
+    fprintf(fp, "precision: %s\n", as_precision_name(st->precision));
     fprintf(fp, "parameter bytes: %s\n", as_fmt_bytes((double)st->param_bytes, a, sizeof a));
+    if (st->master_bytes > 0)
+        fprintf(fp, "master weight bytes: %s\n",
+                as_fmt_bytes((double)st->master_bytes, a, sizeof a));
     fprintf(fp, "gradient bytes: %s\n", as_fmt_bytes((double)st->grad_bytes, a, sizeof a));
     fprintf(fp, "optimizer state bytes: %s\n", as_fmt_bytes((double)st->state_bytes, a, sizeof a));
     if (st->const_bytes > 0)
@@ -73,7 +77,9 @@ inspect_json(const as_graph *g, const as_graph_stats *st, FILE *fp)
     json_object_set_new(o, "ops_by_type", types);
     json_object_set_new(o, "params", json_integer(st->params));
     json_object_set_new(o, "flops", json_real(st->flops));
+    json_object_set_new(o, "precision", json_string(as_precision_name(st->precision)));
     json_object_set_new(o, "param_bytes", json_integer(st->param_bytes));
+    json_object_set_new(o, "master_bytes", json_integer(st->master_bytes));
     json_object_set_new(o, "grad_bytes", json_integer(st->grad_bytes));
     json_object_set_new(o, "state_bytes", json_integer(st->state_bytes));
     json_object_set_new(o, "const_bytes", json_integer(st->const_bytes));
@@ -141,9 +147,10 @@ const struct as_cmd as_cmd_inspect = {
     .args = "FILE|- [--json]",
     .summary = "summarise a graph: ops, parameters, FLOPs, memory, longest path",
     .help = "Reads FILE (.asg or XLA HLO text, detected from the content; - is stdin)\n"
-            "and prints its op counts by type, parameter count, FLOPs per step, bytes of\n"
-            "parameters, gradients and optimizer state, peak activation memory (single\n"
-            "device, program order) and the longest dependency path.  For a training\n"
+            "and prints its op counts by type, parameter count, FLOPs per step, precision,\n"
+            "bytes per class (parameters, fp32 master weights, gradients with their fp32\n"
+            "accumulators, optimizer state), peak activation memory (single device,\n"
+            "program order) and the longest dependency path.  For a training\n"
             "graph it compares the FLOPs with 6*params*tokens.\n\n"
             "Options:\n"
             "  --json    print one JSON object instead of text\n",

@@ -42,7 +42,8 @@ const struct as_cmd as_cmd_lower = {
             "  --set KEY=VALUE      cost-model parameter (repeatable)\n"
             "  --pipeline P         split the ops into P stages of balanced cost, each on\n"
             "                       its own copy of the plan's mesh (default 1)\n"
-            "  --microbatches K     microbatches per iteration (pipeline; default 1)\n"
+            "  --microbatches K     microbatches per iteration (default 1; without --pipeline:\n"
+            "                       gradient accumulation over K microbatches)\n"
             "  --schedule S         gpipe or 1f1b (default 1f1b)\n"
             "  --no-symmetry        list every device's events (default: devices whose\n"
             "                       programs are identical mirror one: 'mirror' lines)\n"
@@ -121,8 +122,6 @@ lower_parse(int argc, char **argv, lower_cli *c)
         return as_cmd_usage(&as_cmd_lower, "unexpected argument '%s'", argv[optind]);
     if (c->graph == NULL || c->plan == NULL)
         return as_cmd_usage(&as_cmd_lower, "GRAPH and --plan PLAN are required");
-    if (c->lo.pipeline == 1 && c->lo.nmicro > 1)
-        return as_cmd_usage(&as_cmd_lower, "--microbatches needs --pipeline P > 1");
     c->lo.params = c->params;
     c->lo.plan_name = c->plan;
     return AS_EXIT_OK;

@@ -181,8 +181,6 @@ rank_parse(int argc, char **argv, rank_cli *c)
         return as_cmd_usage(&as_cmd_rank, "GRAPH is required");
     if ((c->plans.n == 0) == (c->dir == NULL))
         return as_cmd_usage(&as_cmd_rank, "give --plans P1 P2 ... or --plans-from DIR");
-    if (c->lo.pipeline == 1 && c->lo.nmicro > 1)
-        return as_cmd_usage(&as_cmd_rank, "--microbatches needs --pipeline P > 1");
     c->lo.params = c->so.params = c->params;
     c->so.nparams = c->lo.nparams;
     return AS_EXIT_OK;

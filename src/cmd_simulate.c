@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd_train.h"
 #include "graph/io.h"
 #include "spmd/rules.h"
 #include "sim/lower.h"
@@ -36,7 +37,8 @@ enum {
     OPT_PIPELINE,
     OPT_MICRO,
     OPT_SCHED,
-    OPT_NO_SYM
+    OPT_NO_SYM,
+    OPT_RECOMP
 };
 
 #define SIM_MAX_PARAMS 16
@@ -49,6 +51,7 @@ typedef struct sim_cli {
     const char *params[SIM_MAX_PARAMS];  /**< --set */
     int json, print;
     as_sim_opts o;
+    as_recompute recompute;              /**< --recompute (cmd_train.h) */
 } sim_cli;
 
 static int simulate_exec(int argc, char **argv);
@@ -64,10 +67,13 @@ const struct as_cmd as_cmd_simulate = {
             "  --mesh M             check the mesh: the plan's (pipeline: P x the plan's)\n"
             "  --pipeline P         split the ops into P stages of balanced cost, each on\n"
             "                       its own copy of the plan's mesh (default 1)\n"
-            "  --microbatches K     microbatches per iteration (pipeline; default 1)\n"
+            "  --microbatches K     microbatches per iteration (default 1; without --pipeline:\n"
+            "                       gradient accumulation over K microbatches)\n"
             "  --schedule S         gpipe or 1f1b (default 1f1b)\n"
             "  --no-symmetry        simulate every device (default: devices whose programs\n"
             "                       are identical are simulated once, exactly)\n"
+            "  --recompute R        none, full or selective: the step `solve --recompute R`\n"
+            "                       planned (activation recomputation)\n"
             "  --hw NAME|FILE       hardware profile (default: the program's hw=, else a100-dgx)\n"
             "  --cost-model M       roofline, alpa or distir (default: the program's cost=,\n"
             "                       else roofline); costs events given without time=\n"
@@ -102,6 +108,7 @@ simulate_parse(int argc, char **argv, sim_cli *c)
         {"microbatches", required_argument, NULL, OPT_MICRO},
         {"schedule", required_argument, NULL, OPT_SCHED},
         {"no-symmetry", no_argument, NULL, OPT_NO_SYM},
+        {"recompute", required_argument, NULL, OPT_RECOMP},
         {NULL, 0, NULL, 0}};
     char *end;
     int ch;
@@ -164,6 +171,10 @@ simulate_parse(int argc, char **argv, sim_cli *c)
         case OPT_NO_SYM:
             c->lo.no_symmetry = 1;
             break;
+        case OPT_RECOMP:
+            if (as_train_cli_recompute(&as_cmd_simulate, &c->recompute, optarg) != AS_EXIT_OK)
+                return AS_EXIT_USAGE;
+            break;
         default:
             return as_cmd_usage(&as_cmd_simulate, "unknown or incomplete option '%s'",
                                 argv[optind - 1]);
@@ -177,8 +188,6 @@ simulate_parse(int argc, char **argv, sim_cli *c)
         return as_cmd_usage(&as_cmd_simulate, "give --program FILE, or GRAPH and --plan PLAN");
     if (c->program != NULL && (c->graph != NULL || c->plan != NULL))
         return as_cmd_usage(&as_cmd_simulate, "--program cannot be combined with GRAPH or --plan");
-    if (c->lo.pipeline == 1 && c->lo.nmicro > 1)
-        return as_cmd_usage(&as_cmd_simulate, "--microbatches needs --pipeline P > 1");
     c->o.params = c->params;
     c->lo.hw = c->o.hw;
     c->lo.cost_model = c->o.cost_model;
@@ -210,6 +219,8 @@ simulate_exec(int argc, char **argv)
         as_shard_plan *plan = NULL;
 
         rc = as_graph_read(c.graph, &g, &err);
+        if (rc == AS_OK)
+            rc = as_train_apply_recompute(c.recompute, &g, &err);
         if (rc == AS_OK)
             rc = as_shard_plan_read(c.plan, &plan, &err);
         if (rc == AS_OK)

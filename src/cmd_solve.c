@@ -27,6 +27,7 @@
 #include <jansson.h>
 
 #include "cmd.h"
+#include "cmd_train.h"
 #include "formulate/build.h"
 #include "formulate/group.h"
 #include "formulate/progress.h"
@@ -39,7 +40,8 @@
 
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
        OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL,
-       OPT_SIM, OPT_GROUP, OPT_NOTIE, OPT_BEAMW, OPT_EPISODES, OPT_SEED };
+       OPT_SIM, OPT_GROUP, OPT_NOTIE, OPT_BEAMW, OPT_EPISODES, OPT_SEED, OPT_MICRO,
+       OPT_RECOMP };
 
 #define SOLVE_MAX_PARAMS 32
 #define SOLVE_MAX_CPARAMS 8
@@ -59,6 +61,7 @@ typedef struct solve_cli {
     int no_tie;                          /**< --no-tie: repeated layers solved apart */
     double t_start;                      /**< as_now() at the start: --time-limit counts
                                               from here (building, reductions, solves) */
+    as_train_cli train;                  /**< --microbatches, --recompute (cmd_train.h) */
     as_solve_opts o;
     const char *params[SOLVE_MAX_PARAMS];
     const char *cparams[SOLVE_MAX_CPARAMS];
@@ -88,6 +91,13 @@ const struct as_cmd as_cmd_solve = {
             "                       per parameter and input (stdout; summary to stderr)\n"
             "  --all                list every op in the strategy table, not only\n"
             "                       contractions and parameters\n"
+            "  --microbatches K     gradient accumulation: the ILP sees one of K microbatches\n"
+            "                       (batch / K), objective K x (forward + backward) +\n"
+            "                       gradient synchronisation + update, as simulated with\n"
+            "                       `simulate --microbatches K` (K must divide the batch)\n"
+            "  --recompute R        none (default), full (per layer: keep its input, recompute\n"
+            "                       its forward in the backward) or selective (recompute the\n"
+            "                       attention core); simulate with the same --recompute R\n"
             "  --simulate           lower the plan and simulate it (time, throughput, peak\n"
             "                       memory); with --top K, rank the K plans by simulated\n"
             "                       time next to the solver's order (on for the default)\n"
@@ -192,6 +202,10 @@ solve_graph_opt(solve_cli *c, int opt)
     case OPT_NOTIE:
         c->no_tie = 1;
         return AS_EXIT_OK;
+    case OPT_MICRO:
+        return as_train_cli_micro(&c->train, optarg);
+    case OPT_RECOMP:
+        return as_train_cli_recompute(&as_cmd_solve, &c->train.recompute, optarg);
     default:
         return as_cmd_usage(&as_cmd_solve, "unknown option");
     }
@@ -289,7 +303,8 @@ solve_parse(int argc, char **argv, solve_cli *c)
         {"beam-width", required_argument, NULL, OPT_BEAMW},
         {"episodes", required_argument, NULL, OPT_EPISODES},
         {"seed", required_argument, NULL, OPT_SEED},
-        {NULL, 0, NULL, 0}};
+        {"microbatches", required_argument, NULL, OPT_MICRO},
+        {"recompute", required_argument, NULL, OPT_RECOMP}, {NULL, 0, NULL, 0}};
     int opt, rc;
 
     opterr = 0;
@@ -308,8 +323,10 @@ solve_parse(int argc, char **argv, solve_cli *c)
     c->setup.params = c->cparams;
     if (c->costgraph != NULL && (c->graph != NULL || c->setup.mesh != NULL))
         return as_cmd_usage(&as_cmd_solve, "give either GRAPH --mesh M or --costgraph FILE");
-    if (c->costgraph != NULL && (c->emit != NULL || c->memory_auto))
-        return as_cmd_usage(&as_cmd_solve, "--emit and --memory auto need a GRAPH");
+    if (c->costgraph != NULL && (c->emit != NULL || c->memory_auto || c->train.micro > 1 ||
+                                 c->train.recompute != AS_RECOMPUTE_NONE))
+        return as_cmd_usage(&as_cmd_solve, "--emit, --memory auto, --microbatches and "
+                            "--recompute need a GRAPH");
     if (c->graph != NULL && c->setup.mesh == NULL)
         return as_cmd_usage(&as_cmd_solve, "missing --mesh M for graph '%s'", c->graph);
     if (c->graph == NULL && c->costgraph == NULL && c->solution != NULL)
@@ -1077,12 +1094,14 @@ solve_simulate(const solve_cli *c, const as_graph_problem *gp, as_shard_plan **p
     as_lower_opts_init(&lo);
     lo.hw = c->setup.hw;
     lo.mesh = c->setup.mesh;
+    as_train_cli_lower_opts(&c->train, &lo);
     as_sim_opts_init(&so);
     if (n == 1) {
         as_sim_result *r = NULL;
         double peak = 0;
         int d, oom = 0;
-        AS_CHECK(as_sim_plan(gp->g, plans[0], &lo, &so, &r, NULL, err));
+        AS_CHECK(as_sim_plan(as_train_cli_lower_graph(&c->train, gp->g), plans[0], &lo, &so, &r,
+                             NULL, err));
         for (d = 0; d < r->ndevices; d++) {
             if (r->dev[d].peak > peak)
                 peak = r->dev[d].peak;
@@ -1108,7 +1127,8 @@ solve_simulate(const solve_cli *c, const as_graph_problem *gp, as_shard_plan **p
         for (i = 0; i < n; i++)
             names[i] = as_xasprintf("plan %zu", i + 1);
         fputc('\n', fp);
-        rc = as_sim_rank_plans(gp->g, (const as_shard_plan *const *)plans,
+        rc = as_sim_rank_plans(as_train_cli_lower_graph(&c->train, gp->g),
+                               (const as_shard_plan *const *)plans,
                                (const char *const *)names, NULL, n, &lo, &so, fp, &rr, err);
         if (rc == AS_OK)
             as_rank_result_free(&rr);
@@ -1145,6 +1165,8 @@ graph_plans(const solve_cli *c, const as_graph_problem *gp, const as_plan *pls, 
         as_plan_source src = {solver, as_outcome_name(pls[i].status), pls[i].objective,
                               pls[i].bound, pls[i].peak};
         rc = as_plan_from_choice(gp->map, pls[i].choice, &src, &plans[i], err);
+        if (rc == AS_OK)
+            as_train_cli_plan(&c->train, plans[i]);
     }
     if (rc == AS_OK)
         rc = solve_graph_finish(c, gp, plans, n, err);
@@ -1214,10 +1236,12 @@ plan_sim_peak(const solve_cli *c, const as_graph_problem *gp, const as_plan *pl,
     int d, rc;
 
     AS_CHECK(as_plan_from_choice(gp->map, pl->choice, &src, &sp, err));
+    as_train_cli_plan(&c->train, sp);
     as_lower_opts_init(&lo);
     lo.hw = c->setup.hw;
     lo.mesh = c->setup.mesh;
-    rc = as_sim_plan(gp->g, sp, &lo, NULL, &r, NULL, err);
+    as_train_cli_lower_opts(&c->train, &lo);
+    rc = as_sim_plan(as_train_cli_lower_graph(&c->train, gp->g), sp, &lo, NULL, &r, NULL, err);
     as_shard_plan_free(sp);
     if (rc != AS_OK)
         return rc;
@@ -1392,6 +1416,7 @@ default_graph(as_graph **out, as_err *err)
     cfg.batch = DEFAULT_BATCH;
     AS_CHECK(as_preset_build(pr, &cfg, out, err));
     as_train_opts_init(&t);
+    t.mixed = cfg.mixed;
     if ((rc = as_autodiff(*out, &t, err)) != AS_OK) {
         as_graph_free(*out);
         *out = NULL;
@@ -1423,10 +1448,17 @@ solve_graph(solve_cli *c)
     c->setup.build.memory = c->memory_auto ? -1 : c->memory > 0 ? c->memory : 0;
     if (c->o.lim.time_limit_s > 0)
         c->setup.build.deadline = c->t_start + c->o.lim.time_limit_s;
-    if (as_graph_problem_init(&gp, g, &c->setup, &err) != AS_OK)
+    if (as_train_cli_graph(&c->train, &g, &c->setup.build, &err) != AS_OK) {
+        as_graph_free(g);
         return as_cmd_fail(&err);
+    }
+    if (as_graph_problem_init(&gp, g, &c->setup, &err) != AS_OK) {
+        as_train_cli_free(&c->train);
+        return as_cmd_fail(&err);
+    }
     rc = solve_graph_run(c, &gp);
     as_graph_problem_free(&gp);
+    as_train_cli_free(&c->train);
     return rc;
 }
 

@@ -35,6 +35,7 @@ struct as_build_map {
     size_t *tensor_node;                /* [ntensors] */
     int *tensor_out;                    /* [ntensors] output index in the node's set */
     AS_VEC(int32_t) point_op;           /* op of each liveness point, in problem order */
+    int micro;                          /* K microbatches (as_build_opts.microbatches) */
     as_build_stats st;
     double deadline;                    /* as_build_opts.deadline */
     as_progress pg;
@@ -110,17 +111,61 @@ as_build_map_tensor_spec(const as_build_map *map, int32_t t, const size_t *choic
 
 /* ---- nodes ---- */
 
+/*
+ * Gradient accumulation (K microbatches): how many times op O's compute
+ * (*WC) and its own communication (*WD) run per iteration.  Forward and
+ * backward ops run once per microbatch; optimizer ops once; a backward op
+ * whose outputs are parameter gradients read only by the optimizer resolves
+ * their partial sums once, after the last microbatch (sim/lower.c defers
+ * that synchronisation).
+ */
+static void
+op_weights(const as_build_map *map, int32_t o, double *wc, double *wd)
+{
+    const as_graph *g = map->g;
+    const as_op *op;
+    int k, deferred = 1;
+
+    *wc = *wd = 1;
+    if (map->micro <= 1 || o < 0)
+        return;
+    op = as_graph_op(g, o);
+    if (op->flags & AS_OF_OPTIMIZER)
+        return;
+    *wc = *wd = map->micro;
+    if (!(op->flags & AS_OF_BACKWARD))
+        return;
+    for (k = 0; k < op->nout && deferred; k++) {
+        const as_tensor *t = as_graph_tensor(g, op->out[k]);
+        int32_t i;
+        int j;
+        deferred = (t->flags & AS_TF_GRAD) != 0;
+        for (i = o + 1; i < as_graph_nops(g) && deferred; i++) {
+            const as_op *r = as_graph_op(g, i);
+            if (r->flags & AS_OF_OPTIMIZER)
+                continue;
+            for (j = 0; j < r->nin; j++)
+                if (r->in[j] == op->out[k])
+                    deferred = 0;
+        }
+    }
+    if (deferred)
+        *wd = 1;
+}
+
 static int
 add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_set *set,
          int32_t op, int32_t tensor, as_err *err)
 {
     double *c = as_xmalloc((size_t)set->n * 3 * sizeof *c), *d = c + set->n, *m = d + set->n;
+    double wc, wd;
     size_t id;
     int i, rc;
 
+    op_weights(map, op, &wc, &wd);
     for (i = 0; i < set->n; i++) {
-        c[i] = set->s[i].compute;
-        d[i] = set->s[i].comm;
+        c[i] = set->s[i].compute * wc;
+        d[i] = set->s[i].comm * wd;
         m[i] = set->s[i].mem;
     }
     rc = as_problem_add_node(p, name, (size_t)set->n, c, d, m, &id, err);
@@ -136,22 +181,33 @@ add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_s
     return AS_OK;
 }
 
-/* Memory factor of declared tensor T: parameters carry gradient and states. */
+/*
+ * Memory factor of declared tensor T: a trained parameter carries its
+ * gradient buffer and its states, in bytes relative to its own (mixed
+ * precision: a 16-bit parameter with fp32 states has factor
+ * 1 + 1 + 4 x 2 = 10 under Adam).
+ */
 static double
-tensor_factor(const as_graph *g, const as_tensor *t)
+tensor_factor(const as_graph *g, const as_tensor *t, int micro)
 {
-    int32_t i, nstates = 0;
+    double own = as_dtype_size(t->shape.dtype), f;
+    int32_t i;
 
+    if (t->kind == AS_TK_INPUT)
+        return micro > 1 ? micro : 1; /* every microbatch's inputs are loaded at the start */
     if (t->kind == AS_TK_STATE)
         return t->of >= 0 ? 0 : 1;
-    if (t->kind != AS_TK_PARAM || t->update < 0)
+    if (t->kind != AS_TK_PARAM || t->update < 0 || own <= 0)
         return 1;
+    f = 2; /* the parameter and its gradient buffer (the parameter's type unless flagged) */
     for (i = 0; i < as_graph_ntensors(g); i++) {
         const as_tensor *s = as_graph_tensor(g, i);
         if (s->kind == AS_TK_STATE && s->of == t->id)
-            nstates++;
+            f += as_dtype_size(s->shape.dtype) / own;
+        else if ((s->flags & AS_TF_GRAD) && s->of == t->id)
+            f += as_dtype_size(s->shape.dtype) / own - 1;
     }
-    return 2 + nstates;
+    return f;
 }
 
 static int
@@ -165,7 +221,7 @@ add_declared(as_build_map *map, as_problem *p, as_err *err)
         const as_strategy_set *set;
         if (tt->producer >= 0)
             continue;
-        set = as_strat_tensor(map->ctx, &tt->shape, tt->kind, tensor_factor(g, tt));
+        set = as_strat_tensor(map->ctx, &tt->shape, tt->kind, tensor_factor(g, tt, map->micro));
         map->tensor_node[t] = map->nnodes;
         map->tensor_out[t] = 0;
         AS_CHECK(add_node(map, p, tt->name, set, -1, t, err));
@@ -257,6 +313,16 @@ add_edges(as_build_map *map, as_problem *p, as_err *err)
                 r2 = as_strat_reshard_matrix(map->ctx, su, map->tensor_out[t2], sv, j2);
                 for (e = 0; e < n; e++)
                     acc.v[e] += r2[e];
+            }
+            if (map->micro > 1 && !(op->flags & AS_OF_OPTIMIZER)) {
+                /* a reshard into a forward or backward op happens once per microbatch */
+                if (r != acc.v) {
+                    AS_VEC_RESERVE(&acc, n);
+                    memcpy(acc.v, r, n * sizeof *r);
+                    r = acc.v;
+                }
+                for (e = 0; e < n; e++)
+                    acc.v[e] *= map->micro;
             }
             rc = as_problem_add_edge(p, u, v, r, err);
             map->st.edges++;
@@ -613,6 +679,7 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map->cm = cm;
     map->deadline = o->deadline;
     as_progress_start(&map->pg, "building the problem: ops");
+    map->micro = o->microbatches > 1 ? o->microbatches : 1;
     map->ctx = as_strat_ctx_new(cm);
     map->node_op = as_xmalloc(nn * sizeof *map->node_op);
     map->node_tensor = as_xmalloc(nn * sizeof *map->node_tensor);

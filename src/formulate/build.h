@@ -35,6 +35,10 @@ typedef struct as_build_opts {
     int liveness;  /**< add liveness points (default 1); 0 skips them (no peak either) */
     double deadline; /**< as_now() time by which building must end, else AS_ESOLVER "time
                           limit"; 0 = none */
+    int microbatches; /**< K > 1: G is one of K microbatches of a gradient-accumulation step
+                           (graph.h as_graph_microbatch): forward and backward costs and the
+                           reshards into them count K times, the optimizer's and the deferred
+                           gradient synchronisation once, data inputs K times in memory */
 } as_build_opts;
 
 void as_build_opts_init(as_build_opts *o);

@@ -231,13 +231,14 @@ autodiff_loss(const as_graph *g)
     return -1;
 }
 
-/* Declare optimizer state "PREFIX.P" shaped like parameter P. */
+/* Declare optimizer state "PREFIX.P" of parameter P with the dims of P, element type DT. */
 static int
-autodiff_state(as_graph *g, const char *prefix, int32_t p, int32_t *id, as_err *err)
+autodiff_state(as_graph *g, const char *prefix, int32_t p, as_dtype dt, int32_t *id, as_err *err)
 {
     char buf[512];
     as_shape s = g->tensors.v[p].shape;
 
+    s.dtype = dt;
     snprintf(buf, sizeof buf, "%s.%s", prefix, g->tensors.v[p].name);
     AS_CHECK(as_graph_add_tensor(g, as_graph_fresh_name(g, buf), &s, AS_TK_STATE, -1, id, err));
     return as_graph_set_state_of(g, *id, p, err);
@@ -257,33 +258,38 @@ autodiff_opt_op(as_graph *g, const char *optype, const char *outname, const int3
     return AS_OK;
 }
 
-/* Emit the update of parameter P with gradient GR under options O. */
+/*
+ * Emit the update of weight W (parameter P itself, or P's fp32 master
+ * weight) with gradient GR under options O; optimizer states belong to P
+ * and have W's element type.  *NEWW is W's new value.
+ */
 static int
-autodiff_update(as_graph *g, const as_train_opts *o, int32_t p, int32_t gr, as_err *err)
+autodiff_step(as_graph *g, const as_train_opts *o, int32_t p, int32_t w, int32_t gr, int32_t *neww,
+              as_err *err)
 {
     char nm[512];
-    const char *pn = g->tensors.v[p].name;
-    int32_t in[3], newp, s1, s2, n1, n2;
+    as_dtype dt = g->tensors.v[w].shape.dtype;
+    int32_t in[3], s1, s2, n1, n2;
 
-    snprintf(nm, sizeof nm, "%s.new", pn);
+    snprintf(nm, sizeof nm, "%s.new", g->tensors.v[w].name);
     if (strcmp(o->optimizer, "sgd") == 0) {
         as_attr a[] = {AS_ATTR_F("lr", o->lr)};
-        in[0] = p;
+        in[0] = w;
         in[1] = gr;
-        AS_CHECK(autodiff_opt_op(g, "sgd_update", nm, in, 2, a, 1, &newp, err));
+        AS_CHECK(autodiff_opt_op(g, "sgd_update", nm, in, 2, a, 1, neww, err));
     } else if (strcmp(o->optimizer, "momentum") == 0) {
         as_attr am[] = {AS_ATTR_F("mu", o->momentum)};
         as_attr au[] = {AS_ATTR_F("lr", o->lr)};
         char bn[512];
-        AS_CHECK(autodiff_state(g, "momentum", p, &s1, err));
+        AS_CHECK(autodiff_state(g, "momentum", p, dt, &s1, err));
         snprintf(bn, sizeof bn, "%s.new", g->tensors.v[s1].name);
         in[0] = s1;
         in[1] = gr;
         AS_CHECK(autodiff_opt_op(g, "momentum_buf", bn, in, 2, am, 1, &n1, err));
         AS_CHECK(as_graph_set_update(g, s1, n1, err));
-        in[0] = p;
+        in[0] = w;
         in[1] = n1;
-        AS_CHECK(autodiff_opt_op(g, "momentum_update", nm, in, 2, au, 1, &newp, err));
+        AS_CHECK(autodiff_opt_op(g, "momentum_update", nm, in, 2, au, 1, neww, err));
     } else if (strcmp(o->optimizer, "adam") == 0) {
         as_attr a1[] = {AS_ATTR_F("beta1", o->beta1)};
         as_attr a2[] = {AS_ATTR_F("beta2", o->beta2)};
@@ -291,8 +297,8 @@ autodiff_update(as_graph *g, const as_train_opts *o, int32_t p, int32_t gr, as_e
                         AS_ATTR_F("beta2", o->beta2), AS_ATTR_F("eps", o->eps),
                         AS_ATTR_I("step", 1)};
         char mn[512], vn[512];
-        AS_CHECK(autodiff_state(g, "adam_m", p, &s1, err));
-        AS_CHECK(autodiff_state(g, "adam_v", p, &s2, err));
+        AS_CHECK(autodiff_state(g, "adam_m", p, dt, &s1, err));
+        AS_CHECK(autodiff_state(g, "adam_v", p, dt, &s2, err));
         snprintf(mn, sizeof mn, "%s.new", g->tensors.v[s1].name);
         snprintf(vn, sizeof vn, "%s.new", g->tensors.v[s2].name);
         in[0] = s1;
@@ -302,14 +308,48 @@ autodiff_update(as_graph *g, const as_train_opts *o, int32_t p, int32_t gr, as_e
         AS_CHECK(autodiff_opt_op(g, "adam_v", vn, in, 2, a2, 1, &n2, err));
         AS_CHECK(as_graph_set_update(g, s1, n1, err));
         AS_CHECK(as_graph_set_update(g, s2, n2, err));
-        in[0] = p;
+        in[0] = w;
         in[1] = n1;
         in[2] = n2;
-        AS_CHECK(autodiff_opt_op(g, "adam_update", nm, in, 3, au, 5, &newp, err));
+        AS_CHECK(autodiff_opt_op(g, "adam_update", nm, in, 3, au, 5, neww, err));
     } else {
         return as_errf(err, AS_EPARSE, "unknown optimizer '%s' (known: adam, momentum, sgd)",
                        o->optimizer);
     }
+    return AS_OK;
+}
+
+/*
+ * Emit the update of parameter P with gradient GR under options O.  Mixed
+ * precision (O->mixed, P 16-bit): the gradient is added to an fp32
+ * accumulator ("main_grad.P", grad_accum), the optimizer steps the fp32
+ * master weight ("master.P") with fp32 states, and P gets the master's new
+ * value in its own type (master_copy), as PyTorch AMP and Megatron do.
+ */
+static int
+autodiff_update(as_graph *g, const as_train_opts *o, int32_t p, int32_t gr, as_err *err)
+{
+    as_dtype dt = g->tensors.v[p].shape.dtype;
+    int32_t master, acc, accn, newm, newp, in[2];
+    char nm[512];
+
+    if (!o->mixed || (dt != AS_DT_BF16 && dt != AS_DT_F16)) {
+        AS_CHECK(autodiff_step(g, o, p, p, gr, &newp, err));
+        return as_graph_set_update(g, p, newp, err);
+    }
+    AS_CHECK(autodiff_state(g, "main_grad", p, AS_DT_F32, &acc, err));
+    snprintf(nm, sizeof nm, "%s.new", g->tensors.v[acc].name);
+    in[0] = acc;
+    in[1] = gr;
+    AS_CHECK(autodiff_opt_op(g, "grad_accum", nm, in, 2, NULL, 0, &accn, err));
+    AS_CHECK(as_graph_set_update(g, acc, accn, err));
+    AS_CHECK(autodiff_state(g, "master", p, AS_DT_F32, &master, err));
+    AS_CHECK(autodiff_step(g, o, p, master, accn, &newm, err));
+    AS_CHECK(as_graph_set_update(g, master, newm, err));
+    snprintf(nm, sizeof nm, "%s.new", g->tensors.v[p].name);
+    in[0] = p;
+    in[1] = newm;
+    AS_CHECK(autodiff_opt_op(g, "master_copy", nm, in, 2, NULL, 0, &newp, err));
     return as_graph_set_update(g, p, newp, err);
 }
 

@@ -67,8 +67,9 @@ typedef struct as_graph_stats {
     int nby_type;
     int64_t params;                /**< parameter elements */
     int64_t param_bytes;           /**< AS_TK_PARAM */
-    int64_t grad_bytes;            /**< tensors flagged AS_TF_GRAD */
-    int64_t state_bytes;           /**< AS_TK_STATE (optimizer state) */
+    int64_t grad_bytes;            /**< tensors flagged AS_TF_GRAD + fp32 gradient accumulators */
+    int64_t master_bytes;          /**< fp32 master weights (AS_STATE_MASTER) */
+    int64_t state_bytes;           /**< other AS_TK_STATE (optimizer moments) */
     int64_t const_bytes;           /**< AS_TK_CONST */
     int64_t input_bytes;           /**< AS_TK_INPUT (one batch) */
     double flops;                  /**< sum of as_op_flops over all ops (one step) */
@@ -77,6 +78,7 @@ typedef struct as_graph_stats {
     int64_t longest_path_ops;      /**< ops on the longest dependency chain */
     double longest_path_flops;     /**< FLOPs on the most expensive dependency chain */
     int training;                  /**< has optimizer updates */
+    as_precision precision;        /**< as_graph_precision */
     double tokens;                 /**< tokens per step (see as_graph_stats_compute), 0 if no input */
 } as_graph_stats;
 

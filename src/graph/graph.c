@@ -60,6 +60,52 @@ as_dtype_parse(const char *s, size_t len, as_dtype *out)
     return 0;
 }
 
+static const char *const precision_names[AS_PREC_COUNT] = {"fp32", "bf16", "fp16", "bf16-mixed",
+                                                            "fp16-mixed"};
+
+const char *
+as_precision_name(as_precision p)
+{
+    return (unsigned)p < AS_PREC_COUNT ? precision_names[p] : "?";
+}
+
+int
+as_precision_parse(const char *s, size_t len, as_precision *out)
+{
+    int i;
+
+    for (i = 0; i < AS_PREC_COUNT; i++)
+        if (strlen(precision_names[i]) == len && memcmp(precision_names[i], s, len) == 0) {
+            *out = (as_precision)i;
+            return 1;
+        }
+    return 0;
+}
+
+as_dtype
+as_precision_dtype(as_precision p)
+{
+    return p == AS_PREC_BF16 || p == AS_PREC_BF16_MIXED   ? AS_DT_BF16
+           : p == AS_PREC_FP16 || p == AS_PREC_FP16_MIXED ? AS_DT_F16
+                                                          : AS_DT_F32;
+}
+
+int
+as_precision_mixed(as_precision p)
+{
+    return p == AS_PREC_BF16_MIXED || p == AS_PREC_FP16_MIXED;
+}
+
+as_precision
+as_precision_of(as_dtype dt, int mixed)
+{
+    if (dt == AS_DT_BF16)
+        return mixed ? AS_PREC_BF16_MIXED : AS_PREC_BF16;
+    if (dt == AS_DT_F16)
+        return mixed ? AS_PREC_FP16_MIXED : AS_PREC_FP16;
+    return AS_PREC_FP32;
+}
+
 int
 as_dtype_size(as_dtype t)
 {
@@ -577,4 +623,42 @@ as_graph_op_in_shapes(const as_graph *g, const as_op *op, as_shape *shapes)
 
     for (i = 0; i < op->nin; i++)
         shapes[i] = g->tensors.v[op->in[i]].shape;
+}
+
+as_state_role
+as_graph_state_role(const as_graph *g, int32_t id)
+{
+    const as_tensor *t = &g->tensors.v[id];
+    const char *op;
+    size_t n;
+
+    if (t->kind != AS_TK_STATE || t->update < 0 || g->tensors.v[t->update].producer < 0)
+        return AS_STATE_OPTIMIZER;
+    op = g->ops.v[g->tensors.v[t->update].producer].def->name;
+    n = strlen(op);
+    if (strcmp(op, "grad_accum") == 0)
+        return AS_STATE_GRAD;
+    if (n > 7 && strcmp(op + n - 7, "_update") == 0)
+        return AS_STATE_MASTER;
+    return AS_STATE_OPTIMIZER;
+}
+
+as_precision
+as_graph_precision(const as_graph *g)
+{
+    as_dtype dt = AS_DT_F32;
+    int found = 0, mixed = 0;
+    size_t i;
+
+    for (i = 0; i < g->tensors.n; i++) {
+        const as_tensor *t = &g->tensors.v[i];
+        if (!found && (t->kind == AS_TK_PARAM || t->kind == AS_TK_INPUT) &&
+            as_dtype_is_float(t->shape.dtype)) {
+            dt = t->shape.dtype;
+            found = t->kind == AS_TK_PARAM;
+        }
+        if (t->kind == AS_TK_STATE && as_graph_state_role(g, (int32_t)i) == AS_STATE_MASTER)
+            mixed = 1;
+    }
+    return as_precision_of(dt, mixed);
 }

@@ -46,6 +46,32 @@ int as_dtype_parse(const char *s, size_t len, as_dtype *out);
 int as_dtype_size(as_dtype t);
 int as_dtype_is_float(as_dtype t);
 
+/*
+ * Training precision (DESIGN.md "Training step"): the element type of
+ * parameters and activations in compute, and whether the optimizer keeps
+ * fp32 master weights, fp32 moments and an fp32 gradient accumulator
+ * (the *-mixed modes of PyTorch AMP and Megatron).
+ */
+typedef enum as_precision {
+    AS_PREC_FP32 = 0,
+    AS_PREC_BF16,
+    AS_PREC_FP16,
+    AS_PREC_BF16_MIXED,
+    AS_PREC_FP16_MIXED,
+    AS_PREC_COUNT
+} as_precision;
+
+/** "fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed". */
+const char *as_precision_name(as_precision p);
+/** Parse a precision name of LEN bytes; returns 0 if unknown. */
+int as_precision_parse(const char *s, size_t len, as_precision *out);
+/** Element type of compute (f32, bf16 or f16). */
+as_dtype as_precision_dtype(as_precision p);
+/** 1 for the mixed modes (fp32 master weights, moments and gradient accumulation). */
+int as_precision_mixed(as_precision p);
+/** The precision with compute type DT and mixed flag MIXED (f32 is never mixed). */
+as_precision as_precision_of(as_dtype dt, int mixed);
+
 /* Shapes. */
 #define AS_MAX_RANK 8
 #define AS_MAX_OUTS 64 /* most outputs one op may have (split parts) */
@@ -154,6 +180,8 @@ typedef struct as_train_opts {
     double beta1, beta2;   /**< adam */
     double eps;            /**< adam */
     double momentum;       /**< momentum */
+    int mixed;             /**< fp32 master weights, moments and gradient accumulator for
+                                16-bit parameters (bf16-mixed / fp16-mixed); 0 = none */
 } as_train_opts;
 void as_train_opts_init(as_train_opts *o);
 
@@ -201,6 +229,32 @@ const char *as_graph_fresh_name(as_graph *g, const char *prefix);
 /** Intern a string in the graph's arena. */
 const char *as_graph_strdup(as_graph *g, const char *s);
 
+/**
+ * The graph of one of K microbatches (graph/microbatch.c): same names and
+ * ids, tensor t's dim MBDIM[t] (>= 0) divided by K.  AS_EUSAGE (one line)
+ * when an op does not infer on those shapes.
+ */
+int as_graph_microbatch(const as_graph *g, int k, const int *mbdim, as_graph **out, as_err *err);
+
+/* Activation recomputation (graph/recompute.c). */
+typedef enum as_recompute {
+    AS_RECOMPUTE_NONE = 0,
+    AS_RECOMPUTE_FULL,     /* per layer: keep its inputs, recompute its forward for the backward */
+    AS_RECOMPUTE_SELECTIVE /* per layer: recompute the attention core ([.., S, S] outputs) */
+} as_recompute;
+const char *as_recompute_name(as_recompute m);
+/** Parse "none", "full", "selective"; 0 if unknown. */
+int as_recompute_parse(const char *s, as_recompute *out);
+/**
+ * The training step G with MODE's recomputation: backward ops of each layer
+ * read copies ("rc.NAME", backward ops) of the forward activations they
+ * need, recomputed just before the layer's first backward op.  *NLAYERS
+ * (may be NULL) gets the number of layers recomputed.  AS_EUSAGE (one
+ * line) when it cannot apply: no layers, nothing the backward reads.
+ */
+int as_graph_recompute(const as_graph *g, as_recompute mode, as_graph **out, int *nlayers,
+                       as_err *err);
+
 /* Queries. */
 const char *as_graph_name(const as_graph *g);
 int32_t as_graph_nops(const as_graph *g);
@@ -211,6 +265,15 @@ const as_tensor *as_graph_tensor(const as_graph *g, int32_t i);
 int32_t as_graph_find(const as_graph *g, const char *name);
 int32_t as_graph_noutputs(const as_graph *g);
 int32_t as_graph_output(const as_graph *g, int32_t i);
+/* What an optimizer-state tensor (AS_TK_STATE) holds, from the op that updates it. */
+typedef enum as_state_role {
+    AS_STATE_OPTIMIZER = 0, /* moments, momentum buffers */
+    AS_STATE_MASTER,        /* fp32 master weight (updated by an *_update rule) */
+    AS_STATE_GRAD           /* fp32 gradient accumulator (updated by grad_accum) */
+} as_state_role;
+as_state_role as_graph_state_role(const as_graph *g, int32_t id);
+/** Training precision of G: its parameters' float type, mixed when it has master weights. */
+as_precision as_graph_precision(const as_graph *g);
 /** Number of ops that read tensor ID. */
 int32_t as_graph_nusers(const as_graph *g, int32_t id);
 /** Bytes held by the graph's arena and arrays (for benchmarks). */

@@ -490,7 +490,13 @@ check_totals(const as_graph *g, as_graph_stats *st)
             st->params += as_shape_numel(&tt->shape);
             st->param_bytes += b;
         } else if (tt->kind == AS_TK_STATE) {
-            st->state_bytes += b;
+            as_state_role r = as_graph_state_role(g, t);
+            if (r == AS_STATE_MASTER)
+                st->master_bytes += b;
+            else if (r == AS_STATE_GRAD)
+                st->grad_bytes += b;
+            else
+                st->state_bytes += b;
         } else if (tt->kind == AS_TK_CONST) {
             st->const_bytes += b;
         } else if (tt->kind == AS_TK_INPUT) {
@@ -501,6 +507,7 @@ check_totals(const as_graph *g, as_graph_stats *st)
         if ((tt->kind == AS_TK_PARAM || tt->kind == AS_TK_STATE) && tt->update >= 0)
             st->training = 1;
     }
+    st->precision = as_graph_precision(g);
     for (i = 0; i < st->nops; i++) {
         const as_op *op = as_graph_op(g, i);
         if ((op->flags & AS_OF_OPTIMIZER) || (op->def->flags & AS_OPF_OPTIMIZER))

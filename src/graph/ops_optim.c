@@ -56,6 +56,56 @@ opt_infer(const as_opinfo *info, as_shape *out, int *nout, as_err *err)
     return AS_OK;
 }
 
+/*
+ * Mixed precision: inputs of one shape but possibly different float types
+ * (an fp32 accumulator or master weight next to a 16-bit gradient or
+ * parameter); the output has input 0's type.
+ */
+static int
+opt_infer_mixed(const as_opinfo *info, as_shape *out, int *nout, as_err *err)
+{
+    char s0[128], s1[128];
+    as_shape b = info->in[1];
+
+    AS_CHECK(as_graph_i_need_float(info, 0, err));
+    AS_CHECK(as_graph_i_need_float(info, 1, err));
+    b.dtype = info->in[0].dtype;
+    if (!as_shape_equal(&info->in[0], &b))
+        return as_graph_i_shape_err(err, info, "input 1 must have the dims of input 0: %s vs %s",
+                                    as_shape_str(&info->in[1], s1, sizeof s1),
+                                    as_shape_str(&info->in[0], s0, sizeof s0));
+    out[0] = info->in[0];
+    *nout = 1;
+    return AS_OK;
+}
+
+/* acc + g (fp32 gradient accumulation of a 16-bit gradient). */
+static void
+grad_accum_kernel(const as_opinfo *info, const double *const *in, double *const *out)
+{
+    int64_t n = as_shape_numel(&info->in[0]), i;
+
+    for (i = 0; i < n; i++)
+        out[0][i] = in[0][i] + in[1][i];
+}
+
+/* The master weight rounded to the parameter's type (the kernels compute in doubles). */
+static void
+master_copy_kernel(const as_opinfo *info, const double *const *in, double *const *out)
+{
+    int64_t n = as_shape_numel(&info->in[0]), i;
+
+    for (i = 0; i < n; i++)
+        out[0][i] = in[1][i];
+}
+
+/* One operation per element. */
+static double
+flops_1(const as_opinfo *info)
+{
+    return as_graph_i_flops_per_out(info, 1.0);
+}
+
 /* p − lr·g (also momentum_update: p − lr·buf′). */
 static void
 sgd_kernel(const as_opinfo *info, const double *const *in, double *const *out)
@@ -163,5 +213,9 @@ const as_op_def as_ops_optim[] = {
      "lr:f=1e-3 beta1:f=0.9 beta2:f=0.999 eps:f=1e-8 step:i=1",
      "p - lr*mhat/(sqrt(vhat)+eps), bias-corrected at step", opt_infer, flops_10, NULL,
      adam_update_kernel, NULL, NULL},
+    {"grad_accum", 2, 2, OPT_FLAGS, 0, "", "acc + g in acc's type (fp32 gradient accumulation)",
+     opt_infer_mixed, flops_1, NULL, grad_accum_kernel, NULL, NULL},
+    {"master_copy", 2, 2, OPT_FLAGS, 0, "", "master weight (input 1) in p's type (input 0)",
+     opt_infer_mixed, flops_1, NULL, master_copy_kernel, NULL, NULL},
 };
 const int as_ops_optim_count = (int)(sizeof as_ops_optim / sizeof as_ops_optim[0]);

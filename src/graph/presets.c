@@ -19,7 +19,7 @@
 /* Shorthand for table rows. */
 #define TF(l, h, nh, s, bs, v, pos)                                                                \
     {.layers = (l), .hidden = (h), .heads = (nh), .seq = (s), .batch = (bs), .vocab = (v),         \
-     .max_pos = (pos), .dtype = AS_DT_F32}
+     .max_pos = (pos), .dtype = AS_DT_BF16, .mixed = 1}
 #define MLP(l, h) {.layers = (l), .hidden = (h), .batch = 1024, .dtype = AS_DT_F32}
 
 #define SRC_GPT2 "Radford et al. 2019, GPT-2 (Table 2; HF gpt2 configs)"

@@ -31,6 +31,8 @@ typedef struct as_preset_cfg {
     int64_t image;   /**< wresnet: image side in pixels */
     int64_t classes; /**< wresnet: classes of the classifier */
     as_dtype dtype;  /**< parameters and activations: f32, f16 or bf16 */
+    int mixed;       /**< training keeps fp32 master weights, moments and gradient
+                          accumulator (as_train_opts.mixed): bf16-mixed / fp16-mixed */
 } as_preset_cfg;
 
 /* Options a family accepts (bits of as_preset_options()). */

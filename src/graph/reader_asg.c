@@ -69,7 +69,7 @@ typedef struct asg_out {
     as_shape type;
 } asg_out;
 
-enum { ST_GRAPH, ST_DECL, ST_OP, ST_OUTPUT, ST_UPDATE, ST_TRAIN, ST_GRAD, ST_PHASE };
+enum { ST_GRAPH, ST_DECL, ST_OP, ST_OUTPUT, ST_UPDATE, ST_TRAIN, ST_GRAD, ST_PHASE, ST_PRECISION };
 
 typedef struct asg_stmt {
     int kind; /**< ST_* */
@@ -92,6 +92,7 @@ typedef struct asg_stmt {
     int nattr;
     as_train_opts train; /**< ST_TRAIN */
     unsigned phase;      /**< ST_PHASE: AS_OF_* flags for the ops that follow */
+    as_precision prec;   /**< ST_PRECISION */
 } asg_stmt;
 
 typedef struct asg_parser {
@@ -738,6 +739,22 @@ asg_phase(asg_parser *p)
     return asg_end(p, "after the phase");
 }
 
+/* precision fp32|bf16|fp16|bf16-mixed|fp16-mixed */
+static int
+asg_precision(asg_parser *p)
+{
+    asg_stmt *s = asg_new_stmt(p, ST_PRECISION);
+    asg_tok t = asg_peek(p);
+    char buf[64];
+
+    if (t.kind != TOK_NAME || !as_precision_parse(t.p, t.len, &s->prec))
+        return asg_error(p, p->line, t.col,
+                         "expected fp32, bf16, fp16, bf16-mixed or fp16-mixed, got %s",
+                         asg_tok_desc(&t, buf, sizeof buf));
+    p->ti++;
+    return asg_end(p, "after the precision");
+}
+
 /* Parse the tokens of the current line into a statement (blank lines add none). */
 static int
 asg_statement(asg_parser *p)
@@ -777,6 +794,8 @@ asg_statement(asg_parser *p)
         return asg_train(p);
     if (asg_is_word(&t0, "phase"))
         return asg_phase(p);
+    if (asg_is_word(&t0, "precision"))
+        return asg_precision(p);
     return asg_error(p, p->line, t0.col, "unknown statement %s", asg_tok_desc(&t0, buf, sizeof buf));
 }
 
@@ -1070,15 +1089,17 @@ asg_default_name(const char *path)
     return s;
 }
 
-/* Header checks and the graph's name: one `graph` line at most, one `train`, some ops. */
+/* Header checks and the graph's name: one `graph` line at most, one `train`, one
+ * `precision`, some ops. */
 static int
-asg_header(asg_parser *p, const char **name, const asg_stmt **train)
+asg_header(asg_parser *p, const char **name, const asg_stmt **train, const asg_stmt **prec)
 {
     const asg_stmt *graph = NULL;
     size_t i, nops = 0;
 
     *name = NULL;
     *train = NULL;
+    *prec = NULL;
     for (i = 0; i < p->st.n; i++) {
         const asg_stmt *s = &p->st.v[i];
         if (s->kind == ST_GRAPH) {
@@ -1092,12 +1113,62 @@ asg_header(asg_parser *p, const char **name, const asg_stmt **train)
                 return asg_error(p, s->line, 1, "second train directive (first at line %d)",
                                  (*train)->line);
             *train = s;
+        } else if (s->kind == ST_PRECISION) {
+            if (*prec != NULL)
+                return asg_error(p, s->line, 1, "second precision directive (first at line %d)",
+                                 (*prec)->line);
+            *prec = s;
         } else if (s->kind == ST_OP) {
             nops++;
         }
     }
     if (nops == 0)
         return asg_error(p, 1, 1, "empty graph: no ops");
+    return AS_OK;
+}
+
+/*
+ * The `precision` directive: every f32 of the file (declared inputs,
+ * parameters and constants, written op types, dtype= attributes) becomes
+ * the 16-bit type, and `train` keeps fp32 master weights for *-mixed.  A
+ * graph that is a training step already (states, updates, gradients) has
+ * its types written out: the directive does not apply to it.
+ */
+static int
+asg_apply_precision(asg_parser *p, const asg_stmt *prec, asg_stmt *train)
+{
+    as_dtype dt = as_precision_dtype(prec->prec);
+    const char *dn = as_dtype_name(dt);
+    size_t i;
+    int k;
+
+    if (train != NULL)
+        train->train.mixed = as_precision_mixed(prec->prec);
+    if (dt == AS_DT_F32)
+        return AS_OK;
+    for (i = 0; i < p->st.n; i++) {
+        asg_stmt *s = &p->st.v[i];
+        if (s->kind == ST_UPDATE || s->kind == ST_GRAD ||
+            (s->kind == ST_DECL && s->tk == AS_TK_STATE))
+            return asg_error(p, prec->line, 1,
+                             "precision %s applies to a forward graph (with `train`); line %d "
+                             "makes this one a training step already",
+                             as_precision_name(prec->prec), s->line);
+    }
+    for (i = 0; i < p->st.n; i++) {
+        asg_stmt *s = &p->st.v[i];
+        if (s->kind == ST_DECL && s->shape.dtype == AS_DT_F32)
+            s->shape.dtype = dt;
+        if (s->kind != ST_OP)
+            continue;
+        for (k = 0; k < s->nout; k++)
+            if (s->outs[k].typed && s->outs[k].type.dtype == AS_DT_F32)
+                s->outs[k].type.dtype = dt;
+        for (k = 0; k < s->nattr; k++)
+            if (s->attrs[k].kind == AS_ATTR_STR && strcmp(s->attrs[k].key, "dtype") == 0 &&
+                strcmp(s->attrs[k].s, "f32") == 0)
+                s->attrs[k].s = dn;
+    }
     return AS_OK;
 }
 
@@ -1127,7 +1198,7 @@ asg_build(asg_parser *p, const char *name, const asg_stmt *train, as_graph **out
         case ST_PHASE:
             phase = s->phase;
             break;
-        default: /* graph, train: handled by asg_header */
+        default: /* graph, train, precision: handled by asg_header */
             break;
         }
     }
@@ -1149,7 +1220,7 @@ int
 as_graph_parse_asg(const char *path, const char *text, size_t len, as_graph **out, as_err *err)
 {
     asg_parser p;
-    const asg_stmt *train;
+    const asg_stmt *train, *prec;
     const char *name;
     int rc;
 
@@ -1168,7 +1239,9 @@ as_graph_parse_asg(const char *path, const char *text, size_t len, as_graph **ou
     p.md = pcre2_match_data_create_from_pattern(asg_re, as_pcre2_gcontext());
     as_strmap_init(&p.defs);
     AS_CHECK_GOTO(rc, asg_parse_lines(&p, text, len), out);
-    AS_CHECK_GOTO(rc, asg_header(&p, &name, &train), out);
+    AS_CHECK_GOTO(rc, asg_header(&p, &name, &train, &prec), out);
+    if (prec != NULL)
+        AS_CHECK_GOTO(rc, asg_apply_precision(&p, prec, (asg_stmt *)train), out);
     AS_CHECK_GOTO(rc, asg_resolve(&p), out);
     AS_CHECK_GOTO(rc, asg_check_cycles(&p), out);
     AS_CHECK_GOTO(rc, asg_check_order(&p), out);

@@ -950,7 +950,8 @@ lower_pipeline(lower *L, as_sim_sched sched, as_err *err)
             if (L->stage[o] != s)
                 continue;
             for (i = 0; i < op->nin; i++)
-                need[op->in[i]] = 1;
+                if (need[op->in[i]] == 0) /* a gradient read by the optimizer stays a buffer */
+                    need[op->in[i]] = 1;
             for (i = 0; i < op->nout; i++)
                 if (as_graph_tensor(L->g, op->out[i])->flags & AS_TF_GRAD)
                     need[op->out[i]] = 2;
@@ -1105,9 +1106,9 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
     L.nmicro = o.nmicro;
     L.nops = as_graph_nops(g);
     L.nt = as_graph_ntensors(g);
-    if (L.np < 1 || L.nmicro < 1 || (L.np == 1 && L.nmicro != 1))
+    if (L.np < 1 || L.nmicro < 1)
         return as_errf(err, AS_EUSAGE, "pipeline needs P >= 1 stages and K >= 1 microbatches "
-                       "(K > 1 only with P > 1; got P=%d, K=%d)", L.np, L.nmicro);
+                       "(got P=%d, K=%d)", L.np, L.nmicro);
     if ((long)L.n * L.np > AS_MESH_MAX_DEVICES)
         return as_errf(err, AS_EUSAGE, "%d stages of %d devices exceed %d devices", L.np, L.n,
                        AS_MESH_MAX_DEVICES);
@@ -1160,7 +1161,7 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
     as_sim_prog_set_hw(L.p, hwname);
     as_sim_prog_set_cost_model(L.p, model);
     as_sim_prog_set_batch(L.p, batch);
-    if (L.np > 1) {
+    if (L.np > 1 || L.nmicro > 1) { /* P = 1, K > 1: gradient accumulation */
         AS_CHECK_GOTO(rc, lower_stages(&L, err), out);
         AS_CHECK_GOTO(rc, lower_pipeline(&L, o.sched, err), out);
     } else {
@@ -1209,5 +1210,44 @@ as_sim_plan(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *l
         *prog = p;
     else
         as_sim_prog_free(p);
+    return rc;
+}
+
+/*
+ * Gradient accumulation in `solve` (graph/microbatch.c): the dim of every
+ * tensor of G that K microbatches divide, by the same rules as lowering
+ * (batch inputs, then each non-optimizer op's sharding rules).
+ */
+int
+as_sim_microbatch_dims(const as_graph *g, int nmicro, int *mbdim, as_err *err)
+{
+    lower L;
+    int64_t batch = 0;
+    int32_t t, o;
+    int rc = AS_OK;
+
+    memset(&L, 0, sizeof L);
+    L.g = g;
+    L.nmicro = nmicro;
+    L.nops = as_graph_nops(g);
+    L.nt = as_graph_ntensors(g);
+    L.mbdim = mbdim;
+    for (t = 0; t < L.nt; t++) {
+        const as_tensor *gt = as_graph_tensor(g, t);
+        mbdim[t] = -1;
+        if (gt->kind == AS_TK_INPUT && gt->batch_dim >= 0 && batch == 0)
+            batch = gt->shape.dim[gt->batch_dim];
+    }
+    if (nmicro > 1 && (batch == 0 || batch % nmicro != 0))
+        return as_errf(err, AS_EUSAGE, "%d microbatches do not divide the batch (%lld) of graph "
+                       "'%s'", nmicro, (long long)batch, as_graph_name(g));
+    for (t = 0; t < L.nt; t++) {
+        const as_tensor *gt = as_graph_tensor(g, t);
+        if (gt->kind == AS_TK_INPUT && gt->batch_dim >= 0 && nmicro > 1)
+            mbdim[t] = gt->batch_dim;
+    }
+    for (o = 0; o < L.nops && nmicro > 1 && rc == AS_OK; o++)
+        if (!(as_graph_op(g, o)->flags & AS_OF_OPTIMIZER))
+            rc = lower_mb_op(&L, o, err);
     return rc;
 }

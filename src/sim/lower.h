@@ -31,7 +31,7 @@ typedef struct as_lower_opts {
     size_t nparams;
     const char *mesh;          /**< NULL, or a mesh the plan's must agree with (see docs) */
     int pipeline;              /**< P stages (1 = no pipeline) */
-    int nmicro;                /**< K microbatches (pipeline only; 1 = none) */
+    int nmicro;                /**< K microbatches (1 = none; P = 1: gradient accumulation) */
     as_sim_sched sched;        /**< gpipe or 1f1b */
     const char *plan_name;     /**< used in messages ("plan 'NAME': ..."); NULL = "plan" */
     int no_symmetry;           /**< 1: list every device's events (no mirrors) */
@@ -50,6 +50,13 @@ void as_lower_opts_init(as_lower_opts *o);
  */
 int as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *o,
                  as_sim_prog **out, as_err *err);
+
+/**
+ * MBDIM[t] (for every tensor of G) gets the dim of tensor t that K = NMICRO
+ * microbatches divide, -1 for none: what lowering with K microbatches uses.
+ * AS_EUSAGE when K does not divide the batch or an op cannot be split.
+ */
+int as_sim_microbatch_dims(const as_graph *g, int nmicro, int *mbdim, as_err *err);
 
 /**
  * Lower and simulate in one call: as_sim_lower(G, PLAN, LO) then

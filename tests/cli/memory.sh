@@ -40,7 +40,7 @@ ok $(grep -Eq '^peak memory  .* per device \(budget none; ILP rows .*\)$' "$T/ou
 
 # a budget below the unconstrained plan's peak: the resharded copies the first plan
 # makes go into the rows and the plan solved again fits when simulated
-as gen gpt2-small --layers 2 --train --batch 8 -o "$T/s2.asg"
+as gen gpt2-small --layers 2 --train --batch 8 --precision fp32 -o "$T/s2.asg"
 as solve "$T/s2.asg" --mesh 2x4 --memory 920MiB -o "$T/s2.json"
 s=$rc
 grep -q '^refit .*resharded copies now in [0-9]* more rows, solving again$' "$T/out" || s=1

@@ -42,7 +42,7 @@ fi
 # the reductions found (it fits) comes back as feasible, with its gap.  920 MiB binds
 # once the first plan's resharded copies are in the rows (the plan without a budget
 # needs 940 MiB by the simulator's count); the limit covers both solves.
-as gen gpt2-small --layers 2 --train --batch 8 -o "$T/s2.asg"
+as gen gpt2-small --layers 2 --train --batch 8 --precision fp32 -o "$T/s2.asg"
 as solve "$T/s2.asg" --mesh 2x4 --memory 920MiB --gap 0 --time-limit 10 --no-tie
 s=$rc
 grep -q "^status *feasible" "$T/out" || s=1
