@@ -346,7 +346,12 @@ ox_nin(const Onnx__NodeProto *n)
 const as_shape *
 ox_shape(ox *o, int32_t tid)
 {
-    return &as_graph_tensor(o->g, tid)->shape;
+    /* A copy in the arena: emitters keep shapes across calls that add tensors, and adding a
+       tensor may move the graph's tensor array (heap-use-after-free found by fuzz_onnx). */
+    as_shape *c = as_arena_alloc(o->arena, sizeof *c);
+
+    *c = as_graph_tensor(o->g, tid)->shape;
+    return c;
 }
 
 ox_const *
