@@ -408,6 +408,8 @@ check_peak(const as_graph *g, const int32_t *def, const int32_t *last_use, as_gr
     st->peak_op = -1;
     for (i = 0; i < nops && !ovf; i++) {
         check_add(&cur, alloc[i], &ovf);
+        if (ovf)
+            break; /* cur is meaningless now */
         if (cur > st->peak_activation_bytes || st->peak_op < 0) {
             st->peak_activation_bytes = cur;
             st->peak_op = i;
