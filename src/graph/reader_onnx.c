@@ -1000,6 +1000,10 @@ ox_opaque(ox *o, const Onnx__NodeProto *n, double flops)
 
     snprintf(optype, sizeof optype, "%s%s%s", n->domain != NULL && n->domain[0] ? n->domain : "",
              n->domain != NULL && n->domain[0] ? "." : "", n->op_type != NULL ? n->op_type : "?");
+    for (k = 0; optype[k] != '\0'; k++) /* .asg strings: no control bytes, quotes, backslashes */
+        if ((unsigned char)optype[k] < 0x20 || optype[k] == 0x7f || optype[k] == '"' ||
+            optype[k] == '\\')
+            optype[k] = '_';
     if (n->n_output > AS_MAX_OUTS)
         return ox_nerr(o, n, "more than %d outputs", AS_MAX_OUTS);
     for (j = 0; j < (int)n->n_input; j++) {
