@@ -346,7 +346,12 @@ ox_nin(const Onnx__NodeProto *n)
 const as_shape *
 ox_shape(ox *o, int32_t tid)
 {
-    return &as_graph_tensor(o->g, tid)->shape;
+    /* A copy in the arena: emitters keep shapes across calls that add tensors, and adding a
+       tensor may move the graph's tensor array (heap-use-after-free found by fuzz_onnx). */
+    as_shape *c = as_arena_alloc(o->arena, sizeof *c);
+
+    *c = as_graph_tensor(o->g, tid)->shape;
+    return c;
 }
 
 ox_const *
@@ -995,6 +1000,10 @@ ox_opaque(ox *o, const Onnx__NodeProto *n, double flops)
 
     snprintf(optype, sizeof optype, "%s%s%s", n->domain != NULL && n->domain[0] ? n->domain : "",
              n->domain != NULL && n->domain[0] ? "." : "", n->op_type != NULL ? n->op_type : "?");
+    for (k = 0; optype[k] != '\0'; k++) /* .asg strings: no control bytes, quotes, backslashes */
+        if ((unsigned char)optype[k] < 0x20 || optype[k] == 0x7f || optype[k] == '"' ||
+            optype[k] == '\\')
+            optype[k] = '_';
     if (n->n_output > AS_MAX_OUTS)
         return ox_nerr(o, n, "more than %d outputs", AS_MAX_OUTS);
     for (j = 0; j < (int)n->n_input; j++) {
@@ -1386,6 +1395,8 @@ ox_roles(ox *o)
             if ((k = ox_has_in(gp->node[i], (int)j) ? ox_find(o, gp->node[i]->input[j]) : -1) >= 0 &&
                 (fill[k] == 0 || users[k][fill[k] - 1] != (int)i))
                 users[k][fill[k]++] = (int)i;
+    for (k = 0; k < nv; k++) /* distinct users only: a node reading k twice counts once */
+        nusers[k] = fill[k];
     for (k = 0; k < nv; k++) {
         ox_val *v = &o->vals.v[k];
         int isf, rank, w;
@@ -1400,7 +1411,6 @@ ox_roles(ox *o)
             isf = as_dtype_is_float(v->decl.dtype);
             rank = v->decl.rank;
         }
-        nusers[k] = fill[k];
         w = isf && rank >= 1 ? ox_weight_use(o, k, 0, users, nusers) : 0;
         if (v->init != NULL)
             v->role = isf && rank >= 1 && w != 2 ? OX_ROLE_PARAM : OX_ROLE_CONST;
