@@ -29,6 +29,7 @@
 #include "cmd.h"
 #include "formulate/build.h"
 #include "formulate/group.h"
+#include "formulate/progress.h"
 #include "graph/autodiff.h"
 #include "graph/io.h"
 #include "graph/presets.h"
@@ -56,6 +57,8 @@ typedef struct solve_cli {
     int all;                             /**< --all: every op in the table */
     int simulate;                        /**< --simulate: lower and simulate the plans */
     int no_tie;                          /**< --no-tie: repeated layers solved apart */
+    double t_start;                      /**< as_now() at the start: --time-limit counts
+                                              from here (building, reductions, solves) */
     as_solve_opts o;
     const char *params[SOLVE_MAX_PARAMS];
     const char *cparams[SOLVE_MAX_CPARAMS];
@@ -93,7 +96,8 @@ const struct as_cmd as_cmd_solve = {
             "  --memory BYTES|auto  per-device budget (suffixes K M G T = 1000^n,\n"
             "                       Ki Mi Gi Ti = 1024^n, optional B); auto = the\n"
             "                       profile's device memory; 0 = none (graph default)\n"
-            "  --time-limit S       seconds: reductions and solve, over all --top plans\n"
+            "  --time-limit S       seconds from the start: building, reductions and every\n"
+            "                       solve (all --top plans, re-solves for memory)\n"
             "  --gap G              a plan within relative gap G of the bound is optimal\n"
             "                       (default 1e-4; 0 = prove the exact optimum)\n"
             "  --threads N          solver threads (cbc)\n"
@@ -485,6 +489,8 @@ print_summary(FILE *fp, const as_problem *p, const char *what, unsigned reduce,
             fprintf(fp, "%-13s%d rounds: lower bound %.9g s, plan %.9g s; %zu strategies "
                     "can be in no optimal plan, %zu dominated\n", "bound", s->bound_rounds, s->lb,
                     s->ub, s->pruned, s->dominated);
+        if (s->timed_out)
+            fprintf(fp, "%-13sthe bound rounds stopped at 80 %% of the time limit\n", "");
         fprintf(fp, "%-13s%zu nodes, %zu edges, %zu strategies\n", "left", s->nodes, s->edges,
                 s->strategies);
     }
@@ -1300,8 +1306,9 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
 {
     FILE *fp = (c->out != NULL && strcmp(c->out, "-") == 0) || c->emit != NULL ? stderr : stdout;
     as_solve_result res;
+    as_solve_opts o = c->o;
     as_err err = {0};
-    double rows = -1, t0 = as_now();
+    double rows = -1, t0 = c->t_start;
     int rc;
 
     print_graph_header(fp, c, gp);
@@ -1310,7 +1317,15 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
         return solve_graph_external(c, gp, fp);
     if ((rc = solve_hopeless(gp->p)) != AS_EXIT_OK)
         return rc;
-    if (as_solve_problem(gp->p, &c->o, &res, &err) != AS_OK)
+    if (o.lim.time_limit_s > 0) { /* the limit counts from the start: building included */
+        o.lim.time_limit_s -= as_now() - t0;
+        if (o.lim.time_limit_s <= 0) {
+            fprintf(stderr, "autoshard: time limit (%g s) reached after building the problem, "
+                    "before any plan\n", c->o.lim.time_limit_s);
+            return AS_EXIT_RUNTIME;
+        }
+    }
+    if (as_solve_problem(gp->p, &o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
     print_summary(fp, gp->p, as_graph_name(gp->g), c->o.reduce, &res);
     if (res.outcome == AS_OUTCOME_INFEASIBLE) {
@@ -1375,6 +1390,8 @@ solve_graph(solve_cli *c)
         return as_cmd_fail(&err);
     as_build_opts_init(&c->setup.build);
     c->setup.build.memory = c->memory_auto ? -1 : c->memory > 0 ? c->memory : 0;
+    if (c->o.lim.time_limit_s > 0)
+        c->setup.build.deadline = c->t_start + c->o.lim.time_limit_s;
     if (as_graph_problem_init(&gp, g, &c->setup, &err) != AS_OK)
         return as_cmd_fail(&err);
     rc = solve_graph_run(c, &gp);
@@ -1392,6 +1409,8 @@ solve_exec(int argc, char **argv)
     int rc;
 
     as_solve_opts_init(&c.o);
+    c.t_start = as_now();
+    as_progress_enable(as_verbosity > 0);
     c.memory = -1;
     c.o.lim.verbosity = as_verbosity;
     c.o.lim.gap = AS_DEFAULT_GAP;

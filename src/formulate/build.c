@@ -20,6 +20,7 @@
 
 #include "formulate/build.h"
 #include "formulate/group.h"
+#include "formulate/progress.h"
 #include "graph/check.h"
 #include "graph/registry.h"
 
@@ -35,6 +36,8 @@ struct as_build_map {
     int *tensor_out;                    /* [ntensors] output index in the node's set */
     AS_VEC(int32_t) point_op;           /* op of each liveness point, in problem order */
     as_build_stats st;
+    double deadline;                    /* as_build_opts.deadline */
+    as_progress pg;
 };
 
 void
@@ -171,6 +174,16 @@ add_declared(as_build_map *map, as_problem *p, as_err *err)
     return AS_OK;
 }
 
+/* Past the deadline while building: AS_ESOLVER naming the phase. */
+static int
+build_timeout(const as_build_map *map, const char *what, long done, long total, as_err *err)
+{
+    if (map->deadline <= 0 || as_now() <= map->deadline)
+        return AS_OK;
+    return as_errf(err, AS_ESOLVER, "time limit reached while building the problem (%s: %ld of "
+                   "%ld done), no plan", what, done, total);
+}
+
 static int
 add_ops(as_build_map *map, as_problem *p, as_err *err)
 {
@@ -182,6 +195,10 @@ add_ops(as_build_map *map, as_problem *p, as_err *err)
         const as_op *op = as_graph_op(g, i);
         const as_strategy_set *set;
         as_opview v;
+        if ((i & 63) == 0) {
+            as_progress_update(&map->pg, i, as_graph_nops(g), NAN, NAN);
+            AS_CHECK(build_timeout(map, "strategies", i, as_graph_nops(g), err));
+        }
         for (k = 0; k < op->nout; k++) {
             map->tensor_node[op->out[k]] = map->nnodes;
             map->tensor_out[op->out[k]] = k;
@@ -431,6 +448,8 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
     /* Sweep program order, keeping the active set in an array (swap-remove). */
     for (i = 0; i < nops; i++) {
         int keep;
+        if ((i & 63) == 0)
+            AS_CHECK_GOTO(rc, build_timeout(map, "liveness", i, nops, err), out);
         if (i == 0)
             for (t = 0; t < nt; t++)
                 if (start[t] == 0)
@@ -592,6 +611,8 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map = as_xcalloc(1, sizeof *map);
     map->g = g;
     map->cm = cm;
+    map->deadline = o->deadline;
+    as_progress_start(&map->pg, "building the problem: ops");
     map->ctx = as_strat_ctx_new(cm);
     map->node_op = as_xmalloc(nn * sizeof *map->node_op);
     map->node_tensor = as_xmalloc(nn * sizeof *map->node_tensor);
@@ -612,6 +633,7 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
         as_problem_set_memory(p, o->memory);
     map->st.nodes = map->nnodes;
 out:
+    as_progress_end(&map->pg);
     if (rc != AS_OK) {
         as_problem_free(p);
         as_build_map_free(map);

@@ -33,6 +33,8 @@
 typedef struct as_build_opts {
     double memory; /**< budget, bytes per device; 0 = none; < 0 = the profile's memory */
     int liveness;  /**< add liveness points (default 1); 0 skips them (no peak either) */
+    double deadline; /**< as_now() time by which building must end, else AS_ESOLVER "time
+                          limit"; 0 = none */
 } as_build_opts;
 
 void as_build_opts_init(as_build_opts *o);

@@ -205,6 +205,7 @@ typedef struct as_reduce_stats {
                                cannot beat the plan by more than the gap, so every plan
                                costing less than this is kept; INFINITY when exact */
     size_t nodes, edges;  /**< what is left */
+    int timed_out;        /**< the bound rounds stopped at as_reduce_opts.deadline */
 } as_reduce_stats;
 
 /**
@@ -230,6 +231,8 @@ typedef struct as_reduce_opts {
     size_t top;     /**< > 1: keep the TOP best plans, not only one optimum: the bound
                          pruning drops only strategies dearer than a TOP-th distinct plan
                          that fits (gap is then ignored, PBQP and DOMINATED are off) */
+    double deadline; /**< as_now() time after which the bound rounds stop (exact: they only
+                          prune less); 0 = none */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

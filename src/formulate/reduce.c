@@ -42,6 +42,7 @@
 
 #include "formulate/dual.h"
 #include "formulate/problem.h"
+#include "formulate/progress.h"
 
 #define NONE ((size_t)-1)
 #define BOUND_ROUNDS 12
@@ -114,6 +115,8 @@ typedef struct work {
     size_t ncand;               /**< k-best: the moves of the last round's top-th plan */
     size_t *cand_v, *cand_s;    /**< (leader, leader strategy), cheapest first */
     int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
+    double deadline;            /**< as_now() after which the bound rounds stop; 0 = none */
+    as_progress pg;             /**< progress line of the bound rounds */
     size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     as_reduction *red;
 } work;
@@ -227,6 +230,13 @@ work_degree(const work *w, size_t x, size_t out[3])
         if (w->edges.v[w->nodes[x].adj.v[i]].alive)
             out[d++] = w->nodes[x].adj.v[i];
     return d;
+}
+
+/* The time limit has passed: the bound rounds stop (what they pruned stays exact). */
+static int
+past(const work *w)
+{
+    return w->deadline > 0 && as_now() > w->deadline;
 }
 
 /* ---- groups: followers and alias pairs ---- */
@@ -1202,7 +1212,7 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
 
     lp = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp);
     memcpy(plan, best->plan, nn * sizeof *plan);
-    for (it = 0; it < LAGR_ITERS; it++) {
+    for (it = 0; it < LAGR_ITERS && !past(w); it++) {
         double norm = 0, step, pen;
         as_mrf_result r;
         tol = fmax(1e-9 * fmax(fabs(*ub), fabs(best->lb)),
@@ -1350,7 +1360,7 @@ work_scale_search(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_stat
 
     for (t = 0; t < nr; t++)
         any += lam0[t] = w->rows.v[t].alive ? w->rows.v[t].lam : 0;
-    for (k = 0; any > 0 && k < 14; k++) {
+    for (k = 0; any > 0 && k < 14 && !past(w); k++) {
         double sc = fits ? 0.5 * (lo + hi) : hi;
         as_mrf_result r;
         for (t = 0; t < nr; t++)
@@ -1702,7 +1712,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     unsigned flags = o->top > 1 ? o->flags & ~(AS_REDUCE_PBQP | AS_REDUCE_DOMINATED) : o->flags;
     work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
-              .dbg = getenv("AS_DEBUG_REDUCE") != NULL};
+              .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline};
     double t0 = as_now();
 #define DBG(what)                                                                                 \
     do {                                                                                          \
@@ -1725,14 +1735,23 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     DBG("edges");
     work_simplify(&w);
     DBG("simplify");
+    as_progress_start(&w.pg, "reductions: bound rounds");
     for (round = 0; (flags & AS_REDUCE_BOUND) && as_problem_nnogoods(p) == 0 &&
                     round < BOUND_ROUNDS;
          round++) {
+        if (round > 0 && past(&w)) { /* the first round gives a plan that fits */
+            red->stats.timed_out = 1;
+            break;
+        }
+        as_progress_update(&w.pg, round, BOUND_ROUNDS, red->stats.ub, red->stats.lb);
         if (work_bound(&w) == 0)
             break;
         work_simplify(&w);
         DBG("round");
     }
+    as_progress_end(&w.pg);
+    if (past(&w))
+        red->stats.timed_out = 1;
     *out = work_output(&w);
     *redp = red;
     for (v = 0; v < n; v++) {

@@ -322,9 +322,18 @@ ox_val_add(ox *o, const char *name)
     v.tid = -1;
     v.input = -1;
     v.producer = -1;
+    v.user = -1;
     AS_VEC_PUSH(&o->vals, v);
     as_strmap_put(&o->names, name, (int64_t)(o->vals.n - 1));
     return (int)(o->vals.n - 1);
+}
+
+int
+ox_single_user(ox *o, const Onnx__NodeProto *n, int k)
+{
+    int vi = (size_t)k < n->n_output ? ox_find(o, n->output[k]) : -1;
+
+    return vi >= 0 && o->vals.v[vi].nuse == 1 ? o->vals.v[vi].user : -1;
 }
 
 int
@@ -749,10 +758,11 @@ ox_decl_str(const as_shape *s, char *buf, size_t n)
         snprintf(buf + k, n - k, "]");
 }
 
-/* Declare graph input / initializer V as a tensor of its role. */
+/* Declare graph input / initializer K as a tensor of its role. */
 static int
-ox_declare(ox *o, ox_val *v, const as_shape *s)
+ox_declare(ox *o, int k, const as_shape *s)
 {
+    ox_val *v = &o->vals.v[k];
     as_tensor_kind kind = v->role == OX_ROLE_PARAM   ? AS_TK_PARAM
                           : v->role == OX_ROLE_CONST ? AS_TK_CONST
                                                      : AS_TK_INPUT;
@@ -764,6 +774,9 @@ ox_declare(ox *o, ox_val *v, const as_shape *s)
         return AS_EPARSE;
     }
     v->tid = tid;
+    while (o->t2v.n <= (size_t)tid)
+        AS_VEC_PUSH(&o->t2v, -1);
+    o->t2v.v[tid] = k;
     return AS_OK;
 }
 
@@ -818,7 +831,7 @@ ox_val_tensor(ox *o, const Onnx__NodeProto *n, int k, int32_t *tid)
     }
     if (v->init != NULL || v->input >= 0) {
         AS_CHECK(ox_val_shape(o, v, &s));
-        AS_CHECK(ox_declare(o, v, &s));
+        AS_CHECK(ox_declare(o, k, &s));
         *tid = o->vals.v[k].tid;
         return AS_OK;
     }
@@ -1051,9 +1064,22 @@ ox_opaque(ox *o, const Onnx__NodeProto *n, double flops)
                          AS_ATTR_V("out_ranks", nout, ranks),
                          AS_ATTR_V("out_dims", (int)dims.n, dims.v != NULL ? dims.v : ranks),
                          AS_ATTR_F("flops", flops), AS_ATTR_S("target", "onnx")};
-        AS_CHECK_GOTO(rc, ox_op(o, n, "opaque", ox_name(o, n->output[0]), in.v, (int)in.n, at, 6,
-                                outs, NULL),
-                      out);
+        const char *names[AS_MAX_OUTS];
+        int32_t opid;
+        const as_op *op;
+        for (k = 0, j = 0; k < (int)n->n_output && j < nout; k++)
+            if (n->output[k][0] != '\0')
+                names[j++] = ox_name(o, n->output[k]);
+        if (as_graph_add_op(o->g, "opaque", names, nout, in.v, (int)in.n, at, 6, &opid,
+                            o->err) != AS_OK) {
+            char msg[sizeof o->err->msg];
+            snprintf(msg, sizeof msg, "%s", o->err->msg);
+            rc = ox_nerr(o, n, "%s", msg);
+            goto out;
+        }
+        op = as_graph_op(o->g, opid);
+        for (k = 0; k < op->nout && k < AS_MAX_OUTS; k++)
+            outs[k] = op->out[k];
     }
     for (k = 0, j = 0; k < (int)n->n_output && j < nout; k++) {
         if (n->output[k][0] == '\0')
@@ -1136,6 +1162,8 @@ ox_load_values(ox *o)
                 return ox_nerr(o, n, "input '%.100s' is not defined (not a graph input, an "
                                "initializer or a node output)", n->input[j]);
             o->vals.v[k].nuse++;
+            if (o->vals.v[k].user < 0)
+                o->vals.v[k].user = (int)i;
         }
     }
     /* declared types of intermediate values and outputs */
@@ -1424,25 +1452,46 @@ ox_roles(ox *o)
     free(fill);
 }
 
-void
-ox_bias_role(ox *o, const Onnx__NodeProto *n)
+/* The declared tensor T is a view of (reshape, transpose, slice, cast chains), or -1. */
+static int32_t
+ox_root(ox *o, int32_t t)
 {
-    int j, k[2];
-    as_shape s[2];
+    int d;
 
-    if (ox_nin(n) != 2)
-        return;
-    for (j = 0; j < 2; j++) {
-        k[j] = ox_find(o, n->input[j]);
-        if (k[j] < 0 || !ox_in_shape(o, n, j, &s[j]))
-            return;
+    for (d = 0; d < 16; d++) {
+        const as_tensor *x = as_graph_tensor(o->g, t);
+        const as_op *op;
+        const char *nm;
+        if (x->producer < 0)
+            return t;
+        op = as_graph_op(o->g, x->producer);
+        nm = op->def->name;
+        if (op->nin != 1 || !(strcmp(nm, "reshape") == 0 || strcmp(nm, "transpose") == 0 ||
+                              strcmp(nm, "slice") == 0 || strcmp(nm, "cast") == 0))
+            return -1;
+        t = op->in[0];
     }
+    return -1;
+}
+
+void
+ox_bias_role(ox *o, int32_t a, int32_t b)
+{
+    int32_t t[2] = {a, b}, r[2];
+    int j;
+
+    r[0] = ox_root(o, a);
+    r[1] = ox_root(o, b);
     for (j = 0; j < 2; j++) {
-        ox_val *v = &o->vals.v[k[j]], *w = &o->vals.v[k[1 - j]];
-        if (v->input >= 0 && v->init == NULL && v->tid < 0 && v->role == OX_ROLE_INPUT &&
-            as_dtype_is_float(s[j].dtype) && s[j].rank >= 1 && s[j].rank < s[1 - j].rank &&
-            w->producer >= 0 && w->c == NULL)
-            v->role = OX_ROLE_PARAM;
+        const as_shape *sj = ox_shape(o, t[j]), *so = ox_shape(o, t[1 - j]);
+        int k;
+        if (r[j] < 0 || r[1 - j] >= 0 || (size_t)r[j] >= o->t2v.n || (k = o->t2v.v[r[j]]) < 0)
+            continue;
+        if (o->vals.v[k].role == OX_ROLE_INPUT && o->vals.v[k].init == NULL &&
+            as_dtype_is_float(sj->dtype) && sj->rank >= 1 && sj->rank < so->rank) {
+            o->vals.v[k].role = OX_ROLE_PARAM;
+            o->redo = 1;
+        }
     }
 }
 
@@ -1493,6 +1542,25 @@ ox_opset(ox *o)
     return AS_OK;
 }
 
+/* Values, order, roles; initializer shapes and data checked up front (missing external data). */
+static int
+ox_prepare(ox *o)
+{
+    Onnx__GraphProto *gp = o->graph;
+    size_t i;
+
+    AS_CHECK(ox_load_values(o));
+    AS_CHECK(ox_toposort(o));
+    ox_roles(o);
+    for (i = 0; i < gp->n_initializer; i++) {
+        as_shape s;
+        AS_CHECK(ox_tensor_shape(o, gp->initializer[i], "initializer", &s));
+        AS_CHECK(ox_tensor_check(o, gp->initializer[i], &s));
+    }
+    return AS_OK;
+}
+
+/* Emit the whole graph into o->g (a fresh graph). */
 static int
 ox_build(ox *o)
 {
@@ -1500,15 +1568,14 @@ ox_build(ox *o)
     size_t i;
     int k;
 
-    AS_CHECK(ox_load_values(o));
-    AS_CHECK(ox_toposort(o));
-    ox_roles(o);
-    /* initializers: shapes and data checked up front (missing external data is an error) */
-    for (i = 0; i < gp->n_initializer; i++) {
-        as_shape s;
-        AS_CHECK(ox_tensor_shape(o, gp->initializer[i], "initializer", &s));
-        AS_CHECK(ox_tensor_check(o, gp->initializer[i], &s));
+    for (i = 0; i < o->vals.n; i++) {
+        o->vals.v[i].tid = -1;
+        o->vals.v[i].c = NULL;
+        o->vals.v[i].tr = 0;
     }
+    o->t2v.n = 0;
+    o->opaque.n = 0;
+    o->redo = 0;
     o->skip = as_arena_calloc(o->arena, gp->n_node + 1, 1);
     /* Constant nodes first, so patterns see their values wherever the file puts them */
     for (i = 0; i < gp->n_node; i++) {
@@ -1556,8 +1623,9 @@ as_onnx_read(const char *path, const char *text, size_t len, as_graph **out, as_
 {
     ox o;
     wire w;
-    int rc;
+    int rc, pass;
     const char *gname;
+    char gname_s[256];
 
     memset(&o, 0, sizeof o);
     o.path = path;
@@ -1579,12 +1647,16 @@ as_onnx_read(const char *path, const char *text, size_t len, as_graph **out, as_
     }
     gname = o.graph->name != NULL && o.graph->name[0] ? o.graph->name : "onnx";
     o.arena = as_arena_new();
-    {
-        char nm[256];
-        ox_sanitize(gname, nm, sizeof nm);
-        o.g = as_graph_new(nm);
+    ox_sanitize(gname, gname_s, sizeof gname_s);
+    o.g = as_graph_new(gname_s);
+    AS_CHECK_GOTO(rc, ox_prepare(&o), out);
+    for (pass = 0; pass < 4; pass++) { /* again while roles change (at most a few times) */
+        rc = ox_build(&o);
+        if (rc != AS_OK || !o.redo)
+            break;
+        as_graph_free(o.g);
+        o.g = as_graph_new(gname_s);
     }
-    rc = ox_build(&o);
     if (rc == AS_OK) {
         ox_warn_opaque(&o);
         *out = o.g;
@@ -1599,6 +1671,7 @@ out:
     free(o.vals.v);
     free(o.order);
     free(o.opaque.v);
+    free(o.t2v.v);
     onnx__model_proto__free_unpacked(o.model, &ox_pb_allocator);
     return rc;
 }

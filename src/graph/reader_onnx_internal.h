@@ -27,6 +27,8 @@ typedef struct ox_val {
     int role;               /**< OX_ROLE_* for graph inputs and initializers */
     int producer;           /**< node index, -1 */
     int nuse;               /**< nodes (and graph outputs) reading it */
+    int user;               /**< the first node reading it, -1 */
+    int tr;                 /**< TID holds this value with its last two dims swapped */
     int has_decl;           /**< DECL holds a declared type (value_info, output) */
     as_shape decl;          /**< declared type; dims < 0 are symbolic */
 } ox_val;
@@ -54,6 +56,8 @@ typedef struct ox {
     char *skip;               /**< per node: consumed by a fused pattern */
     AS_VEC(ox_count) opaque;  /**< unsupported op types kept as opaque */
     int cur;                  /**< node being emitted */
+    AS_VEC(int32_t) t2v;      /**< graph tensor id -> value index of a declared input, -1 */
+    int redo;                 /**< a role changed while emitting: import again */
 } ox;
 
 /* reader_onnx.c */
@@ -65,6 +69,8 @@ int ox_nerr(ox *o, const Onnx__NodeProto *n, const char *fmt, ...)
 int ox_find(const ox *o, const char *name);
 /** Tensor id of input J of node N (materialising a constant as a const tensor). */
 int ox_in(ox *o, const Onnx__NodeProto *n, int j, int32_t *tid);
+/** The node reading output K of N if it is its only reader (not a graph output), else -1. */
+int ox_single_user(ox *o, const Onnx__NodeProto *n, int k);
 /** Number of present inputs: trailing "" inputs dropped. */
 int ox_nin(const Onnx__NodeProto *n);
 /** Input J is present (not "" and in range). */
@@ -107,8 +113,13 @@ int ox_attr_s(const Onnx__NodeProto *n, const char *name, char *buf, size_t cap)
 int ox_tensor_shape(ox *o, const Onnx__TensorProto *t, const char *what, as_shape *s);
 /** Values of T (shape S) as a constant in *OUT; NULL without error when it has no data or is too big. */
 int ox_tensor_const(ox *o, const Onnx__TensorProto *t, const as_shape *s, ox_const **out);
-/** Graph input of node N's binary op that is a lower-rank bias of an activation: make it a parameter. */
-void ox_bias_role(ox *o, const Onnx__NodeProto *n);
+/**
+ * A binary op reads A and B: a data input reached through view ops only
+ * (reshape, transpose, slice, cast) that has lower rank than a computed
+ * activation on the other side is a bias or position table: make it a
+ * parameter (the import runs again with the new role).
+ */
+void ox_bias_role(ox *o, int32_t a, int32_t b);
 /** ONNX TensorProto.DataType -> dtype; 0 if unsupported. */
 int ox_dtype(int32_t onnx_type, as_dtype *dt);
 

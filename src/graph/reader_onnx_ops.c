@@ -750,6 +750,16 @@ ox_fold(ox *o, const Onnx__NodeProto *n, int *done)
         c = ox_const_new(o, &s);
         for (k = 0; k < c->n; k++)
             cset(c, k, st + (double)k * d, ci(a, 0) + k * ci(ox_cin(o, n, 2), 0), a->f != NULL);
+    } else if (is(n, "Trilu") && a->shape.rank >= 2) {
+        int64_t k = b != NULL && b->n == 1 ? ci(b, 0) : 0, e, r = a->shape.dim[a->shape.rank - 2];
+        int64_t cc = a->shape.dim[a->shape.rank - 1];
+        int up = ox_attr_i(n, "upper", 1) != 0;
+        c = ox_const_new(o, &a->shape);
+        for (e = 0; e < a->n; e++) {
+            int64_t col = e % cc, row = (e / cc) % r;
+            int keep = up ? col - row >= k : col - row <= k;
+            cset(c, e, keep ? cf(a, e) : 0.0, keep ? ci(a, e) : 0, a->f != NULL);
+        }
     } else if (is(n, "Expand") && ni == 2) {
         as_shape t;
         int64_t k;
@@ -814,26 +824,10 @@ cast_to(ox *o, const Onnx__NodeProto *n, int32_t x, as_dtype dt, int32_t *out)
     return mid(o, n, "cast", &x, 1, at, 1, out);
 }
 
-/* The value index of node N's input J, and the node that reads output K of N if exactly one does. */
 static int
 single_user(ox *o, const Onnx__NodeProto *n, int k)
 {
-    int vi = (size_t)k < n->n_output ? ox_find(o, n->output[k]) : -1;
-    size_t i, j;
-    int user = -1;
-
-    if (vi < 0 || o->vals.v[vi].nuse != 1)
-        return -1;
-    for (i = 0; i < o->graph->n_node; i++) { /* bounded: only called on pattern candidates */
-        const Onnx__NodeProto *m = o->graph->node[i];
-        for (j = 0; j < m->n_input; j++)
-            if (ox_has_in(m, (int)j) && strcmp(m->input[j], n->output[k]) == 0) {
-                if (user >= 0 && user != (int)i)
-                    return -1;
-                user = (int)i;
-            }
-    }
-    return user;
+    return ox_single_user(o, n, k);
 }
 
 static int
@@ -906,7 +900,6 @@ emit_binary(ox *o, const Onnx__NodeProto *n, const char *op)
             AS_CHECK(mid(o, n, op, in, 2, NULL, 0, &a));
         }
     }
-    ox_bias_role(o, n);
     /* a scalar constant factor: scale; x^2: square; x^0.5: sqrt */
     if ((is(n, "Mul") || is(n, "Div")) && (scalar_of(o, n, 1, &v) || scalar_of(o, n, 0, &v))) {
         int cj = ox_cin(o, n, 1) != NULL && ox_cin(o, n, 1)->n == 1 ? 1 : 0;
@@ -930,6 +923,7 @@ emit_binary(ox *o, const Onnx__NodeProto *n, const char *op)
     }
     AS_CHECK(ox_in(o, n, 0, &a));
     AS_CHECK(ox_in(o, n, 1, &b));
+    ox_bias_role(o, a, b);
     if (ox_shape(o, a)->dtype != ox_shape(o, b)->dtype)
         AS_CHECK(cast_to(o, n, b, ox_shape(o, a)->dtype, &b));
     /* activation + rank-1 bias along the last dim: bias_add (as gen's linear layers) */
@@ -960,13 +954,21 @@ emit_matmul(ox *o, const Onnx__NodeProto *n)
 {
     int32_t a, b, in[2], y;
     const as_shape *sa, *sb;
-    int va, vb;
+    int va, vb, ta, tb;
     as_shape outs;
 
     AS_CHECK(ox_in(o, n, 0, &a));
     AS_CHECK(ox_in(o, n, 1, &b));
     sa = ox_shape(o, a);
     sb = ox_shape(o, b);
+    ta = o->vals.v[ox_find(o, n->input[0])].tr;
+    tb = o->vals.v[ox_find(o, n->input[1])].tr;
+    if (ta || tb) { /* operands are transposes folded into the flags (rank >= 2) */
+        as_attr at[2] = {AS_ATTR_I("transpose_a", ta), AS_ATTR_I("transpose_b", tb)};
+        in[0] = a;
+        in[1] = b;
+        return emit1(o, n, "matmul", in, 2, at, 2);
+    }
     va = sa->rank == 1;
     vb = sb->rank == 1;
     if (va) {
@@ -1228,9 +1230,10 @@ static int
 emit_batchnorm(ox *o, const Onnx__NodeProto *n)
 {
     double eps = ox_attr_f(n, "epsilon", 1e-5);
+    /* opsets 14+: training_mode; before: the 5-output form is training, the 1-output form test */
     int train = ox_attr_i(n, "training_mode", 0) != 0 || out_used(o, n, 1) || out_used(o, n, 2) ||
                 out_used(o, n, 3) || out_used(o, n, 4) ||
-                (o->opset < 9 && ox_attr_i(n, "is_test", 0) == 0 && n->n_output > 1);
+                (o->opset < 14 && n->n_output > 1 && ox_attr_i(n, "is_test", 0) == 0);
     int32_t x, sc, b, mean, var, in[3], y;
     const as_shape *xs;
     int k, i;
@@ -1460,6 +1463,16 @@ emit_transpose(ox *o, const Onnx__NodeProto *n)
         ;
     if (i == np && np == r)
         return ox_bind(o, n, 0, x);
+    if (np == r && r >= 2 && i == r - 2 && p[r - 2] == r - 1 && p[r - 1] == r - 2) {
+        /* a swap of the last two dims read only by a MatMul: its transpose_a/b flag */
+        int u = single_user(o, n, 0), vi = ox_find(o, n->output[0]);
+        if (u >= 0 && vi >= 0 && is(o->graph->node[u], "MatMul") && ox_nin(o->graph->node[u]) == 2 &&
+            strcmp(o->graph->node[u]->input[0], o->graph->node[u]->input[1]) != 0) {
+            o->vals.v[vi].tid = x;
+            o->vals.v[vi].tr = 1;
+            return AS_OK;
+        }
+    }
     {
         as_attr at[1] = {AS_ATTR_V("perm", np, p)};
         return emit1(o, n, "transpose", &x, 1, at, 1);

@@ -525,6 +525,10 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
            plan by more than the gap; for k-best (top > 1) as_reduce_ex keeps every plan up
            to a top-th one and turns eliminations and dominance off */
         as_reduce_opts ro = {.flags = flags, .gap = o->lim.gap, .top = o->top};
+        /* the limit covers the reductions: their bound rounds stop at 80 % of it, leaving
+           the rest for the solver (or for returning the rounds' plan as feasible) */
+        if (o->lim.time_limit_s > 0)
+            ro.deadline = t0 + 0.8 * o->lim.time_limit_s;
         AS_CHECK(as_reduce_ex(p, &ro, &rp, &red, err));
         if (getenv("AS_DEBUG_REDUCE") != NULL)
             fprintf(stderr, "solve: reduced %.3f s\n", as_now() - t0);
