@@ -17,7 +17,7 @@
 #include "sim/lower.h"
 #include "spmd/rules.h"
 
-enum { OPT_PLAN = 256, OPT_MESH, OPT_HW, OPT_COST, OPT_SET, OPT_PIPELINE, OPT_MICRO, OPT_SCHED };
+enum { OPT_PLAN = 256, OPT_MESH, OPT_HW, OPT_COST, OPT_SET, OPT_PIPELINE, OPT_MICRO, OPT_SCHED, OPT_NO_SYM };
 
 #define LOWER_MAX_PARAMS 16
 
@@ -44,6 +44,8 @@ const struct as_cmd as_cmd_lower = {
             "                       its own copy of the plan's mesh (default 1)\n"
             "  --microbatches K     microbatches per iteration (pipeline; default 1)\n"
             "  --schedule S         gpipe or 1f1b (default 1f1b)\n"
+            "  --no-symmetry        list every device's events (default: devices whose\n"
+            "                       programs are identical mirror one: 'mirror' lines)\n"
             "  -o, --output FILE    write the program there atomically (default stdout)\n"
             "\nThe program text reads back with `autoshard simulate --program FILE` to the\n"
             "same result as `autoshard simulate GRAPH --plan PLAN`.  A plan that does not\n"
@@ -63,6 +65,7 @@ lower_parse(int argc, char **argv, lower_cli *c)
         {"pipeline", required_argument, NULL, OPT_PIPELINE},
         {"microbatches", required_argument, NULL, OPT_MICRO},
         {"schedule", required_argument, NULL, OPT_SCHED},
+        {"no-symmetry", no_argument, NULL, OPT_NO_SYM},
         {"output", required_argument, NULL, 'o'},
         {NULL, 0, NULL, 0}};
     int ch;
@@ -103,6 +106,9 @@ lower_parse(int argc, char **argv, lower_cli *c)
             break;
         case 'o':
             c->output = optarg;
+            break;
+        case OPT_NO_SYM:
+            c->lo.no_symmetry = 1;
             break;
         default:
             return as_cmd_usage(&as_cmd_lower, "unknown or incomplete option '%s'",

@@ -29,7 +29,8 @@ enum {
     OPT_MICRO,
     OPT_SCHED,
     OPT_NO_OVERLAP,
-    OPT_CAPACITY
+    OPT_CAPACITY,
+    OPT_NO_SYM
 };
 
 #define RANK_MAX_PARAMS 16
@@ -56,7 +57,8 @@ const struct as_cmd as_cmd_rank = {
             "  --hw NAME|FILE       hardware profile (default: each plan's)\n"
             "  --cost-model M       roofline or distir (default: each plan's)\n"
             "  --set KEY=VALUE      cost-model parameter (repeatable)\n"
-            "  --pipeline P, --microbatches K, --schedule S   as for `autoshard simulate`\n"
+            "  --pipeline P, --microbatches K, --schedule S, --no-symmetry   as for `autoshard\n"
+            "                       simulate`\n"
             "  --no-overlap         communication does not overlap computation\n"
             "  --capacity BYTES     memory per device for the fit check (default: the\n"
             "                       profile's)\n"
@@ -111,6 +113,7 @@ rank_parse(int argc, char **argv, rank_cli *c)
         {"schedule", required_argument, NULL, OPT_SCHED},
         {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
         {"capacity", required_argument, NULL, OPT_CAPACITY},
+        {"no-symmetry", no_argument, NULL, OPT_NO_SYM},
         {NULL, 0, NULL, 0}};
     char *end;
     int ch;
@@ -156,6 +159,9 @@ rank_parse(int argc, char **argv, rank_cli *c)
             if (!as_sim_sched_parse(optarg, &c->lo.sched))
                 return as_cmd_usage(&as_cmd_rank, "--schedule must be gpipe or 1f1b, got '%s'",
                                     optarg);
+            break;
+        case OPT_NO_SYM:
+            c->lo.no_symmetry = 1;
             break;
         case OPT_NO_OVERLAP:
             c->so.overlap = 0;

@@ -35,7 +35,8 @@ enum {
     OPT_MESH,
     OPT_PIPELINE,
     OPT_MICRO,
-    OPT_SCHED
+    OPT_SCHED,
+    OPT_NO_SYM
 };
 
 #define SIM_MAX_PARAMS 16
@@ -65,6 +66,8 @@ const struct as_cmd as_cmd_simulate = {
             "                       its own copy of the plan's mesh (default 1)\n"
             "  --microbatches K     microbatches per iteration (pipeline; default 1)\n"
             "  --schedule S         gpipe or 1f1b (default 1f1b)\n"
+            "  --no-symmetry        simulate every device (default: devices whose programs\n"
+            "                       are identical are simulated once, exactly)\n"
             "  --hw NAME|FILE       hardware profile (default: the program's hw=, else a100-dgx)\n"
             "  --cost-model M       roofline, alpa or distir (default: the program's cost=,\n"
             "                       else roofline); costs events given without time=\n"
@@ -98,6 +101,7 @@ simulate_parse(int argc, char **argv, sim_cli *c)
         {"pipeline", required_argument, NULL, OPT_PIPELINE},
         {"microbatches", required_argument, NULL, OPT_MICRO},
         {"schedule", required_argument, NULL, OPT_SCHED},
+        {"no-symmetry", no_argument, NULL, OPT_NO_SYM},
         {NULL, 0, NULL, 0}};
     char *end;
     int ch;
@@ -156,6 +160,9 @@ simulate_parse(int argc, char **argv, sim_cli *c)
             if (!as_sim_sched_parse(optarg, &c->lo.sched))
                 return as_cmd_usage(&as_cmd_simulate, "--schedule must be gpipe or 1f1b, got '%s'",
                                     optarg);
+            break;
+        case OPT_NO_SYM:
+            c->lo.no_symmetry = 1;
             break;
         default:
             return as_cmd_usage(&as_cmd_simulate, "unknown or incomplete option '%s'",

@@ -39,7 +39,7 @@
 
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
        OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL,
-       OPT_SIM, OPT_GROUP, OPT_NOTIE };
+       OPT_SIM, OPT_GROUP, OPT_NOTIE, OPT_BEAMW, OPT_EPISODES, OPT_SEED };
 
 #define SOLVE_MAX_PARAMS 32
 #define SOLVE_MAX_CPARAMS 8
@@ -63,6 +63,7 @@ typedef struct solve_cli {
     const char *params[SOLVE_MAX_PARAMS];
     const char *cparams[SOLVE_MAX_CPARAMS];
     char *owned[SOLVE_MAX_CPARAMS];
+    char heur[2][48];                    /**< --beam-width, --episodes as solver parameters */
 } solve_cli;
 
 static int solve_exec(int argc, char **argv);
@@ -92,7 +93,10 @@ const struct as_cmd as_cmd_solve = {
             "                       time next to the solver's order (on for the default)\n"
             "\nSolver options:\n"
             "  --costgraph FILE     solve a cost graph instead (JSON, docs/costgraph.md)\n"
-            "  -s, --solver NAME    glpk (default), cbc, brute\n"
+            "  -s, --solver NAME    glpk (default), cbc, brute, beam, mcts\n"
+            "  --beam-width K       beam: partial plans kept (default 32)\n"
+            "  --episodes N         mcts: episodes (default 1000; --time-limit also stops it)\n"
+            "  --seed S             mcts: random seed (default 1); one seed, one plan\n"
             "  --memory BYTES|auto  per-device budget (suffixes K M G T = 1000^n,\n"
             "                       Ki Mi Gi Ti = 1024^n, optional B); auto = the\n"
             "                       profile's device memory; 0 = none (graph default)\n"
@@ -113,7 +117,8 @@ const struct as_cmd as_cmd_solve = {
             "  -o FILE              write the plan as JSON ('-' = stdout; summary to stderr);\n"
             "                       with --top K > 1 a JSON array of the K plans\n"
             "\nSolvers: glpk (linked, default), cbc (when built with CBC), brute (exhaustive,\n"
-            "at most 1e7 plans).  Formulation and reductions: docs/ilp.md; output: docs/solve.md.\n"
+            "at most 1e7 plans); heuristics: beam (MetaDist's beam search), mcts (Monte Carlo\n"
+            "tree search); they report the reductions' bound and their gap to it.  Formulation and reductions: docs/ilp.md; output: docs/solve.md.\n"
             "Exit 3 when no plan fits the memory budget (the message says what the cheapest\n"
             "plan needs).\n",
     .exec = solve_exec,
@@ -122,12 +127,12 @@ const struct as_cmd as_cmd_solve = {
 
 /* S is an integer in 1..HI (one usage message for every bad value, no double report). */
 static int
-parse_int_in(const char *s, double hi, double *out)
+parse_int_in(const char *s, double lo, double hi, double *out)
 {
     char *end;
     double x = strtod(s, &end);
 
-    if (end == s || *end != '\0' || !isfinite(x) || x < 1 || x > hi || x != floor(x))
+    if (end == s || *end != '\0' || !isfinite(x) || x < lo || x > hi || x != floor(x))
         return 0;
     *out = x;
     return 1;
@@ -221,19 +226,40 @@ solve_opt(solve_cli *c, int opt)
     case OPT_GAP:
         return parse_num("--gap", optarg, 0, &c->o.lim.gap);
     case OPT_THREADS:
-        if (!parse_int_in(optarg, 1024, &x))
+        if (!parse_int_in(optarg, 1, 1024, &x))
             return as_cmd_usage(&as_cmd_solve, "--threads must be an integer in 1..1024, got '%s'",
                                 optarg);
         c->o.lim.threads = (int)x;
         return AS_EXIT_OK;
     case OPT_TOP:
-        if (!parse_int_in(optarg, 10000, &x))
+        if (!parse_int_in(optarg, 1, 10000, &x))
             return as_cmd_usage(&as_cmd_solve, "--top must be an integer in 1..10000, got '%s'",
                                 optarg);
         c->o.top = (size_t)x;
         return AS_EXIT_OK;
     case OPT_NORED:
         c->o.reduce = 0;
+        return AS_EXIT_OK;
+    case OPT_BEAMW:
+    case OPT_EPISODES: {
+        const char *what = opt == OPT_BEAMW ? "--beam-width" : "--episodes";
+        double hi = opt == OPT_BEAMW ? 1e8 : 1e9;
+        char *h = c->heur[opt == OPT_EPISODES];
+        if (!parse_int_in(optarg, 1, hi, &x))
+            return as_cmd_usage(&as_cmd_solve, "%s must be an integer in 1..%.0f, got '%s'", what,
+                                hi, optarg);
+        if (c->o.nparams == SOLVE_MAX_PARAMS)
+            return as_cmd_usage(&as_cmd_solve, "too many solver parameters");
+        snprintf(h, sizeof c->heur[0], "%s=%.0f",
+                 opt == OPT_BEAMW ? "beam/width" : "mcts/episodes", x);
+        c->params[c->o.nparams++] = h;
+        return AS_EXIT_OK;
+    }
+    case OPT_SEED:
+        if (!parse_int_in(optarg, 0, 9007199254740992.0, &x))
+            return as_cmd_usage(&as_cmd_solve, "--seed must be an integer in 0..2^53, got '%s'",
+                                optarg);
+        c->o.lim.seed = (uint64_t)x;
         return AS_EXIT_OK;
     case OPT_SET:
         if (c->o.nparams == SOLVE_MAX_PARAMS)
@@ -260,6 +286,9 @@ solve_parse(int argc, char **argv, solve_cli *c)
         {"emit", required_argument, NULL, OPT_EMIT}, {"rules-cache", required_argument, NULL,
         OPT_CACHE}, {"all", no_argument, NULL, OPT_ALL}, {"simulate", no_argument, NULL, OPT_SIM},
         {"group", required_argument, NULL, OPT_GROUP}, {"no-tie", no_argument, NULL, OPT_NOTIE},
+        {"beam-width", required_argument, NULL, OPT_BEAMW},
+        {"episodes", required_argument, NULL, OPT_EPISODES},
+        {"seed", required_argument, NULL, OPT_SEED},
         {NULL, 0, NULL, 0}};
     int opt, rc;
 

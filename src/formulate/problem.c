@@ -461,6 +461,12 @@ as_problem_peak_lower_bound(const as_problem *p)
     return peak;
 }
 
+double
+as_problem_memory_cap(const as_problem *p)
+{
+    return p->memory > 0 ? p->memory + MEM_TOL(p->memory) : INFINITY;
+}
+
 static int
 check_rows(const as_problem *p, const size_t *x, as_err *err)
 {
@@ -471,7 +477,7 @@ check_rows(const as_problem *p, const size_t *x, as_err *err)
         double sum = p->live.v[t].resident;
         for (i = 0; i < p->live.v[t].n; i++)
             sum += p->live.v[t].m[i][x[p->live.v[t].nodes[i]]];
-        if (sum > p->memory + MEM_TOL(p->memory))
+        if (sum > as_problem_memory_cap(p))
             return as_errf(err, AS_EINFEAS, "liveness point %zu needs %s per device, budget %s", t,
                            as_fmt_bytes(sum, b1, sizeof b1), as_fmt_bytes(p->memory, b2, sizeof b2));
     }

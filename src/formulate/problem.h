@@ -103,6 +103,9 @@ const as_palias *as_problem_alias(const as_problem *p, size_t i);
 /** No-good I: an array of n_nodes strategy indices. */
 const size_t *as_problem_nogood(const as_problem *p, size_t i);
 double as_problem_memory(const as_problem *p);
+/** The most bytes per device a liveness point may hold and still pass as_problem_check:
+    the budget plus its rounding tolerance; INFINITY without a budget. */
+double as_problem_memory_cap(const as_problem *p);
 double as_problem_offset(const as_problem *p);
 /** Look up a node by name; returns 1 and sets *v if found. */
 int as_problem_find(const as_problem *p, const char *name, size_t *v);

@@ -203,8 +203,13 @@ eng_graph(eng *g)
         int s = eng_stream(g, ev);
 
         for (k = 0; k < ev->ndev; k++) {
-            int32_t *l = &last[(size_t)p->devs.v[ev->dev_off + k] * (size_t)g->ns + (size_t)s];
+            int32_t dv = p->devs.v[ev->dev_off + k], *l;
 
+            if (as_sim_i_rep(p, dv) != dv) { /* a mirror: its representative runs it */
+                g->spred[ev->dev_off + k] = -1;
+                continue;
+            }
+            l = &last[(size_t)dv * (size_t)g->ns + (size_t)s];
             g->spred[ev->dev_off + k] = *l;
             if (*l >= 0) {
                 g->rowptr[*l + 1]++;
@@ -420,6 +425,8 @@ eng_stats(const eng *g, as_sim_result *r)
         for (k = 0; k < ev->ndev; k++) {
             int32_t dv = p->devs.v[ev->dev_off + k];
 
+            if (as_sim_i_rep(p, dv) != dv)
+                continue;
             if (ev->kind == AS_SIM_COMPUTE)
                 r->dev[dv].compute += t;
             else
@@ -429,6 +436,12 @@ eng_stats(const eng *g, as_sim_result *r)
         }
     }
     for (d = 0; d < p->ndev; d++) {
+        int32_t rp = as_sim_i_rep(p, d);
+        if (rp != d) { /* its representative's figures, computed first (rep < d not needed) */
+            r->dev[d].compute = r->dev[rp].compute;
+            r->dev[d].comm = r->dev[rp].comm;
+            busy[d] = busy[rp];
+        }
         r->dev[d].idle = r->time - busy[d] > 0 ? r->time - busy[d] : 0;
         idle += r->dev[d].idle;
     }
@@ -530,6 +543,16 @@ as_sim_run(const as_sim_prog *p, const as_sim_opts *o0, as_sim_result **out, as_
     snprintf(r->model, sizeof r->model, "%s", as_cost_model_ops(g.cm)->name);
     eng_stats(&g, r);
     as_sim_i_memory(p, r->start, r->end, r->capacity, r->dev, &r->nbuffers);
+    for (e = 0; e < (size_t)p->ndev; e++) {
+        int32_t rp = as_sim_i_rep(p, (int32_t)e);
+        if (rp != (int32_t)e) {
+            r->dev[e].resident = r->dev[rp].resident;
+            r->dev[e].peak = r->dev[rp].peak;
+            r->dev[e].peak_time = r->dev[rp].peak_time;
+            r->dev[e].oom = r->dev[rp].oom;
+        }
+    }
+    r->nexplicit = p->nexplicit;
     eng_critical(&g, r);
     r->wall = as_now() - t0;
     *out = r;

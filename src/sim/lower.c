@@ -49,6 +49,8 @@ typedef struct lower {
     char **sname;              /* [nt] program-safe name */
     /* pipeline */
     int np, nmicro, cur_stage;
+    int sym;                   /* 1: device 0 of each stage represents the stage (symmetry) */
+    int ne;                    /* devices per stage that events list: 1 with symmetry, else n */
     int *stage;                /* [nops] */
     uint8_t *role;             /* [nops] */
     int *tstage;               /* [nt] stage of a declared tensor's first reader (-1 none) */
@@ -253,7 +255,7 @@ lower_devs(lower *L, int base)
 {
     int i;
 
-    for (i = 0; i < L->n; i++)
+    for (i = 0; i < L->ne; i++)
         L->devs[i] = base + i;
     return L->devs;
 }
@@ -266,7 +268,7 @@ lower_coll(lower *L, as_coll kind, int axis, double bytes, int32_t rd, int32_t w
     int size = as_mesh_axis_size(L->mesh, axis), d, i;
     int coords[AS_MESH_MAX_AXES];
 
-    for (d = 0; d < L->n; d++) {
+    for (d = 0; d < (L->sym ? 1 : L->n); d++) { /* symmetry: the group of the representative */
         as_mesh_coords(L->mesh, d, coords);
         if (coords[axis] != 0)
             continue;
@@ -327,8 +329,12 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
         }
         if (inplace)
             wb = 0;
-        snprintf(label, sizeof label, "%s/%s.%s", L->sname[t], as_coll_name((as_coll)st[i].kind),
-                 as_mesh_axis_name(L->mesh, st[i].axis));
+        if (L->np > 1) /* pipelines: the microbatch in the label (critical path, traces) */
+            snprintf(label, sizeof label, "%s/m%d/%s.%s", L->sname[t], micro,
+                     as_coll_name((as_coll)st[i].kind), as_mesh_axis_name(L->mesh, st[i].axis));
+        else
+            snprintf(label, sizeof label, "%s/%s.%s", L->sname[t],
+                     as_coll_name((as_coll)st[i].kind), as_mesh_axis_name(L->mesh, st[i].axis));
         AS_CHECK(lower_coll(L, (as_coll)st[i].kind, st[i].axis, st[i].bytes, cur, next, wb, base,
                             label, err));
         cur = next;
@@ -336,7 +342,7 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
     if (last < 0 && dst >= 0) {
         /* nothing to communicate (size-1 axes): a free local copy */
         double wb = inplace ? 0 : lower_bytes(L, t, to);
-        for (i = 0; i < L->n; i++)
+        for (i = 0; i < L->ne; i++)
             AS_CHECK(as_sim_add_compute(L->p, base + i, 0, &src, 1, &dst, &wb, 1, L->sname[t],
                                         err));
         cur = dst;
@@ -443,6 +449,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     int32_t *rd = as_xmalloc(((size_t)op->nin + 1) * sizeof *rd), wr[AS_MAX_OUTS], id;
     double wb[AS_MAX_OUTS], time;
     as_sim_event_spec e;
+    char name[600];
     int j, k, nr = 0, rc = AS_OK;
 
     for (j = 0; j < op->nin; j++) {
@@ -488,7 +495,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     as_sim_event_spec_init(&e);
     e.kind = AS_SIM_COMPUTE;
     e.devs = lower_devs(L, base);
-    e.ndevs = L->n;
+    e.ndevs = L->ne;
     e.op_id = id;
     e.time = time;
     e.reads = rd;
@@ -497,6 +504,10 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     e.wbytes = wb;
     e.nwrites = op->nout;
     e.label = L->sname[op->out[0]];
+    if (L->np > 1 && L->role[o] != ROLE_OPT) { /* pipelines: the microbatch in the label */
+        snprintf(name, sizeof name, "%s/m%d", L->sname[op->out[0]], micro);
+        e.label = name;
+    }
     AS_CHECK_GOTO(rc, as_sim_add(L->p, &e, err), out);
     for (k = 0; k < op->nout; k++) {
         int32_t t = op->out[k], r;
@@ -522,11 +533,11 @@ lower_declare(lower *L, int32_t t, int base, as_err *err)
 
     if (gt->kind == AS_TK_INPUT) {
         for (m = 0; m < L->nmicro; m++)
-            AS_CHECK(as_sim_declare(L->p, AS_SIM_INPUT, lower_devs(L, base), L->n,
+            AS_CHECK(as_sim_declare(L->p, AS_SIM_INPUT, lower_devs(L, base), L->ne,
                                     lower_id(L, t, m), b, err));
         return AS_OK;
     }
-    return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->n, lower_id(L, t, 0), b,
+    return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->ne, lower_id(L, t, 0), b,
                           err);
 }
 
@@ -537,7 +548,7 @@ lower_grad_buf(lower *L, int32_t t, int base, as_err *err)
     char name[600];
 
     snprintf(name, sizeof name, "%s/buf", L->sname[t]);
-    return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->n,
+    return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->ne,
                           as_sim_tensor(L->p, name), lower_bytes(L, t, &L->spec[t]), err);
 }
 
@@ -916,11 +927,11 @@ lower_pipeline(lower *L, as_sim_sched sched, as_err *err)
     int32_t o, t;
 
     for (s = 0; s < L->np; s++) {
-        sd[s] = as_xmalloc((size_t)L->n * sizeof **sd);
-        for (i = 0; i < L->n; i++)
+        sd[s] = as_xmalloc((size_t)L->ne * sizeof **sd);
+        for (i = 0; i < L->ne; i++)
             sd[s][i] = s * L->n + i;
         st[s].devs = sd[s];
-        st[s].ndevs = L->n;
+        st[s].ndevs = L->ne;
         st[s].act_bytes = L->act_bytes[s];
     }
     /* the passes' compute on microbatch shapes: as_sim_pipeline orders the passes by it, so
@@ -968,6 +979,58 @@ lower_pipeline(lower *L, as_sim_sched sched, as_err *err)
     free(sd);
     free(st);
     return rc;
+}
+
+/*
+ * Whether every device of a stage can mirror the stage's device 0: the
+ * lowering emits the same events on all of them (SPMD), so that holds when
+ * every group along each mesh axis has the link class of device 0's group
+ * and every pipeline send between two stages the link class of device 0's.
+ */
+static int
+lower_symmetric(const lower *L)
+{
+    int dpn = as_cost_model_hw(L->cm)->devices_per_node, s, a, d, i, ok = 1;
+    int coords[AS_MESH_MAX_AXES];
+    int *g = as_xmalloc((size_t)L->n * sizeof *g);
+
+    if (L->n == 1) {
+        free(g);
+        return 1;
+    }
+    for (s = 0; s < L->np && ok; s++) {
+        int base = s * L->n;
+        for (a = 0; a < as_mesh_naxes(L->mesh) && ok; a++) {
+            int size = as_mesh_axis_size(L->mesh, a), link0 = -1;
+            for (d = 0; d < L->n && ok; d++) {
+                int32_t gd[AS_MESH_MAX_DEVICES > 4096 ? 4096 : AS_MESH_MAX_DEVICES];
+                as_link lk;
+                as_mesh_coords(L->mesh, d, coords);
+                if (coords[a] != 0 || size > (int)(sizeof gd / sizeof gd[0]))
+                    continue;
+                as_mesh_group(L->mesh, a, d, g);
+                for (i = 0; i < size; i++)
+                    gd[i] = g[i] + base;
+                lk = as_sim_i_group_link(gd, size, dpn);
+                if (link0 < 0)
+                    link0 = (int)lk;
+                ok = (int)lk == link0;
+            }
+        }
+        if (s + 1 < L->np) {
+            int32_t pr[2];
+            int link0 = -1;
+            for (d = 0; d < L->n && ok; d++) {
+                pr[0] = base + d;
+                pr[1] = base + L->n + d;
+                if (link0 < 0)
+                    link0 = (int)as_sim_i_group_link(pr, 2, dpn);
+                ok = (int)as_sim_i_group_link(pr, 2, dpn) == link0;
+            }
+        }
+    }
+    free(g);
+    return ok;
 }
 
 /* ---- entry points ------------------------------------------------------ */
@@ -1084,6 +1147,16 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
     }
     AS_CHECK_GOTO(rc, lower_match(&L, err), out);
     AS_CHECK_GOTO(rc, as_sim_prog_new(as_graph_name(g), L.n * L.np, &L.p, err), out);
+    L.sym = !o.no_symmetry && lower_symmetric(&L);
+    L.ne = L.sym ? 1 : L.n;
+    if (L.sym && L.n > 1) {
+        int s, i;
+        for (s = 0; s < L.np; s++) {
+            for (i = 1; i < L.n; i++)
+                L.devs[i - 1] = s * L.n + i;
+            AS_CHECK_GOTO(rc, as_sim_mirror(L.p, L.devs, L.n - 1, s * L.n, err), out);
+        }
+    }
     as_sim_prog_set_hw(L.p, hwname);
     as_sim_prog_set_cost_model(L.p, model);
     as_sim_prog_set_batch(L.p, batch);

@@ -34,6 +34,7 @@ typedef struct as_lower_opts {
     int nmicro;                /**< K microbatches (pipeline only; 1 = none) */
     as_sim_sched sched;        /**< gpipe or 1f1b */
     const char *plan_name;     /**< used in messages ("plan 'NAME': ..."); NULL = "plan" */
+    int no_symmetry;           /**< 1: list every device's events (no mirrors) */
 } as_lower_opts;
 
 void as_lower_opts_init(as_lower_opts *o);

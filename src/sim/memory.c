@@ -80,7 +80,8 @@ mem_merge2(const mem_bucket *x, const mem_bucket *y, mem_bucket *out)
  * applied before allocations at equal times.  TMP holds three scratch vectors.
  */
 static void
-mem_peak(const mem_bucket *bk, double base, mem_bucket *tmp, as_sim_dev_stats *dev)
+mem_peak(const mem_bucket *bk, double base, mem_bucket *tmp, as_sim_dev_stats *dev,
+         as_sim_i_mem_cb cb, void *ud, int d)
 {
     const mem_bucket *fr = &tmp[0], *al = &tmp[1];
     size_t i = 0, j = 0;
@@ -89,10 +90,14 @@ mem_peak(const mem_bucket *bk, double base, mem_bucket *tmp, as_sim_dev_stats *d
     mem_merge2(&bk[0], &bk[2], &tmp[0]);
     mem_merge2(&bk[1], &bk[3], &tmp[1]);
     dev->peak = cur;
+    if (cb != NULL)
+        cb(ud, d, 0, cur + dev->resident);
     while (i < fr->n || j < al->n) {
         const mem_rec *r = j == al->n || (i < fr->n && fr->v[i].t <= al->v[j].t) ? &fr->v[i++]
                                                                                  : &al->v[j++];
         cur += r->delta;
+        if (cb != NULL)
+            cb(ud, d, r->t, cur + dev->resident);
         if (cur > dev->peak) {
             dev->peak = cur;
             dev->peak_time = r->t;
@@ -103,6 +108,13 @@ mem_peak(const mem_bucket *bk, double base, mem_bucket *tmp, as_sim_dev_stats *d
 void
 as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, double capacity,
                 as_sim_dev_stats *dev, size_t *nbuf)
+{
+    as_sim_i_memory_cb(p, start, end, capacity, dev, nbuf, NULL, NULL);
+}
+
+void
+as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end, double capacity,
+                   as_sim_dev_stats *dev, size_t *nbuf, as_sim_i_mem_cb cb, void *ud)
 {
     size_t nb = p->bufs.n, i, nbk = (size_t)p->ndev * 4;
     int32_t *lastev = as_xmalloc((nb ? nb : 1) * sizeof *lastev);
@@ -190,7 +202,7 @@ as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end, do
             qsort(bk[i].v, bk[i].n, sizeof *bk[i].v, mem_cmp);
     }
     for (d = 0; d < p->ndev; d++) {
-        mem_peak(&bk[(size_t)d * 4], base[d], tmp, &dev[d]);
+        mem_peak(&bk[(size_t)d * 4], base[d], tmp, &dev[d], cb, ud, d);
         dev[d].peak += dev[d].resident;
         dev[d].oom = capacity > 0 && dev[d].peak > capacity;
     }

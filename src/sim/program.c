@@ -115,6 +115,7 @@ as_sim_prog_new(const char *name, int ndevices, as_sim_prog **out, as_err *err)
     p->name = as_arena_strdup(p->arena, name);
     p->hw = p->model = p->path = (char *)"";
     p->ndev = ndevices;
+    p->nexplicit = ndevices;
     as_strmap_init(&p->tmap);
     as_strmap_init(&p->opmap);
     *out = p;
@@ -139,6 +140,7 @@ as_sim_prog_free(as_sim_prog *p)
     as_strmap_destroy(&p->opmap);
     free(p->bkeys);
     free(p->bvals);
+    free(p->rep);
     as_arena_free(p->arena);
     free(p);
 }
@@ -236,6 +238,57 @@ as_sim_event_stream(const as_sim_prog *p, size_t i)
     return p->ev.v[i].stream;
 }
 
+/* Symmetry. */
+
+int
+as_sim_mirror(as_sim_prog *p, const int *devs, int n, int rep, as_err *err)
+{
+    int i, d;
+
+    if (p->ev.n > 0 || p->bufs.n > 0)
+        return as_errf(err, AS_EUSAGE, "mirrors must be given before events and declarations");
+    if (rep < 0 || rep >= p->ndev)
+        return as_errf(err, AS_EUSAGE, "unknown device %d (program has %d devices, 0-%d)", rep,
+                       p->ndev, p->ndev - 1);
+    if (p->rep == NULL) {
+        p->rep = as_xmalloc((size_t)p->ndev * sizeof *p->rep);
+        for (d = 0; d < p->ndev; d++)
+            p->rep[d] = d;
+    }
+    if (p->rep[rep] != rep)
+        return as_errf(err, AS_EUSAGE, "device %d mirrors device %d: it cannot be a "
+                       "representative", rep, p->rep[rep]);
+    for (i = 0; i < n; i++) {
+        d = devs[i];
+        if (d < 0 || d >= p->ndev)
+            return as_errf(err, AS_EUSAGE, "unknown device %d (program has %d devices, 0-%d)", d,
+                           p->ndev, p->ndev - 1);
+        if (d == rep)
+            continue;
+        if (p->rep[d] != d)
+            return as_errf(err, AS_EUSAGE, "device %d already mirrors device %d", d, p->rep[d]);
+        for (int e = 0; e < p->ndev; e++)
+            if (p->rep[e] == d && e != d)
+                return as_errf(err, AS_EUSAGE, "device %d is the representative of device %d: "
+                               "it cannot mirror another", d, e);
+        p->rep[d] = rep;
+        p->nexplicit--;
+    }
+    return AS_OK;
+}
+
+int
+as_sim_prog_nexplicit(const as_sim_prog *p)
+{
+    return p->nexplicit;
+}
+
+int
+as_sim_prog_rep(const as_sim_prog *p, int d)
+{
+    return as_sim_i_rep(p, d);
+}
+
 /* Tensors and declarations. */
 
 int32_t
@@ -272,6 +325,8 @@ as_sim_declare(as_sim_prog *p, as_sim_decl kind, const int *devs, int ndevs, int
         if (devs[i] < 0 || devs[i] >= p->ndev)
             return as_errf(err, AS_EUSAGE, "unknown device %d (program has %d devices)", devs[i],
                            p->ndev);
+        if (as_sim_i_rep(p, devs[i]) != devs[i])
+            continue; /* a mirror holds what its representative holds */
         b = buf_get(p, t, devs[i]);
         if (p->bufs.v[b].producer != SIM_NONE || p->bufs.v[b].origin != SIM_BUF_ACT)
             return as_errf(err, AS_EUSAGE, "tensor '%s' on device %d is already defined",
@@ -447,6 +502,21 @@ spec_check_devs(const as_sim_prog *p, const as_sim_event_spec *s, as_err *err)
                 if (s->devs[j] == s->devs[i])
                     return spec_err(p, s, s->col, err, "device %d listed twice", s->devs[i]);
     }
+    if (p->rep != NULL && s->kind != AS_SIM_COLL) {
+        for (i = 0; i < s->ndevs; i++)
+            if (p->rep[s->devs[i]] != s->devs[i])
+                return spec_err(p, s, s->col, err, "device %d mirrors device %d: its events run "
+                                "on device %d", s->devs[i], p->rep[s->devs[i]],
+                                p->rep[s->devs[i]]);
+    }
+    if (p->rep != NULL && s->kind == AS_SIM_COLL) {
+        for (i = 0; i < s->ndevs && p->rep[s->devs[i]] != s->devs[i]; i++)
+            ;
+        if (i == s->ndevs)
+            return spec_err(p, s, s->col, err, "a collective needs a device that mirrors "
+                            "nobody (device %d mirrors device %d)", s->devs[0],
+                            p->rep[s->devs[0]]);
+    }
     if (s->kind == AS_SIM_SEND && (s->ndevs != 2 || s->devs[0] == s->devs[1]))
         return spec_err(p, s, s->col, err, "a send needs two different devices (SRC->DST)");
     if (s->kind == AS_SIM_SEND && (s->nreads != 1 || s->nwrites != 0))
@@ -528,7 +598,7 @@ add_one(as_sim_prog *p, const as_sim_event_spec *s, const int *devs, int ndevs, 
     /* reads: on every device, except a send, which reads on its source only */
     ev.rd_off = (uint32_t)p->rds.n;
     for (i = 0; i < (s->kind == AS_SIM_SEND ? 1 : ndevs); i++)
-        for (j = 0; j < s->nreads; j++)
+        for (j = 0; j < s->nreads && as_sim_i_rep(p, devs[i]) == devs[i]; j++)
             AS_VEC_PUSH(&p->rds, buf_get(p, s->reads[j], devs[i]));
     ev.nrd = (uint16_t)(p->rds.n - ev.rd_off);
     ev.wr_off = (uint32_t)p->wrs.n;
@@ -537,7 +607,7 @@ add_one(as_sim_prog *p, const as_sim_event_spec *s, const int *devs, int ndevs, 
         AS_CHECK(spec_write(p, s, s->reads[0], devs[1], s->bytes, e, err));
     } else {
         for (i = 0; i < ndevs; i++)
-            for (j = 0; j < s->nwrites; j++)
+            for (j = 0; j < s->nwrites && as_sim_i_rep(p, devs[i]) == devs[i]; j++)
                 AS_CHECK(spec_write(p, s, s->writes[j], devs[i],
                                     spec_write_bytes(p, s, op, j), e, err));
     }
@@ -752,7 +822,7 @@ write_event(const as_sim_prog *p, const sim_event *ev, FILE *fp)
 {
     const int32_t *d = p->devs.v + ev->dev_off;
     char num[40];
-    uint32_t k, nper;
+    uint32_t k, nper, nrep;
 
     if (ev->label >= 0)
         fprintf(fp, "%s: ", p->labels.v + ev->label);
@@ -778,12 +848,14 @@ write_event(const as_sim_prog *p, const sim_event *ev, FILE *fp)
         fprintf(fp, " stream=%s", ev->stream == AS_SIM_STREAM_COMPUTE ? "compute" : "comm");
     if (ev->kind == AS_SIM_SEND)
         return;
-    /* reads and writes are stored per device; print those of the first device */
-    nper = ev->ndev ? ev->nrd / ev->ndev : 0;
+    /* reads and writes are stored per device (mirrors have none); print the first's */
+    for (k = 0, nrep = 0; k < ev->ndev; k++)
+        nrep += as_sim_i_rep(p, d[k]) == d[k];
+    nper = nrep ? ev->nrd / nrep : 0;
     for (k = 0; k < nper; k++)
         fprintf(fp, "%s%s", k ? "," : " reads=",
                 p->tnames.v[p->bufs.v[p->rds.v[ev->rd_off + k]].tensor]);
-    nper = ev->ndev ? ev->nwr / ev->ndev : 0;
+    nper = nrep ? ev->nwr / nrep : 0;
     for (k = 0; k < nper; k++) {
         const sim_buf *b = &p->bufs.v[p->wrs.v[ev->wr_off + k]];
 
@@ -812,6 +884,32 @@ as_sim_prog_write(const as_sim_prog *p, FILE *fp, as_err *err)
         fprintf(fp, " batch=%s", num);
     }
     fputc('\n', fp);
+    if (p->rep != NULL) {
+        /* "mirror DEVICES as REP", representatives in order: a counting sort by REP */
+        int32_t *cnt = as_xcalloc((size_t)p->ndev + 1, sizeof *cnt);
+        int32_t *ord = as_xmalloc((size_t)p->ndev * sizeof *ord);
+        int d;
+
+        for (d = 0; d < p->ndev; d++)
+            if (p->rep[d] != d)
+                cnt[p->rep[d] + 1]++;
+        for (d = 0; d < p->ndev; d++)
+            cnt[d + 1] += cnt[d];
+        for (d = 0; d < p->ndev; d++)
+            if (p->rep[d] != d)
+                ord[cnt[p->rep[d]]++] = d;
+        for (d = p->ndev; d > 0; d--)
+            cnt[d] = cnt[d - 1];
+        cnt[0] = 0;
+        for (d = 0; d < p->ndev; d++)
+            if (cnt[d + 1] > cnt[d]) {
+                fputs("mirror ", fp);
+                write_devs(fp, ord + cnt[d], cnt[d + 1] - cnt[d]);
+                fprintf(fp, " as %d\n", d);
+            }
+        free(cnt);
+        free(ord);
+    }
     for (i = 0; i < p->decls.n; i++) {
         const sim_buf *b = &p->bufs.v[p->decls.v[i].buf];
 
@@ -1187,6 +1285,25 @@ rd_decl(rd_state *r, const rd_tok *t, int nt, as_err *err)
     return AS_OK;
 }
 
+/* "mirror DEVICES as REP" */
+static int
+rd_mirror(rd_state *r, const rd_tok *t, int nt, as_err *err)
+{
+    const char *q;
+    long rep;
+    as_err e2 = {0};
+
+    if (nt != 4 || t[2].len != 2 || memcmp(t[2].s, "as", 2) != 0)
+        return rd_err(r, nt >= 1 ? t[0].col : 1, err, "expected 'mirror DEVICES as DEVICE'");
+    AS_CHECK(rd_devs(r, t[1].s, t[1].len, t[1].col, "mirror", err));
+    q = t[3].s;
+    if (!rd_int(&q, t[3].s + t[3].len, &rep) || q != t[3].s + t[3].len)
+        return rd_err(r, t[3].col, err, "bad device '%.*s'", (int)t[3].len, t[3].s);
+    if (as_sim_mirror(r->p, r->devs.v, (int)r->devs.n, (int)rep, &e2) != AS_OK)
+        return rd_err(r, t[0].col, err, "%s", e2.msg);
+    return AS_OK;
+}
+
 /* Event kind from its name; 0 if unknown. */
 static int
 rd_kind(const rd_tok *t, as_sim_event_spec *s)
@@ -1472,6 +1589,8 @@ rd_line(rd_state *r, const char *line, size_t len, as_err *err)
     if (r->p == NULL)
         return rd_err(r, t[0].col, err, "expected 'program NAME devices=N' first, got '%.*s'",
                       (int)t[0].len, t[0].s);
+    if (t[0].len == 6 && memcmp(t[0].s, "mirror", 6) == 0)
+        return rd_mirror(r, t, nt, err);
     if ((t[0].len == 8 && memcmp(t[0].s, "resident", 8) == 0) ||
         (t[0].len == 5 && memcmp(t[0].s, "input", 5) == 0))
         return rd_decl(r, t, nt, err);

@@ -59,6 +59,9 @@ as_sim_report_text(const as_sim_prog *p, const as_sim_result *r, int verbose, FI
 
     fprintf(fp, "program %s: %zu events on %d devices (hw %s, cost model %s, overlap %s)\n",
             p->name, r->nevents, r->ndevices, r->hw, r->model, r->overlap ? "on" : "off");
+    if (r->nexplicit < r->ndevices)
+        fprintf(fp, "symmetry         %d of %d devices simulated explicitly, the others mirror "
+                "them\n", r->nexplicit, r->ndevices);
     fprintf(fp, "iteration time   %.6g s\n", r->time);
     if (r->throughput > 0)
         fprintf(fp, "throughput       %.6g samples/s\n", r->throughput);
@@ -136,6 +139,7 @@ as_sim_report_json(const as_sim_prog *p, const as_sim_result *r, FILE *fp, as_er
     json_object_set_new(root, "program", json_string(p->name));
     json_object_set_new(root, "devices", json_integer(r->ndevices));
     json_object_set_new(root, "events", json_integer((json_int_t)r->nevents));
+    json_object_set_new(root, "explicit_devices", json_integer(r->nexplicit));
     json_object_set_new(root, "hw", json_string(r->hw));
     json_object_set_new(root, "cost_model", json_string(r->model));
     json_object_set_new(root, "overlap", json_boolean(r->overlap));

@@ -66,6 +66,22 @@ void as_sim_prog_set_batch(as_sim_prog *p, double batch);
 /** Name of the file the program came from, used in messages ("" = built). */
 void as_sim_prog_set_path(as_sim_prog *p, const char *path);
 
+/**
+ * Symmetry (DistSim): devices DEVS[0..N) run exactly the program of device
+ * REP (same events, same shapes, collectives over groups of the same size
+ * and link class), so only REP is simulated and its figures are copied to
+ * them.  Events then list REP (computes, sends); collectives keep their
+ * whole group (its size and link class cost them) and wait for the
+ * representatives in it.  Call before adding events or declarations.
+ * AS_EUSAGE for an unknown device, a representative that mirrors another,
+ * or a program that already has events.
+ */
+int as_sim_mirror(as_sim_prog *p, const int *devs, int n, int rep, as_err *err);
+/** Devices simulated explicitly (their own representatives). */
+int as_sim_prog_nexplicit(const as_sim_prog *p);
+/** Representative of device D (D when it mirrors nobody). */
+int as_sim_prog_rep(const as_sim_prog *p, int d);
+
 /* Queries. */
 const char *as_sim_prog_name(const as_sim_prog *p);
 int as_sim_prog_ndevices(const as_sim_prog *p);
@@ -218,6 +234,7 @@ typedef struct as_sim_result {
     size_t cost_hits;        /**< events whose cost came from the cache */
     size_t cost_misses;      /**< distinct signatures costed */
     size_t nbuffers;         /**< buffers tracked by the memory model */
+    int nexplicit;           /**< devices simulated explicitly (the others mirror them) */
     char hw[AS_HW_NAME_MAX]; /**< profile used */
     char model[32];          /**< cost model used */
     double wall;             /**< seconds the simulation took */

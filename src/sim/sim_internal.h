@@ -71,11 +71,19 @@ struct as_sim_prog {
     AS_VEC(char) labels;     /**< NUL-separated label pool */
     as_strmap tmap;          /**< tensor name -> id */
     as_strmap opmap;         /**< canonical op text -> ops index */
+    int32_t *rep;            /**< [ndev] device whose timeline a device mirrors (NULL: itself) */
+    int nexplicit;           /**< devices that are their own representative */
     int64_t *bkeys;          /**< buffer hash: key (tensor << 20 | dev) + 1, 0 empty */
     int32_t *bvals;
     size_t bcap;
 };
 
+/** Representative of device D (D itself unless it mirrors another). */
+static inline int32_t
+as_sim_i_rep(const as_sim_prog *p, int32_t d)
+{
+    return p->rep != NULL ? p->rep[d] : d;
+}
 /** Buffer id of (T, DEV), or -1. */
 int32_t as_sim_i_buf_find(const as_sim_prog *p, int32_t t, int dev);
 /** Devices per node used to classify a group's link (intra when in one node). */
@@ -86,6 +94,12 @@ as_link as_sim_i_group_link(const int32_t *devs, int n, int devices_per_node);
  */
 void as_sim_i_memory(const as_sim_prog *p, const double *start, const double *end,
                      double capacity, as_sim_dev_stats *dev, size_t *nbuf);
+/** Memory over time: called per device with (time, bytes in use incl. resident) at each change. */
+typedef void (*as_sim_i_mem_cb)(void *ud, int dev, double t, double bytes);
+/** as_sim_i_memory, reporting every change to CB (traces); the engine passes no callback. */
+void as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
+                        double capacity, as_sim_dev_stats *dev, size_t *nbuf, as_sim_i_mem_cb cb,
+                        void *ud);
 /** Write a double so it reads back exactly, shortest of %.15g/%.17g. */
 void as_sim_i_fmt_num(char *buf, size_t n, double x);
 

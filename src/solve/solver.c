@@ -27,6 +27,8 @@ static const as_solver_ops *const solver_table[] = {
     &as_solver_cbc,
 #endif
     &as_solver_brute,
+    &as_solver_beam,
+    &as_solver_mcts,
     NULL,
 };
 
@@ -310,7 +312,7 @@ solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
     if (red != NULL && res->nplans == 0) {
         /* a bound of the reduced problem holds for the original up to the gap pruning's cut;
            the Lagrangian bound holds for the original in any case */
-        const as_reduce_stats *st = as_reduction_stats(red);
+        const as_reduce_stats *st = &res->red;
         double b = fmin(pl.bound, st->cut);
         if (isfinite(st->lb) && st->lb > b)
             b = st->lb;
@@ -440,7 +442,9 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     if (ops == NULL)
         return AS_EUSAGE;
     buf = as_xcalloc(nn + 1, sizeof *buf);
-    cands_init(&lc, rp, red, buf);
+    /* a heuristic (beam, mcts) searches on its own: the reductions' plan is neither its start
+       nor its answer, so its gap to the bound is its own */
+    cands_init(&lc, rp, (ops->flags & AS_SOLVER_EXACT) ? red : NULL, buf);
     for (i = 0; i < (o->top ? o->top : 1); i++) {
         if (i > 0 && o->lim.time_limit_s > 0 && as_now() - t0 >= o->lim.time_limit_s)
             break; /* at the limit: the plans found so far */
@@ -506,6 +510,39 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     return rc;
 }
 
+/* 1 if O's backend is a heuristic (not exact). */
+static int
+heuristic(const as_solve_opts *o)
+{
+    as_err e;
+    const as_solver_ops *ops = as_solver_find(o->solver ? o->solver : "glpk", &e);
+
+    return ops != NULL && !(ops->flags & AS_SOLVER_EXACT);
+}
+
+/*
+ * The lower bound a heuristic's plan is measured against: the bound pruning's
+ * (TRW-S with Lagrangian memory multipliers) on RP, whose pruned problem is
+ * thrown away.  Sets ST's lb and bound rounds.
+ */
+static int
+heuristic_bound(const as_problem *rp, const as_solve_opts *o, as_reduce_stats *st, as_err *err)
+{
+    as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .gap = o->lim.gap, .top = 1};
+    as_problem *bp = NULL;
+    as_reduction *bred = NULL;
+
+    if (as_problem_nnodes(rp) == 0)
+        return AS_OK;
+    AS_CHECK(as_reduce_ex(rp, &ro, &bp, &bred, err));
+    st->lb = as_reduction_stats(bred)->lb;
+    st->ub = as_reduction_stats(bred)->ub;
+    st->bound_rounds = as_reduction_stats(bred)->bound_rounds;
+    as_reduction_free(bred);
+    as_problem_free(bp);
+    return AS_OK;
+}
+
 int
 as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *res, as_err *err)
 {
@@ -517,6 +554,12 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
 
     memset(res, 0, sizeof *res);
     AS_CHECK(as_problem_validate(p, err));
+    if (flags != 0 && heuristic(o)) {
+        /* beam and mcts search the problem with its structure merged (followers, constant
+           edges, alias pairs), not what the eliminations and the bound pruning leave: those
+           solve most graphs on their own and would leave the heuristic nothing to do */
+        flags &= AS_REDUCE_FOLLOW | AS_REDUCE_CONST | AS_REDUCE_ALIAS;
+    }
     AS_CHECK(ilp_stats_of(p, &res->before, err));
     if (getenv("AS_DEBUG_REDUCE") != NULL)
         fprintf(stderr, "solve: ILP before %.3f s\n", as_now() - t0);
@@ -533,6 +576,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
         if (getenv("AS_DEBUG_REDUCE") != NULL)
             fprintf(stderr, "solve: reduced %.3f s\n", as_now() - t0);
         res->red = *as_reduction_stats(red);
+        if (o->reduce & AS_REDUCE_BOUND & ~flags)
+            AS_CHECK_GOTO(rc, heuristic_bound(rp, o, &res->red, err), out);
     } else {
         rp = as_problem_clone(p);
         res->red.nodes = as_problem_nnodes(p);

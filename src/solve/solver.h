@@ -90,7 +90,8 @@ typedef struct as_solver_ops {
     AS_DECL_SOLVER_SOLVE((*solve));    /**< required; out->choice is preallocated */
 } as_solver_ops;
 
-extern const as_solver_ops as_solver_glpk, as_solver_brute, as_solver_xyz;
+extern const as_solver_ops as_solver_glpk, as_solver_brute, as_solver_beam, as_solver_mcts,
+    as_solver_xyz;
 #ifdef HAVE_CBC
 extern const as_solver_ops as_solver_cbc;
 #endif

@@ -420,8 +420,8 @@ test_pipeline_exact(void)
     as_graph *g = NULL;
     as_shard_plan *pl;
     as_err err = {0};
-    int np, k, sc, bad_shape = 0, bad_time = 0, bad_sync = 0, runs = 0, bad_mb = 0;
-    double worst = 0;
+    int np, k, sc, bad_shape = 0, bad_time = 0, bad_sync = 0, runs = 0, bad_mb = 0, bad_sym = 0;
+    double worst = 0, worst_sym = 0;
 
     snprintf(path, sizeof path, "%s/tests/data/sim/sq.asg", top ? top : ".");
     snprintf(hwpath, sizeof hwpath, "%s/tests/data/sim/freecomm.hw", top ? top : ".");
@@ -540,6 +540,34 @@ test_pipeline_exact(void)
                     if (fabs(tmax - r->time) > 1e-9 * r->time)
                         bad_time++;
                 }
+                /* symmetry: the full simulation (every device) gives the same figures */
+                {
+                    as_sim_prog *pf = NULL;
+                    as_sim_result *rf = NULL;
+                    lo.no_symmetry = 1;
+                    if (as_sim_plan(g, pl, &lo, NULL, &rf, &pf, &err) != AS_OK) {
+                        bad_sym++;
+                    } else {
+                        int d;
+                        double w = fabs(rf->time - r->time) / rf->time;
+                        for (d = 0; d < rf->ndevices; d++) {
+                            const as_sim_dev_stats *x = &r->dev[d], *y = &rf->dev[d];
+                            double v[6][2] = {{x->compute, y->compute}, {x->comm, y->comm},
+                                              {x->idle, y->idle}, {x->resident, y->resident},
+                                              {x->peak, y->peak}, {x->peak_time, y->peak_time}};
+                            for (i = 0; i < 6; i++)
+                                if (fabs(v[i][0] - v[i][1]) > w * fabs(v[i][1]))
+                                    w = fabs(v[i][0] - v[i][1]) / fabs(v[i][1]);
+                        }
+                        if (w > 1e-12 || r->nexplicit != np || rf->nexplicit != 2 * np)
+                            bad_sym++;
+                        if (w > worst_sym)
+                            worst_sym = w;
+                    }
+                    lo.no_symmetry = 0;
+                    as_sim_result_free(rf);
+                    as_sim_prog_free(pf);
+                }
                 /* real communication: gradient syncs follow the stage's last backward send */
                 lo.hw = "a100-dgx";
                 if (as_sim_plan(g, pl, &lo, NULL, &rq, &q, &err) == AS_OK) {
@@ -572,6 +600,8 @@ test_pipeline_exact(void)
     is_int(bad_mb, 0, "every microbatch of a stage costs the same");
     is_int(bad_time, 0, "pass ends and iteration time equal the hand recurrence (worst %.3g)", worst);
     is_int(bad_sync, 0, "gradient all-reduces follow the stage's last backward send");
+    is_int(bad_sym, 0, "one device per stage simulated (D=2 mirrors): every figure equals the full "
+           "simulation's (worst relative difference %.3g)", worst_sym);
     as_shard_plan_free(pl);
     as_graph_free(g);
 }

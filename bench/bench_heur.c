@@ -1,0 +1,192 @@
+/* bench_heur.c -- the heuristic solvers against the ILP: for training steps
+ * of transformer presets on meshes of an a100-dgx cluster (roofline cost
+ * model), without a budget and with a binding one (halfway between the
+ * smallest peak any plan can have and the peak of the ILP's plan without a
+ * budget), the time and the objective of beam (K = 1, 10, 100) and mcts
+ * (1,000 and 10,000 episodes), with their gap to the ILP's plan (GLPK at the
+ * default gap) and to the reductions' lower bound.
+ *
+ *   bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] [-q]
+ *
+ * -t limits every solve (default 120 s); -p and -m run one preset or mesh;
+ * -b sets the global batch (default 8); -q: beam K=1,10 and mcts 1,000 only.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formulate/build.h"
+#include "graph/autodiff.h"
+#include "graph/presets.h"
+#include "solve/solver.h"
+
+typedef struct run {
+    const char *solver, *param, *label;
+} run;
+
+static const run runs[] = {
+    {"beam", "beam/width=1", "beam K=1"},       {"beam", "beam/width=10", "beam K=10"},
+    {"beam", "beam/width=100", "beam K=100"},   {"mcts", "mcts/episodes=1000", "mcts 1k"},
+    {"mcts", "mcts/episodes=10000", "mcts 10k"},
+};
+
+static int quick;
+
+/* Solve P once; prints a line; returns the objective (INFINITY without a plan). */
+static double
+one(const as_problem *p, const char *solver, const char *param, const char *label, double tlim,
+    double ref, double *peak)
+{
+    as_solve_opts o;
+    as_solve_result r;
+    as_err err = {0};
+    const char *params[1] = {param};
+    double obj = INFINITY;
+
+    as_solve_opts_init(&o);
+    o.solver = solver;
+    o.lim.time_limit_s = tlim;
+    o.lim.gap = AS_DEFAULT_GAP;
+    o.params = params;
+    o.nparams = param != NULL;
+    if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
+        printf("  %-11s error: %s\n", label, err.msg);
+        fflush(stdout);
+        return INFINITY;
+    }
+    printf("  %-11s %8.3f s  %-8s", label, r.total_s, as_outcome_name(r.outcome));
+    if (r.nplans > 0) {
+        obj = r.plans[0].objective;
+        if (peak != NULL)
+            *peak = r.plans[0].peak;
+        printf("  obj %.9g s", obj);
+        if (isfinite(ref))
+            printf("  vs ILP %+7.3f%%", 100 * (obj - ref) / ref);
+        if (isfinite(r.plans[0].bound))
+            printf("  gap to bound %7.3f%%", 100 * fmax(0, r.plans[0].gap));
+        if (strcmp(solver, "mcts") == 0 && r.plans[0].nodes > 0)
+            printf("  %.3f ms/episode", 1e3 * r.plans[0].time_s / (double)r.plans[0].nodes);
+    }
+    printf("  (peak RSS %.0f MiB)\n", (double)as_peak_rss() / 1048576.0);
+    fflush(stdout);
+    as_solve_result_free(&r);
+    return obj;
+}
+
+static void
+bench_problem(const as_problem *p, double tlim, const char *tag, double *peak)
+{
+    double ref;
+    size_t i;
+
+    printf(" %s\n", tag);
+    ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak);
+    for (i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        if (quick && (strstr(runs[i].label, "100") || strstr(runs[i].label, "10k")))
+            continue;
+        one(p, runs[i].solver, runs[i].param, runs[i].label, tlim, ref, NULL);
+    }
+}
+
+static int
+bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
+{
+    const as_preset *pr = as_preset_find(preset);
+    as_preset_cfg cfg;
+    as_train_opts t;
+    as_graph *g = NULL;
+    as_graph_setup su = {.mesh = mesh};
+    as_graph_problem gp;
+    as_err err = {0};
+    double peak = -1, lb;
+
+    if (pr == NULL) {
+        fprintf(stderr, "bench_heur: no preset %s\n", preset);
+        return 1;
+    }
+    cfg = pr->cfg;
+    cfg.batch = batch;
+    as_train_opts_init(&t);
+    if (as_preset_build(pr, &cfg, &g, &err) != AS_OK || as_autodiff(g, &t, &err) != AS_OK) {
+        fprintf(stderr, "bench_heur: %s: %s\n", preset, err.msg);
+        as_graph_free(g);
+        return 1;
+    }
+    as_build_opts_init(&su.build);
+    su.build.memory = 0;
+    if (as_graph_problem_init(&gp, g, &su, &err) != AS_OK) {
+        fprintf(stderr, "bench_heur: %s on %s: %s\n", preset, mesh, err.msg);
+        return 1;
+    }
+    printf("%s batch %lld train (adam) on %s: %d ops, %zu nodes, %zu edges; build %.2f s\n",
+           preset, (long long)batch, mesh, (int)as_graph_nops(gp.g), as_problem_nnodes(gp.p),
+           as_problem_nedges(gp.p), gp.build_s);
+    fflush(stdout);
+    bench_problem(gp.p, tlim, "no budget", &peak);
+    as_problem_set_memory(gp.p, 1);
+    lb = as_problem_peak_lower_bound(gp.p);
+    if (peak > lb * (1 + 1e-6)) {
+        char tag[128];
+        as_problem_set_memory(gp.p, lb + 0.5 * (peak - lb));
+        snprintf(tag, sizeof tag, "budget %.3f GiB (halfway between %.3f and %.3f GiB)",
+                 (lb + 0.5 * (peak - lb)) / 1073741824.0, lb / 1073741824.0,
+                 peak / 1073741824.0);
+        bench_problem(gp.p, tlim, tag, NULL);
+    } else {
+        printf(" no budget can bind\n");
+    }
+    as_graph_problem_free(&gp);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const char *const presets[] = {"gpt2-small", "bert-large", "t5-base", "gpt3-1.3b",
+                                          "gpt3-13b", NULL};
+    static const char *const meshes[] = {"8", "2x4", "2x8", NULL};
+    const char *only_p = NULL, *only_m = NULL;
+    double tlim = 120;
+    int64_t batch = 8;
+    int c, rc = 0;
+    size_t i, j;
+
+    while ((c = getopt(argc, argv, "t:p:m:b:q")) != -1) {
+        switch (c) {
+        case 't': tlim = strtod(optarg, NULL); break;
+        case 'p': only_p = optarg; break;
+        case 'm': only_m = optarg; break;
+        case 'b': batch = strtoll(optarg, NULL, 10); break;
+        case 'q': quick = 1; break;
+        default:
+            fprintf(stderr, "usage: bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] "
+                            "[-q]\n");
+            return 2;
+        }
+    }
+    if (!(tlim > 0) || batch < 1) {
+        fprintf(stderr, "bench_heur: -t needs seconds > 0, -b a batch >= 1\n");
+        return 2;
+    }
+    printf("time limit %g s per solve; a100-dgx, roofline; gaps: to the ILP's plan and to the "
+           "reductions' lower bound\n", tlim);
+    for (i = 0; presets[i] != NULL; i++) {
+        if (only_p != NULL && strcmp(only_p, presets[i]) != 0)
+            continue;
+        for (j = 0; meshes[j] != NULL; j++)
+            if (only_m == NULL || strcmp(only_m, meshes[j]) == 0)
+                rc |= bench_preset(presets[i], batch, meshes[j], tlim);
+    }
+    if (only_p != NULL && as_preset_find(only_p) != NULL) {
+        int known = 0;
+        for (i = 0; presets[i] != NULL; i++)
+            known |= strcmp(presets[i], only_p) == 0;
+        for (j = 0; !known && meshes[j] != NULL; j++)
+            if (only_m == NULL || strcmp(only_m, meshes[j]) == 0)
+                rc |= bench_preset(only_p, batch, meshes[j], tlim);
+    }
+    return rc;
+}

@@ -1,0 +1,481 @@
+/* heur.c -- the problem as decision units for the search heuristics (heur.h). */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solve/heur.h"
+
+#define UNSET ((size_t)-1)
+
+/* Root of V's follow chain (validated problems have no cycles). */
+static size_t
+root_of(const as_problem *p, size_t v)
+{
+    while (as_problem_node(p, v)->follow != AS_NO_FOLLOW)
+        v = as_problem_node(p, v)->follow;
+    return v;
+}
+
+typedef struct hm_tmp {
+    size_t unit, point;
+    double *dm;
+} hm_tmp;
+
+/* Append L, pointing at unit AT, to LINKS (*NL used of *CAP). */
+static void
+add_link(as_hlink **links, size_t *nl, size_t *cap, size_t at, as_hlink l)
+{
+    if (*nl == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *links = as_xreallocarray(*links, *cap, sizeof **links);
+    }
+    (*links)[*nl] = l;
+    (*links)[*nl].other = at;
+    (*nl)++;
+}
+
+/* Gather links (both directions) into H's CSR arrays. */
+static void
+build_links(as_heur *h)
+{
+    const as_problem *p = h->p;
+    size_t ne = as_problem_nedges(p), na = as_problem_naliases(p), j, nl = 0, cap = 0, u, i;
+    as_hlink *tmp = NULL;
+    size_t *own = NULL, ocap = 0;
+
+    for (j = 0; j < ne + na; j++) {
+        size_t a, b, ua, ub;
+        as_hlink l = {0};
+        if (j < ne) {
+            const as_pedge *e = as_problem_edge(p, j);
+            a = e->u;
+            b = e->v;
+            l.r = e->r;
+        } else {
+            const as_palias *al = as_problem_alias(p, j - ne);
+            a = al->a;
+            b = al->b;
+            l.bad = al->bad;
+        }
+        ua = h->unit[a];
+        ub = h->unit[b];
+        if (ua == ub) {
+            size_t s, k = h->k[ua];
+            for (s = 0; s < k; s++) {
+                if (l.r != NULL)
+                    h->cost[ua][s] += l.r[s * k + s];
+                else if (l.bad[s * k + s])
+                    h->cost[ua][s] = INFINITY;
+            }
+            continue;
+        }
+        if (nl + 2 > ocap) {
+            ocap = ocap ? 2 * ocap : 64;
+            own = as_xreallocarray(own, ocap, sizeof *own);
+        }
+        l.own_is_u = 1;
+        l.ko = h->k[ub];
+        own[nl] = ua;
+        add_link(&tmp, &nl, &cap, ub, l);
+        l.own_is_u = 0;
+        l.ko = h->k[ua];
+        own[nl] = ub;
+        add_link(&tmp, &nl, &cap, ua, l);
+    }
+    h->lstart = as_xcalloc(h->nu + 2, sizeof *h->lstart);
+    for (i = 0; i < nl; i++)
+        h->lstart[own[i] + 2]++;
+    for (u = 0; u < h->nu; u++)
+        h->lstart[u + 2] += h->lstart[u + 1];
+    h->link = as_xcalloc(nl + 1, sizeof *h->link);
+    for (i = 0; i < nl; i++)
+        h->link[h->lstart[own[i] + 1]++] = tmp[i];
+    free(tmp);
+    free(own);
+}
+
+/* Memory of every unit at every liveness point that can bind. */
+static void
+build_memory(as_heur *h)
+{
+    const as_problem *p = h->p;
+    size_t t, i, s, nt = as_problem_nlive(p), nh = 0, hcap = 0, u;
+    size_t *slot = as_xcalloc(h->nu + 1, sizeof *slot);  /* index into tmp + 1, this point */
+    size_t *stamp = as_xcalloc(h->nu + 1, sizeof *stamp); /* point + 1 the slot is for */
+    hm_tmp *tmp = NULL;
+
+    h->cap = as_problem_memory_cap(p);
+    h->base = as_xcalloc(nt + 1, sizeof *h->base);
+    for (t = 0; isfinite(h->cap) && t < nt; t++) {
+        const as_plive *l = as_problem_live(p, t);
+        size_t b = h->nbind;
+        if (!as_problem_live_binds(p, t))
+            continue;
+        h->nbind++;
+        h->base[b] = l->resident;
+        for (i = 0; i < l->n; i++) {
+            size_t v = l->nodes[i], k;
+            double lo = INFINITY;
+            hm_tmp *x;
+            u = h->unit[v];
+            k = h->k[u];
+            for (s = 0; s < k; s++)
+                lo = fmin(lo, l->m[i][s]);
+            h->base[b] += lo;
+            if (stamp[u] != b + 1) {
+                if (nh == hcap) {
+                    hcap = hcap ? 2 * hcap : 64;
+                    tmp = as_xreallocarray(tmp, hcap, sizeof *tmp);
+                }
+                tmp[nh].unit = u;
+                tmp[nh].point = b;
+                tmp[nh].dm = as_xcalloc(k, sizeof *tmp[nh].dm);
+                stamp[u] = b + 1;
+                slot[u] = nh++;
+            }
+            x = &tmp[slot[u]];
+            for (s = 0; s < k; s++)
+                x->dm[s] += l->m[i][s] - lo;
+        }
+    }
+    h->hstart = as_xcalloc(h->nu + 2, sizeof *h->hstart);
+    for (i = 0; i < nh; i++)
+        h->hstart[tmp[i].unit + 2]++;
+    for (u = 0; u < h->nu; u++)
+        h->hstart[u + 2] += h->hstart[u + 1];
+    h->hm = as_xcalloc(nh + 1, sizeof *h->hm);
+    for (i = 0; i < nh; i++) {
+        as_hmem *m = &h->hm[h->hstart[tmp[i].unit + 1]++];
+        m->point = tmp[i].point;
+        m->dm = tmp[i].dm;
+        for (s = 0; s < h->k[tmp[i].unit]; s++)
+            h->mw[tmp[i].unit][s] += tmp[i].dm[s];
+    }
+    free(tmp);
+    free(slot);
+    free(stamp);
+}
+
+void
+as_heur_init(as_heur *h, const as_problem *p)
+{
+    size_t v, u, i, s;
+
+    memset(h, 0, sizeof *h);
+    h->p = p;
+    h->n = as_problem_nnodes(p);
+    h->unit = as_xcalloc(h->n + 1, sizeof *h->unit);
+    for (v = 0; v < h->n; v++)
+        h->unit[v] = UNSET;
+    for (v = 0; v < h->n; v++)
+        if (as_problem_node(p, v)->follow == AS_NO_FOLLOW)
+            h->unit[v] = h->nu++;
+    for (v = 0; v < h->n; v++)
+        if (h->unit[v] == UNSET)
+            h->unit[v] = h->unit[root_of(p, v)];
+    h->k = as_xcalloc(h->nu + 1, sizeof *h->k);
+    h->mstart = as_xcalloc(h->nu + 2, sizeof *h->mstart);
+    h->mem = as_xcalloc(h->n + 1, sizeof *h->mem);
+    for (v = 0; v < h->n; v++) {
+        h->mstart[h->unit[v] + 2]++;
+        if (as_problem_node(p, v)->follow == AS_NO_FOLLOW)
+            h->k[h->unit[v]] = as_problem_node(p, v)->k;
+    }
+    for (u = 0; u < h->nu; u++)
+        h->mstart[u + 2] += h->mstart[u + 1];
+    for (v = 0; v < h->n; v++)
+        h->mem[h->mstart[h->unit[v] + 1]++] = v;
+    h->cost = as_xcalloc(h->nu + 1, sizeof *h->cost);
+    h->mw = as_xcalloc(h->nu + 1, sizeof *h->mw);
+    h->share = as_xcalloc(h->nu + 1, sizeof *h->share);
+    for (u = 0; u < h->nu; u++) {
+        h->cost[u] = as_xcalloc(h->k[u], sizeof **h->cost);
+        h->mw[u] = as_xcalloc(h->k[u], sizeof **h->mw);
+        for (i = h->mstart[u]; i < h->mstart[u + 1]; i++) {
+            const as_pnode *nd = as_problem_node(p, h->mem[i]);
+            for (s = 0; s < h->k[u]; s++)
+                h->cost[u][s] += nd->c[s] + nd->d[s];
+        }
+    }
+    build_links(h);
+    build_memory(h);
+    for (u = 0; u < h->nu; u++)
+        for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
+            as_hlink *l = &h->link[i];
+            size_t q, ku = h->k[u];
+            if (l->r == NULL)
+                continue;
+            l->minr = as_xcalloc(ku, sizeof *l->minr);
+            l->minro = as_xcalloc(l->ko, sizeof *l->minro);
+            for (q = 0; q < l->ko; q++)
+                l->minro[q] = INFINITY;
+            for (s = 0; s < ku; s++) {
+                double lo = INFINITY;
+                for (q = 0; q < l->ko; q++) {
+                    double r = l->r[l->own_is_u ? s * l->ko + q : q * ku + s];
+                    lo = fmin(lo, r);
+                    l->minro[q] = fmin(l->minro[q], r);
+                }
+                l->minr[s] = lo;
+            }
+        }
+    for (u = 0; u < h->nu; u++) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (s = 0; s < h->k[u]; s++)
+            if (isfinite(h->cost[u][s])) {
+                lo = fmin(lo, h->cost[u][s]);
+                hi = fmax(hi, h->cost[u][s]);
+            }
+        h->share[u] = hi > lo ? hi - lo : 0;
+        for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
+            const as_hlink *l = &h->link[i];
+            size_t q, nr = h->k[u] * l->ko;
+            if (l->r == NULL)
+                continue;
+            lo = INFINITY;
+            hi = -INFINITY;
+            for (q = 0; q < nr; q++) {
+                lo = fmin(lo, l->r[q]);
+                hi = fmax(hi, l->r[q]);
+            }
+            h->share[u] += (hi - lo) / 2; /* each edge is shared by its two units */
+        }
+    }
+}
+
+void
+as_heur_free(as_heur *h)
+{
+    size_t u, i;
+
+    for (u = 0; u < h->nu; u++) {
+        free(h->cost[u]);
+        free(h->mw[u]);
+    }
+    for (i = 0; h->hstart != NULL && i < h->hstart[h->nu]; i++)
+        free((double *)h->hm[i].dm);
+    for (i = 0; h->lstart != NULL && i < h->lstart[h->nu]; i++)
+        free(h->link[i].minr), free(h->link[i].minro);
+    free(h->cost);
+    free(h->mw);
+    free(h->share);
+    free(h->unit);
+    free(h->k);
+    free(h->mstart);
+    free(h->mem);
+    free(h->lstart);
+    free(h->link);
+    free(h->hstart);
+    free(h->hm);
+    free(h->base);
+    memset(h, 0, sizeof *h);
+}
+
+double
+as_heur_step_cost(const as_heur *h, const size_t *x, size_t u, size_t s)
+{
+    double c = h->cost[u][s];
+    size_t i, ku = h->k[u];
+
+    for (i = h->lstart[u]; i < h->lstart[u + 1] && isfinite(c); i++) {
+        const as_hlink *l = &h->link[i];
+        size_t o = x[l->other];
+        size_t at;
+        if (o == UNSET)
+            continue;
+        at = l->own_is_u ? s * l->ko + o : o * ku + s;
+        if (l->r != NULL)
+            c += l->r[at];
+        else if (l->bad[at])
+            c = INFINITY;
+    }
+    return c;
+}
+
+void
+as_heur_greedy(const as_heur *h, size_t *x, double lambda)
+{
+    size_t u, s;
+
+    for (u = 0; u < h->nu; u++) {
+        size_t best = 0;
+        double bc = INFINITY, bm = INFINITY;
+        if (x[u] != UNSET)
+            continue;
+        for (s = 0; s < h->k[u]; s++) {
+            double c = as_heur_step_cost(h, x, u, s), m = h->mw[u][s];
+            size_t i;
+            int better;
+            for (i = h->lstart[u]; i < h->lstart[u + 1]; i++)
+                if (h->link[i].minr != NULL && x[h->link[i].other] == UNSET)
+                    c += h->link[i].minr[s];
+            if (isinf(lambda))
+                better = isfinite(c) && (m < bm || (m == bm && c < bc));
+            else {
+                c += lambda * m;
+                better = c < bc;
+            }
+            if (better || (s == 0 && !isfinite(bc))) {
+                best = s;
+                bc = c;
+                bm = m;
+            }
+        }
+        x[u] = best;
+    }
+}
+
+void
+as_heur_expand(const as_heur *h, const size_t *x, size_t *choice)
+{
+    size_t v;
+
+    for (v = 0; v < h->n; v++)
+        choice[v] = x[h->unit[v]];
+}
+
+/* Memory at every binding point still fits if unit U moves from strategy A to B. */
+static int
+move_fits(const as_heur *h, const double *tot, size_t u, size_t a, size_t b)
+{
+    size_t i;
+
+    for (i = h->hstart[u]; i < h->hstart[u + 1]; i++) {
+        const as_hmem *m = &h->hm[i];
+        if (tot[m->point] - m->dm[a] + m->dm[b] > h->cap)
+            return 0;
+    }
+    return 1;
+}
+
+static void
+move_apply(const as_heur *h, double *tot, size_t *x, size_t u, size_t b)
+{
+    size_t i;
+
+    for (i = h->hstart[u]; i < h->hstart[u + 1]; i++)
+        tot[h->hm[i].point] += h->hm[i].dm[b] - h->hm[i].dm[x[u]];
+    x[u] = b;
+}
+
+/*
+ * Pair moves: for every edge between units U and W, the best pair of strategies given
+ * every other unit's (ICM cannot make two coupled units change together).  Returns the
+ * number of moves made.
+ */
+static size_t
+pair_moves(const as_heur *h, size_t *x, double *tot)
+{
+    size_t u, i, moves = 0, kmax = 1;
+    double *cu, *cw, *t2 = as_xcalloc(h->nbind + 1, sizeof *t2);
+
+    for (u = 0; u < h->nu; u++)
+        kmax = h->k[u] > kmax ? h->k[u] : kmax;
+    cu = as_xcalloc(kmax, sizeof *cu);
+    cw = as_xcalloc(kmax, sizeof *cw);
+    for (u = 0; u < h->nu; u++)
+        for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
+            const as_hlink *l = &h->link[i];
+            size_t w = l->other, a0 = x[u], b0 = x[w], a, b, ba = a0, bb = b0, ku = h->k[u];
+            double best;
+            if (w < u || l->r == NULL)
+                continue; /* each edge once, from its earlier unit */
+            /* each end's cost against everything but the other end */
+            x[w] = UNSET;
+            for (a = 0; a < ku; a++)
+                cu[a] = as_heur_step_cost(h, x, u, a);
+            x[w] = b0;
+            x[u] = UNSET;
+            for (b = 0; b < h->k[w]; b++)
+                cw[b] = as_heur_step_cost(h, x, w, b);
+            x[u] = a0;
+#define PAIR_R(a, b) (l->r[l->own_is_u ? (a) * l->ko + (b) : (b) * ku + (a)])
+            best = cu[a0] + cw[b0] + PAIR_R(a0, b0);
+            for (a = 0; a < ku; a++) {
+                if (!isfinite(cu[a]))
+                    continue;
+                for (b = 0; b < h->k[w]; b++) {
+                    double c = cu[a] + cw[b] + PAIR_R(a, b);
+                    if (!(c < best - 1e-12 * fabs(best)))
+                        continue;
+                    if (h->nbind > 0) { /* both move: memory as two moves */
+                        size_t q;
+                        if (!move_fits(h, tot, u, a0, a))
+                            continue;
+                        memcpy(t2, tot, h->nbind * sizeof *t2);
+                        for (q = h->hstart[u]; q < h->hstart[u + 1]; q++)
+                            t2[h->hm[q].point] += h->hm[q].dm[a] - h->hm[q].dm[a0];
+                        if (!move_fits(h, t2, w, b0, b))
+                            continue;
+                    }
+                    best = c;
+                    ba = a;
+                    bb = b;
+                }
+            }
+#undef PAIR_R
+            if (ba != a0 || bb != b0) {
+                move_apply(h, tot, x, u, ba);
+                move_apply(h, tot, x, w, bb);
+                moves++;
+            }
+        }
+    free(cu);
+    free(cw);
+    free(t2);
+    return moves;
+}
+
+int
+as_heur_improve(const as_heur *h, size_t *x, int max_sweeps)
+{
+    return as_heur_improve_ex(h, x, max_sweeps, 1);
+}
+
+int
+as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pairs)
+{
+    double *tot = as_xcalloc(h->nbind + 1, sizeof *tot);
+    size_t u, s, i, moves = 0;
+    int sweep, changed = 1, pairs = 0;
+
+    for (i = 0; i < h->nbind; i++)
+        tot[i] = h->base[i];
+    for (u = 0; u < h->nu; u++)
+        for (i = h->hstart[u]; i < h->hstart[u + 1]; i++)
+            tot[h->hm[i].point] += h->hm[i].dm[x[u]];
+    for (sweep = 0; changed && sweep < max_sweeps; sweep++) {
+        changed = 0;
+        for (u = 0; u < h->nu; u++) {
+            size_t cur = x[u], best = cur;
+            double bc = as_heur_step_cost(h, x, u, cur);
+            for (s = 0; s < h->k[u]; s++) {
+                double c;
+                if (s == cur)
+                    continue;
+                c = as_heur_step_cost(h, x, u, s);
+                if (!(c < bc - 1e-12 * fabs(bc)))
+                    continue;
+                if (move_fits(h, tot, u, cur, s)) {
+                    best = s;
+                    bc = c;
+                }
+            }
+            if (best != cur) {
+                move_apply(h, tot, x, u, best);
+                changed = 1;
+                moves++;
+            }
+        }
+        if (!changed && use_pairs && pairs < max_sweeps) { /* a local optimum of singles */
+            size_t pm = pair_moves(h, x, tot);
+            pairs++;
+            moves += pm;
+            changed = pm > 0;
+        }
+    }
+    free(tot);
+    return (int)(moves > 0);
+}

@@ -1,0 +1,93 @@
+/* heur.h -- what the search heuristics (beam, mcts) share: the problem
+ * seen as decision units (a node that follows nobody with all the nodes
+ * that copy its strategy), each unit's own cost vector (its members' compute
+ * and communication plus the resharding between its members), the edges and
+ * alias pairs that join it to other units, the memory each of its strategies
+ * adds to every liveness point that can bind, and a greedy completion of a
+ * partial plan.
+ *
+ * Units are numbered in node order, which is the graph's topological order
+ * for problems built from graphs.  Every edge or alias pair between two
+ * units is listed at both of them; a search that assigns units in order
+ * costs it once, at the later one (other < u).
+ */
+#ifndef AS_HEUR_H
+#define AS_HEUR_H
+
+#include <stddef.h>
+
+#include "formulate/problem.h"
+
+/** An edge or alias pair seen from one of its two units. */
+typedef struct as_hlink {
+    size_t other;     /**< the unit at the other end */
+    int own_is_u;     /**< 1 if this unit's member is the edge's u (alias's a) */
+    size_t ko;        /**< strategies of the other unit */
+    const double *r;  /**< edge: k_u x k_v matrix (NULL for an alias) */
+    const unsigned char *bad; /**< alias: k_a x k_b 0/1 (NULL for an edge) */
+    double *minr;     /**< edge: per strategy of this unit, the cheapest resharding to any
+                           strategy of the other (a lower bound while the other is open) */
+    double *minro;    /**< edge: the same per strategy of the other unit, over this one's */
+} as_hlink;
+
+/** Memory a unit's strategies add to one liveness point that can bind. */
+typedef struct as_hmem {
+    size_t point;     /**< index among the binding points (0..nbind) */
+    const double *dm; /**< k entries: bytes above the unit's cheapest strategy */
+} as_hmem;
+
+typedef struct as_heur {
+    const as_problem *p;
+    size_t n, nu;          /**< nodes, units */
+    size_t *unit;          /**< n: unit of each node */
+    size_t *k;             /**< nu: strategies of each unit */
+    size_t *mstart, *mem;  /**< members of unit u: mem[mstart[u] .. mstart[u+1]) */
+    double **cost;         /**< nu vectors: own cost (INFINITY where an alias inside the
+                                unit forbids the strategy) */
+    size_t *lstart;        /**< links of unit u: link[lstart[u] .. lstart[u+1]) */
+    as_hlink *link;
+    size_t *hstart;        /**< memory of unit u: hm[hstart[u] .. hstart[u+1]) */
+    as_hmem *hm;
+    size_t nbind;          /**< liveness points that can bind */
+    double *base;          /**< nbind: resident + the cheapest strategy of every entry */
+    double cap;            /**< budget plus the tolerance as_problem_check allows; INFINITY
+                                without a budget */
+    double **mw;           /**< nu vectors: bytes summed over binding points (a proxy for
+                                how much memory a strategy takes), 0 without a budget */
+    double *share;         /**< nu: how much the unit's choice can change the objective */
+} as_heur;
+
+/** Build the view of P (valid).  Costs O(nodes + edges + liveness entries * k). */
+void as_heur_init(as_heur *h, const as_problem *p);
+void as_heur_free(as_heur *h);
+
+/** Cost of giving unit U strategy S when the units in X (indexed by unit, (size_t)-1 =
+    unassigned) have theirs: own cost plus the links to assigned units; INFINITY if an
+    alias pair forbids it. */
+double as_heur_step_cost(const as_heur *h, const size_t *x, size_t u, size_t s);
+
+/**
+ * Complete X (nu entries, (size_t)-1 where unassigned) in unit order: every
+ * unassigned unit takes the strategy that minimises its cost against the
+ * units assigned so far plus the cheapest resharding to the units still open
+ * (minr), plus LAMBDA times its memory weight (LAMBDA = 0: cost only;
+ * INFINITY: memory first, cost breaking ties).
+ */
+void as_heur_greedy(const as_heur *h, size_t *x, double lambda);
+
+/**
+ * Iterated conditional modes: sweep the units of the complete assignment X,
+ * giving each the strategy that costs least against all the others' (and
+ * keeps every binding liveness point within the budget), until a sweep
+ * changes nothing or MAX_SWEEPS ran; then pair moves (the best strategies of
+ * the two ends of an edge together) and single moves again, until neither
+ * helps.  Never makes X dearer; keeps it within the budget.  1 if X changed.
+ */
+int as_heur_improve(const as_heur *h, size_t *x, int max_sweeps);
+/** as_heur_improve with pair moves only if USE_PAIRS (single moves are much cheaper). */
+int as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pairs);
+
+/** Expand a unit assignment X into a node assignment CHOICE (n entries). */
+void as_heur_expand(const as_heur *h, const size_t *x, size_t *choice);
+
+#endif /* AS_HEUR_H */

@@ -1,0 +1,578 @@
+/* solver_beam.c -- beam search over the strategy choices (MetaDist, Alg. 2).
+ *
+ * Units (a node with the nodes that follow it, heur.h) are assigned in
+ * topological order.  A partial plan's cost is the compute and
+ * communication of its units plus the resharding on every edge whose two
+ * ends are assigned; the WIDTH cheapest partial plans are kept and each is
+ * extended by every strategy of the next unit.  A partial plan whose memory
+ * lower bound (resident bytes plus, at every liveness point that can bind,
+ * the chosen bytes of assigned entries and the cheapest of the others)
+ * exceeds the budget, or that breaks an alias pair, is dropped.
+ *
+ * A partial plan only needs what later steps read: the strategies of
+ * assigned units with an edge to an unassigned one (the frontier) and the
+ * bytes at liveness points that are partly assigned.  Both live in slots
+ * allocated once for every partial plan, so a step costs O(WIDTH * k *
+ * (links + points)) plus copying the slots of the survivors, and the whole
+ * search is linear in the number of ops.  Two partial plans with the same
+ * frontier and the same partial bytes have the same futures: only the
+ * cheaper is kept (dynamic programming; with an unbounded width the search
+ * is exact).  That merge is off when the problem carries no-good cuts (k-best),
+ * whose test needs the whole plan.  At the time limit the remaining units
+ * are added with a width of 1.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solve/heur.h"
+#include "solve/solver.h"
+
+#define SOLVER_NAME "beam"
+#define SOLVER_DESC "beam search, K cheapest partial plans in topological order (MetaDist)"
+#define UNSET ((size_t)-1)
+#define DEFAULT_WIDTH 32
+#define MAX_WIDTH 100000000.0
+
+struct as_solver_data {
+    size_t width; /**< "beam/width": partial plans kept, default 32 */
+    int polish;   /**< "beam/polish" 0/1: improve each final plan by ICM, default 1 */
+};
+
+static AS_DECL_SOLVER_NEW(beam_new)
+{
+    *data = as_xcalloc(1, sizeof **data);
+    (*data)->width = DEFAULT_WIDTH;
+    (*data)->polish = 1;
+    return AS_OK;
+}
+
+static AS_DECL_SOLVER_FREE(beam_free)
+{
+    free(data);
+}
+
+static AS_DECL_SOLVER_PARAM(beam_param)
+{
+    char *end;
+    double x;
+
+    if (strcmp(key, "polish") == 0) {
+        if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'beam/polish' must be 0 or 1");
+        data->polish = value[0] == '1';
+        return AS_OK;
+    }
+    if (strcmp(key, "width") != 0)
+        return as_errf(err, AS_EUSAGE, "unknown parameter '%s/%s'", SOLVER_NAME, key);
+    x = strtod(value, &end);
+    if (end == value || *end != '\0' || !(x >= 1 && x <= MAX_WIDTH) || x != floor(x))
+        return as_errf(err, AS_EUSAGE, "beam width must be an integer in 1..%.0f, got '%s'",
+                       MAX_WIDTH, value);
+    data->width = (size_t)x;
+    return AS_OK;
+}
+
+/* ---- slots: which unit strategies and point bytes a partial plan carries ---- */
+
+typedef struct slots {
+    size_t nf, np;          /**< slots per partial plan */
+    size_t *fslot;          /**< unit -> frontier slot, UNSET if never read later */
+    size_t *last;           /**< unit -> last unit that reads its strategy (<= u: none) */
+    size_t *pslot;          /**< binding point -> slot */
+    size_t *pfirst, *plast; /**< binding point -> first and last unit that touches it */
+    size_t *newp_start, *newp;  /**< points whose first unit is u */
+    size_t *endp_start, *endp;  /**< points whose last unit is u */
+    size_t *endf_start, *endf;  /**< units whose strategy is last read at u */
+} slots;
+
+/* CSR of items ITEM[i] keyed by KEY[i] (n items, nu keys). */
+static void
+csr(size_t nu, size_t n, const size_t *key, const size_t *item, size_t **start, size_t **out)
+{
+    size_t i, u;
+
+    *start = as_xcalloc(nu + 2, sizeof **start);
+    *out = as_xcalloc(n + 1, sizeof **out);
+    for (i = 0; i < n; i++)
+        (*start)[key[i] + 2]++;
+    for (u = 0; u < nu; u++)
+        (*start)[u + 2] += (*start)[u + 1];
+    for (i = 0; i < n; i++)
+        (*out)[(*start)[key[i] + 1]++] = item[i];
+}
+
+static void
+slots_init(slots *sl, const as_heur *h)
+{
+    size_t u, i, b, nu = h->nu, nb = h->nbind, *fkey, *fitem, nfe = 0, *idx;
+    size_t *freef, nfreef = 0, *freep, nfreep = 0;
+
+    memset(sl, 0, sizeof *sl);
+    sl->fslot = as_xcalloc(nu + 1, sizeof *sl->fslot);
+    sl->last = as_xcalloc(nu + 1, sizeof *sl->last);
+    sl->pslot = as_xcalloc(nb + 1, sizeof *sl->pslot);
+    sl->pfirst = as_xcalloc(nb + 1, sizeof *sl->pfirst);
+    sl->plast = as_xcalloc(nb + 1, sizeof *sl->plast);
+    for (b = 0; b < nb; b++)
+        sl->pfirst[b] = UNSET;
+    for (u = 0; u < nu; u++) {
+        sl->last[u] = u;
+        for (i = h->lstart[u]; i < h->lstart[u + 1]; i++)
+            if (h->link[i].other > sl->last[u])
+                sl->last[u] = h->link[i].other;
+        for (i = h->hstart[u]; i < h->hstart[u + 1]; i++) {
+            b = h->hm[i].point;
+            if (sl->pfirst[b] == UNSET)
+                sl->pfirst[b] = u;
+            sl->plast[b] = u;
+        }
+    }
+    fkey = as_xcalloc(nu + nb + 1, sizeof *fkey);
+    fitem = as_xcalloc(nu + nb + 1, sizeof *fitem);
+    idx = as_xcalloc(nu + nb + 1, sizeof *idx);
+    for (u = 0; u < nu; u++)
+        if (sl->last[u] > u) {
+            fkey[nfe] = sl->last[u];
+            fitem[nfe++] = u;
+        }
+    csr(nu, nfe, fkey, fitem, &sl->endf_start, &sl->endf);
+    nfe = 0;
+    for (b = 0; b < nb; b++)
+        if (sl->pfirst[b] != UNSET) {
+            fkey[nfe] = sl->pfirst[b];
+            idx[nfe] = sl->plast[b];
+            fitem[nfe++] = b;
+        }
+    csr(nu, nfe, fkey, fitem, &sl->newp_start, &sl->newp);
+    csr(nu, nfe, idx, fitem, &sl->endp_start, &sl->endp);
+    free(fkey);
+    free(fitem);
+    free(idx);
+    /* allocate slots in step order, reusing what earlier steps released */
+    freef = as_xcalloc(nu + 1, sizeof *freef);
+    freep = as_xcalloc(nb + 1, sizeof *freep);
+    for (u = 0; u < nu; u++) {
+        for (i = sl->newp_start[u]; i < sl->newp_start[u + 1]; i++) {
+            b = sl->newp[i];
+            sl->pslot[b] = nfreep > 0 ? freep[--nfreep] : sl->np++;
+        }
+        sl->fslot[u] = UNSET;
+        if (sl->last[u] > u) {
+            sl->fslot[u] = nfreef > 0 ? freef[--nfreef] : sl->nf++;
+        }
+        for (i = sl->endp_start[u]; i < sl->endp_start[u + 1]; i++)
+            freep[nfreep++] = sl->pslot[sl->endp[i]];
+        for (i = sl->endf_start[u]; i < sl->endf_start[u + 1]; i++)
+            freef[nfreef++] = sl->fslot[sl->endf[i]];
+    }
+    free(freef);
+    free(freep);
+}
+
+static void
+slots_free(slots *sl)
+{
+    free(sl->fslot);
+    free(sl->last);
+    free(sl->pslot);
+    free(sl->pfirst);
+    free(sl->plast);
+    free(sl->newp_start);
+    free(sl->newp);
+    free(sl->endp_start);
+    free(sl->endp);
+    free(sl->endf_start);
+    free(sl->endf);
+}
+
+/* ---- the beam ---- */
+
+typedef struct cand {
+    double score;  /**< c plus the cheapest resharding to the open units */
+    double c;      /**< cost of the partial plan */
+    uint32_t j, s; /**< parent partial plan, strategy */
+} cand;
+
+static int
+cand_less(const cand *a, const cand *b)
+{
+    if (a->score != b->score)
+        return a->score < b->score;
+    if (a->j != b->j)
+        return a->j < b->j;
+    return a->s < b->s;
+}
+
+static int
+cand_cmp(const void *a, const void *b)
+{
+    return cand_less(a, b) ? -1 : cand_less(b, a) ? 1 : 0;
+}
+
+/* Move the M smallest of X[0..n) to the front (Hoare's selection). */
+static void
+cand_select(cand *x, size_t n, size_t m)
+{
+    size_t lo = 0, hi = n; /* the answer lies in [lo, hi) */
+
+    while (hi - lo > 1) {
+        cand piv = x[lo + (hi - lo) / 2], t;
+        size_t i, lt = lo, k;
+        /* three-way partition: < piv, == piv, > piv */
+        for (k = lo; k < hi; k++)
+            if (cand_less(&x[k], &piv)) {
+                t = x[k];
+                x[k] = x[lt];
+                x[lt++] = t;
+            }
+        i = lt;
+        for (k = lt; k < hi; k++)
+            if (!cand_less(&piv, &x[k])) {
+                t = x[k];
+                x[k] = x[i];
+                x[i++] = t;
+            }
+        if (m <= lt)
+            hi = lt;
+        else if (m <= i)
+            return;
+        else
+            lo = i;
+    }
+}
+
+/* The partial plans of one step. */
+typedef struct beam {
+    size_t n, cap;
+    double *cost;
+    double *score; /**< cost plus the open edges' cheapest resharding */
+    uint32_t *fr; /**< n x nf strategies */
+    double *mp;   /**< n x np bytes */
+    uint32_t *id; /**< n: index of this partial plan in the trace of its step */
+} beam;
+
+static void
+beam_reserve(beam *b, size_t cap, const slots *sl)
+{
+    if (cap <= b->cap)
+        return;
+    b->cap = cap;
+    b->cost = as_xreallocarray(b->cost, cap, sizeof *b->cost);
+    b->score = as_xreallocarray(b->score, cap, sizeof *b->score);
+    b->fr = as_xreallocarray(b->fr, cap * (sl->nf ? sl->nf : 1), sizeof *b->fr);
+    b->mp = as_xreallocarray(b->mp, cap * (sl->np ? sl->np : 1), sizeof *b->mp);
+    b->id = as_xreallocarray(b->id, cap, sizeof *b->id);
+}
+
+static void
+beam_free_(beam *b)
+{
+    free(b->cost);
+    free(b->score);
+    free(b->fr);
+    free(b->mp);
+    free(b->id);
+}
+
+/* Trace: for every step, the parent and strategy of each kept partial plan. */
+typedef struct trace {
+    size_t n, cap;
+    uint32_t *parent, *s;
+    size_t *start; /**< nu + 1: where each step's entries begin */
+} trace;
+
+static void
+trace_push(trace *t, uint32_t parent, uint32_t s)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 1024;
+        t->parent = as_xreallocarray(t->parent, t->cap, sizeof *t->parent);
+        t->s = as_xreallocarray(t->s, t->cap, sizeof *t->s);
+    }
+    t->parent[t->n] = parent;
+    t->s[t->n++] = s;
+}
+
+/* Hash set of partial plans (by frontier and point bytes) of the step being built. */
+typedef struct dedup {
+    size_t mask;
+    size_t *tab; /**< index into the next beam + 1, 0 = empty */
+} dedup;
+
+static uint64_t
+key_hash(const beam *b, size_t j, const slots *sl, const size_t *lf, size_t nlf,
+         const size_t *lp, size_t nlp)
+{
+    uint64_t x = 1469598103934665603ull;
+    size_t i;
+
+    for (i = 0; i < nlf; i++)
+        x = (x ^ b->fr[j * sl->nf + lf[i]]) * 1099511628211ull;
+    for (i = 0; i < nlp; i++) {
+        uint64_t v;
+        double d = b->mp[j * sl->np + lp[i]] + 0.0; /* -0.0 == 0.0 */
+        memcpy(&v, &d, sizeof v);
+        x = (x ^ v) * 1099511628211ull;
+    }
+    return x ^ (x >> 29);
+}
+
+static int
+key_equal(const beam *b, size_t i1, size_t i2, const slots *sl, const size_t *lf, size_t nlf,
+          const size_t *lp, size_t nlp)
+{
+    size_t i;
+
+    for (i = 0; i < nlf; i++)
+        if (b->fr[i1 * sl->nf + lf[i]] != b->fr[i2 * sl->nf + lf[i]])
+            return 0;
+    for (i = 0; i < nlp; i++)
+        if (b->mp[i1 * sl->np + lp[i]] != b->mp[i2 * sl->np + lp[i]])
+            return 0;
+    return 1;
+}
+
+static const double *qsort_cost;
+
+static int
+order_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (qsort_cost[x] != qsort_cost[y])
+        return qsort_cost[x] < qsort_cost[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static AS_DECL_SOLVER_SOLVE(beam_solve)
+{
+    as_heur h;
+    slots sl;
+    beam cur = {0}, nxt = {0}, tmpb;
+    trace tr = {0};
+    cand *cands = NULL;
+    size_t ncap = 0, u, i, j, width = data->width, *lf, *lp, nlf = 0, nlp = 0, *posf, *posp;
+    size_t *x = NULL, best, *order = NULL, *choice = NULL, *xp = NULL;
+    int pass;
+    double obj, bestobj = INFINITY;
+    dedup dd = {0};
+    int merge = as_problem_nnogoods(p) == 0, limited = 0;
+    double t0 = as_now();
+
+    as_heur_init(&h, p);
+    slots_init(&sl, &h);
+    tr.start = as_xcalloc(h.nu + 2, sizeof *tr.start);
+    lf = as_xcalloc(sl.nf + 1, sizeof *lf);
+    lp = as_xcalloc(sl.np + 1, sizeof *lp);
+    posf = as_xcalloc(sl.nf + 1, sizeof *posf);
+    posp = as_xcalloc(sl.np + 1, sizeof *posp);
+    beam_reserve(&cur, 1, &sl);
+    cur.n = 1;
+    cur.cost[0] = cur.score[0] = as_problem_offset(p);
+    cur.id[0] = 0;
+    for (u = 0; u < h.nu && cur.n > 0; u++) {
+        size_t k = h.k[u], nc = 0, take, lb = h.lstart[u], le = h.lstart[u + 1];
+        size_t hb = h.hstart[u], he = h.hstart[u + 1];
+        if (!limited && lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s) {
+            limited = 1; /* finish greedily */
+            width = 1;
+        }
+        /* points that start here hold nothing yet */
+        for (i = sl.newp_start[u]; i < sl.newp_start[u + 1]; i++)
+            for (j = 0; j < cur.n; j++)
+                cur.mp[j * sl.np + sl.pslot[sl.newp[i]]] = 0;
+        if (cur.n * k > ncap) {
+            ncap = cur.n * k;
+            cands = as_xreallocarray(cands, ncap, sizeof *cands);
+        }
+        for (j = 0; j < cur.n; j++) {
+            const uint32_t *fr = cur.fr + j * sl.nf;
+            const double *mp = cur.mp + j * sl.np;
+            size_t s;
+            for (s = 0; s < k; s++) {
+                double c = cur.cost[j] + h.cost[u][s], f = cur.score[j] - cur.cost[j];
+                for (i = lb; i < le && isfinite(c); i++) {
+                    const as_hlink *l = &h.link[i];
+                    size_t o, at;
+                    if (l->other > u) {
+                        if (l->minr != NULL)
+                            f += l->minr[s]; /* opened: its cheapest case until closed */
+                        continue;
+                    }
+                    o = fr[sl.fslot[l->other]];
+                    at = l->own_is_u ? s * l->ko + o : o * k + s;
+                    if (l->r != NULL) {
+                        c += l->r[at];
+                        f -= l->minro[o]; /* closed: the estimate gives way to the cost */
+                    } else if (l->bad[at]) {
+                        c = INFINITY;
+                    }
+                }
+                for (i = hb; i < he && isfinite(c); i++) {
+                    const as_hmem *m = &h.hm[i];
+                    if (h.base[m->point] + mp[sl.pslot[m->point]] + m->dm[s] > h.cap)
+                        c = INFINITY;
+                }
+                if (!isfinite(c))
+                    continue;
+                cands[nc].c = c;
+                cands[nc].score = c + fmax(f, 0);
+                cands[nc].j = (uint32_t)j;
+                cands[nc++].s = (uint32_t)s;
+            }
+        }
+        /* the slots live after this step, for the merge */
+        for (i = sl.newp_start[u]; i < sl.newp_start[u + 1]; i++) {
+            posp[sl.pslot[sl.newp[i]]] = nlp;
+            lp[nlp++] = sl.pslot[sl.newp[i]];
+        }
+        if (sl.fslot[u] != UNSET) {
+            posf[sl.fslot[u]] = nlf;
+            lf[nlf++] = sl.fslot[u];
+        }
+        for (i = sl.endp_start[u]; i < sl.endp_start[u + 1]; i++) {
+            size_t q = sl.pslot[sl.endp[i]], at = posp[q];
+            lp[at] = lp[--nlp];
+            posp[lp[at]] = at;
+        }
+        for (i = sl.endf_start[u]; i < sl.endf_start[u + 1]; i++) {
+            size_t q = sl.fslot[sl.endf[i]], at = posf[q];
+            lf[at] = lf[--nlf];
+            posf[lf[at]] = at;
+        }
+        /* the cheapest candidates first */
+        take = nc;
+        if (nc > 2 * width) {
+            take = 2 * width;
+            cand_select(cands, nc, take);
+        }
+        qsort(cands, take, sizeof *cands, cand_cmp);
+        beam_reserve(&nxt, take < width ? take : width, &sl);
+        if (merge) {
+            size_t want = 16;
+            while (want < 2 * (take < width ? take : width))
+                want *= 2;
+            if (want - 1 != dd.mask) {
+                free(dd.tab);
+                dd.mask = want - 1;
+                dd.tab = as_xcalloc(want, sizeof *dd.tab);
+            } else {
+                memset(dd.tab, 0, want * sizeof *dd.tab);
+            }
+        }
+        tr.start[u] = tr.n;
+        nxt.n = 0;
+        for (i = 0; i < take && nxt.n < width; i++) {
+            const cand *cd = &cands[i];
+            size_t w = nxt.n, q;
+            memcpy(nxt.fr + w * sl.nf, cur.fr + cd->j * sl.nf, sl.nf * sizeof *nxt.fr);
+            memcpy(nxt.mp + w * sl.np, cur.mp + cd->j * sl.np, sl.np * sizeof *nxt.mp);
+            if (sl.fslot[u] != UNSET)
+                nxt.fr[w * sl.nf + sl.fslot[u]] = cd->s;
+            for (q = hb; q < he; q++)
+                nxt.mp[w * sl.np + sl.pslot[h.hm[q].point]] += h.hm[q].dm[cd->s];
+            nxt.cost[w] = cd->c;
+            nxt.score[w] = cd->score;
+            if (merge) {
+                size_t at = key_hash(&nxt, w, &sl, lf, nlf, lp, nlp) & dd.mask, dup = 0;
+                for (; dd.tab[at] != 0; at = (at + 1) & dd.mask)
+                    if (key_equal(&nxt, dd.tab[at] - 1, w, &sl, lf, nlf, lp, nlp)) {
+                        dup = 1; /* a cheaper one (candidates come cheapest first) is kept */
+                        break;
+                    }
+                if (dup)
+                    continue;
+                dd.tab[at] = w + 1;
+            }
+            nxt.id[w] = (uint32_t)(tr.n - tr.start[u]);
+            trace_push(&tr, cur.id[cd->j], cd->s);
+            nxt.n++;
+        }
+        /* parents are indices into the previous step's trace entries */
+        tmpb = cur;
+        cur = nxt;
+        nxt = tmpb;
+    }
+    tr.start[h.nu] = tr.n;
+    *outcome = AS_OUTCOME_LIMIT;
+    if (u == h.nu && cur.n > 0) {
+        choice = as_xcalloc(h.n + 1, sizeof *choice);
+        xp = as_xcalloc(h.nu + 1, sizeof *xp);
+        /* the final partial plans are complete: cheapest that passes every row */
+        x = as_xcalloc(h.nu + 1, sizeof *x);
+        order = as_xcalloc(cur.n, sizeof *order);
+        for (j = 0; j < cur.n; j++)
+            order[j] = j;
+        qsort_cost = cur.cost;
+        qsort(order, cur.n, sizeof *order, order_cmp); /* complete: cheapest first */
+        for (best = 0; best < cur.n; best++) {
+            size_t e = tr.start[h.nu - 1] + cur.id[order[best]], uu;
+            for (uu = h.nu; uu-- > 0;) {
+                x[uu] = tr.s[e];
+                if (uu > 0)
+                    e = tr.start[uu - 1] + tr.parent[e];
+            }
+            for (pass = 0; pass < 2; pass++) {
+                /* polished first; the plan as found if the polished one is excluded (k-best) */
+                if (pass == 0 && data->polish) {
+                    memcpy(xp, x, h.nu * sizeof *x);
+                    as_heur_improve(&h, xp, 100);
+                    as_heur_expand(&h, xp, choice);
+                } else {
+                    as_heur_expand(&h, x, choice);
+                }
+                if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK) {
+                    if (obj < bestobj) {
+                        bestobj = obj;
+                        memcpy(out->choice, choice, h.n * sizeof *choice);
+                        *outcome = AS_OUTCOME_FEASIBLE;
+                    }
+                    break;
+                }
+                if (!data->polish)
+                    break;
+            }
+            if (!data->polish && *outcome == AS_OUTCOME_FEASIBLE)
+                break; /* cheapest first: the first that passes */
+        }
+    } else if (h.nu == 0) {
+        out->objective = as_problem_offset(p);
+        *outcome = as_problem_check(p, out->choice, &out->objective, NULL, NULL) == AS_OK
+                       ? AS_OUTCOME_FEASIBLE : AS_OUTCOME_LIMIT;
+    }
+    out->nodes = (long)tr.n;
+    if (*outcome == AS_OUTCOME_FEASIBLE && h.nu > 0)
+        out->objective = bestobj;
+    free(choice);
+    free(xp);
+    free(x);
+    free(order);
+    free(cands);
+    free(dd.tab);
+    free(lf);
+    free(lp);
+    free(posf);
+    free(posp);
+    free(tr.parent);
+    free(tr.s);
+    free(tr.start);
+    beam_free_(&cur);
+    beam_free_(&nxt);
+    slots_free(&sl);
+    as_heur_free(&h);
+    return AS_OK;
+}
+
+const as_solver_ops as_solver_beam = {
+    .name = SOLVER_NAME,
+    .desc = SOLVER_DESC,
+    .flags = 0,
+    .new_data = beam_new,
+    .free_data = beam_free,
+    .set_param = beam_param,
+    .solve = beam_solve,
+};

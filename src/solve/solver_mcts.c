@@ -1,0 +1,385 @@
+/* solver_mcts.c -- Monte Carlo tree search over the strategy choices
+ * (PartIR / automap style).
+ *
+ * One decision per unit (a node with its followers, heur.h), taken in order
+ * of how much the unit's choice can move the objective, largest first.  An
+ * episode walks down the tree by UCT (mean reward + C * sqrt(ln N / n)),
+ * adds one child (an untried strategy, picked at random), completes the plan
+ * greedily (every undecided unit, in topological order, takes its cheapest
+ * strategy against the units assigned so far; with probability EPS a random
+ * one) and scores it: reward = REF / objective, REF being the first plan's
+ * objective; a plan that breaks the memory budget is completed again with
+ * the least memory first and scores 0 if it still does not fit.  The best
+ * plan seen is returned.  Stops after EPISODES episodes or at the time
+ * limit; one seed gives one plan (when the time limit does not cut it).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solve/heur.h"
+#include "solve/solver.h"
+
+#define SOLVER_NAME "mcts"
+#define SOLVER_DESC "Monte Carlo tree search, one decision per op group, greedy rollouts"
+#define UNSET ((size_t)-1)
+#define MAX_EPISODES 1e9
+#define AUTO_UNITS 1000 /* polish every rollout up to this many units */
+
+struct as_solver_data {
+    double episodes; /**< "mcts/episodes", default 1000 */
+    double c;        /**< "mcts/c": UCT exploration constant, default 0.2 */
+    double eps;      /**< "mcts/eps": random choice in rollouts, default 0.02 */
+    int polish;      /**< "mcts/polish": 0 never, 1 plans better than any before, 2 every
+                          rollout; default (-1) 2 up to AUTO_UNITS units, else 1 */
+};
+
+static AS_DECL_SOLVER_NEW(mcts_new)
+{
+    *data = as_xcalloc(1, sizeof **data);
+    (*data)->episodes = 1000;
+    (*data)->c = 0.2;
+    (*data)->eps = 0.02;
+    (*data)->polish = -1;
+    return AS_OK;
+}
+
+static AS_DECL_SOLVER_FREE(mcts_free)
+{
+    free(data);
+}
+
+static AS_DECL_SOLVER_PARAM(mcts_param)
+{
+    char *end;
+    double x = strtod(value, &end);
+    int bad = end == value || *end != '\0' || !isfinite(x);
+
+    if (strcmp(key, "episodes") == 0) {
+        if (bad || x < 1 || x > MAX_EPISODES || x != floor(x))
+            return as_errf(err, AS_EUSAGE, "episodes must be an integer in 1..%.0f, got '%s'",
+                           MAX_EPISODES, value);
+        data->episodes = x;
+    } else if (strcmp(key, "c") == 0) {
+        if (bad || x < 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/c' must be a number >= 0");
+        data->c = x;
+    } else if (strcmp(key, "polish") == 0) {
+        if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0 && strcmp(value, "2") != 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/polish' must be 0, 1 or 2");
+        data->polish = value[0] - '0';
+    } else if (strcmp(key, "eps") == 0) {
+        if (bad || x < 0 || x > 1)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/eps' must be in 0..1");
+        data->eps = x;
+    } else {
+        return as_errf(err, AS_EUSAGE, "unknown parameter '%s/%s'", SOLVER_NAME, key);
+    }
+    return AS_OK;
+}
+
+/* A tree node: the decision at depth d (group dec[d]) and its children. */
+typedef struct tnode {
+    double n, w;     /**< visits, summed reward */
+    size_t child;    /**< first of k slots in the child pool (index + 1, 0 = not tried) */
+    uint32_t tried;  /**< children added */
+} tnode;
+
+typedef struct mcts {
+    const as_heur *h;
+    const as_problem *p;
+    size_t *dec;      /**< depth -> group */
+    size_t **sorder;  /**< unit -> its allowed strategies */
+    size_t *nallow;   /**< unit -> how many */
+    size_t ng;        /**< decision groups */
+    size_t *gstart, *gmem; /**< members of group g: gmem[gstart[g] .. gstart[g+1]) */
+    size_t **gallow;  /**< group -> strategies every member allows */
+    size_t *gn;       /**< group -> how many */
+    tnode *t;
+    size_t nt, tcap;
+    size_t *pool;     /**< child slots */
+    size_t npool, pcap;
+    as_rng rng;
+} mcts;
+
+static int
+share_cmp(const void *a, const void *b, void *ctx)
+{
+    const double *sh = ctx;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (sh[x] != sh[y])
+        return sh[x] > sh[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Insertion-free stable sort of units by share (qsort_r is not portable). */
+static void
+sort_by_share(size_t *v, size_t n, const double *sh)
+{
+    size_t w, i, j, *tmp = as_xcalloc(n + 1, sizeof *tmp);
+
+    /* bottom-up merge sort */
+    for (w = 1; w < n; w *= 2) {
+        for (i = 0; i < n; i += 2 * w) {
+            size_t a = i, am = i + w < n ? i + w : n, b = am, bm = i + 2 * w < n ? i + 2 * w : n;
+            for (j = i; j < bm; j++)
+                tmp[j] = (a < am && (b >= bm || share_cmp(&v[a], &v[b], (void *)sh) <= 0))
+                             ? v[a++] : v[b++];
+        }
+        memcpy(v, tmp, n * sizeof *v);
+    }
+    free(tmp);
+}
+
+static size_t
+tree_add(mcts *m, size_t depth)
+{
+    size_t id, k = depth < m->ng ? m->gn[m->dec[depth]] : 0;
+
+    if (m->nt == m->tcap) {
+        m->tcap = m->tcap ? 2 * m->tcap : 1024;
+        m->t = as_xreallocarray(m->t, m->tcap, sizeof *m->t);
+    }
+    if (m->npool + k > m->pcap) {
+        while (m->npool + k > m->pcap)
+            m->pcap = m->pcap ? 2 * m->pcap : 4096;
+        m->pool = as_xreallocarray(m->pool, m->pcap, sizeof *m->pool);
+    }
+    id = m->nt++;
+    memset(&m->t[id], 0, sizeof m->t[id]);
+    m->t[id].child = m->npool;
+    memset(m->pool + m->npool, 0, k * sizeof *m->pool);
+    m->npool += k;
+    return id;
+}
+
+/* Complete X greedily; with probability EPS an undecided unit takes a random strategy. */
+static void
+rollout(mcts *m, size_t *x, double eps, double lambda)
+{
+    const as_heur *h = m->h;
+    size_t u;
+
+    if (eps > 0)
+        for (u = 0; u < h->nu; u++)
+            if (x[u] == UNSET && m->nallow[u] > 0 && as_rng_uniform(&m->rng) < eps)
+                x[u] = m->sorder[u][as_rng_range(&m->rng, 0, (int64_t)m->nallow[u] - 1)];
+    as_heur_greedy(h, x, lambda);
+}
+
+/*
+ * Decision groups: one unit each.  (Tying by name, h.3.x with h.7.x, was tried and
+ * dropped: an MLP's layers alternate column and row in the best plan, so same-named ops
+ * of different layers must be free to differ; tied layers come from the problem.)
+ */
+static void
+build_groups(mcts *m)
+{
+    const as_heur *h = m->h;
+    size_t u, s, nu = h->nu;
+
+    m->ng = nu;
+    m->gstart = as_xcalloc(nu + 2, sizeof *m->gstart);
+    m->gmem = as_xcalloc(nu + 1, sizeof *m->gmem);
+    m->gallow = as_xcalloc(nu + 1, sizeof *m->gallow);
+    m->gn = as_xcalloc(nu + 1, sizeof *m->gn);
+    for (u = 0; u < nu; u++) {
+        m->gstart[u + 1] = u + 1;
+        m->gmem[u] = u;
+        m->gallow[u] = as_xcalloc(h->k[u] + 1, sizeof **m->gallow);
+        for (s = 0; s < h->k[u]; s++)
+            if (isfinite(h->cost[u][s]))
+                m->gallow[u][m->gn[u]++] = s;
+    }
+}
+
+static void
+set_group(const mcts *m, size_t *x, size_t g, size_t s)
+{
+    size_t i;
+
+    for (i = m->gstart[g]; i < m->gstart[g + 1]; i++)
+        x[m->gmem[i]] = s;
+}
+
+static AS_DECL_SOLVER_SOLVE(mcts_solve)
+{
+    as_heur h;
+    mcts m;
+    size_t u, s, d, ep, *x, *xd, *path, *choice, *choice2, *best = NULL;
+    size_t nepi = (size_t)data->episodes;
+    double ref = 0, bestobj = INFINITY, bestraw = INFINITY, t0 = as_now(), *gshare, obj;
+    int pol;
+
+    as_heur_init(&h, p);
+    memset(&m, 0, sizeof m);
+    m.h = &h;
+    m.p = p;
+    as_rng_seed(&m.rng, lim->seed);
+    m.sorder = as_xcalloc(h.nu + 1, sizeof *m.sorder);
+    m.nallow = as_xcalloc(h.nu + 1, sizeof *m.nallow);
+    for (u = 0; u < h.nu; u++) {
+        m.sorder[u] = as_xcalloc(h.k[u] + 1, sizeof **m.sorder);
+        for (s = 0; s < h.k[u]; s++)
+            if (isfinite(h.cost[u][s]))
+                m.sorder[u][m.nallow[u]++] = s;
+    }
+    build_groups(&m);
+    m.dec = as_xcalloc(m.ng + 1, sizeof *m.dec);
+    gshare = as_xcalloc(m.ng + 1, sizeof *gshare);
+    for (d = 0; d < m.ng; d++) {
+        m.dec[d] = d;
+        for (u = m.gstart[d]; u < m.gstart[d + 1]; u++)
+            gshare[d] += h.share[m.gmem[u]];
+    }
+    sort_by_share(m.dec, m.ng, gshare);
+    x = as_xcalloc(h.nu + 1, sizeof *x);
+    xd = as_xcalloc(h.nu + 1, sizeof *xd);
+    path = as_xcalloc(m.ng + 2, sizeof *path);
+    choice = as_xcalloc(h.n + 1, sizeof *choice);
+    choice2 = as_xcalloc(h.n + 1, sizeof *choice2);
+    pol = data->polish >= 0 ? data->polish : h.nu <= AUTO_UNITS ? 2 : 1;
+    best = as_xcalloc(h.n + 1, sizeof *best);
+    tree_add(&m, 0);
+    for (ep = 0; ep < nepi; ep++) {
+        size_t node = 0, np = 0;
+        double r;
+        if (lim->time_limit_s > 0 && ep > 0 && as_now() - t0 > lim->time_limit_s)
+            break;
+        for (u = 0; u < h.nu; u++)
+            x[u] = UNSET;
+        path[np++] = 0;
+        for (d = 0; d < m.ng; d++) {
+            tnode *tn = &m.t[node];
+            size_t un = m.dec[d], k = m.gn[un], pick = 0, c;
+            if (k == 0)
+                break; /* every strategy forbidden: the rollout scores 0 */
+            if (tn->tried < k) { /* add an untried child, chosen at random */
+                size_t r0 = (size_t)as_rng_range(&m.rng, 0, (int64_t)(k - tn->tried) - 1), i;
+                for (i = 0; i < k; i++)
+                    if (m.pool[tn->child + i] == 0 && r0-- == 0)
+                        break;
+                c = tree_add(&m, d + 1);
+                tn = &m.t[node]; /* the tree may have moved */
+                m.pool[tn->child + i] = c + 1;
+                tn->tried++;
+                set_group(&m, x, un, m.gallow[un][i]);
+                path[np++] = c;
+                node = c;
+                d++;
+                break;
+            }
+            {
+                double bv = -INFINITY, lg = log(tn->n > 1 ? tn->n : 1);
+                size_t i;
+                for (i = 0; i < k; i++) {
+                    const tnode *ch = &m.t[m.pool[tn->child + i] - 1];
+                    double v = ch->w / ch->n + data->c * sqrt(lg / ch->n);
+                    if (v > bv) {
+                        bv = v;
+                        pick = i;
+                    }
+                }
+            }
+            set_group(&m, x, un, m.gallow[un][pick]);
+            node = m.pool[tn->child + pick] - 1;
+            path[np++] = node;
+        }
+        memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
+        rollout(&m, x, ep == 0 ? 0 : data->eps, 0);
+        if (pol == 2)
+            as_heur_improve(&h, x, 20);
+        as_heur_expand(&h, x, choice);
+        r = 0;
+        if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK) {
+            /* over the budget (or excluded): the undecided units take the least memory */
+            memcpy(x, xd, h.nu * sizeof *x);
+            rollout(&m, x, 0, INFINITY);
+            if (pol == 2)
+                as_heur_improve(&h, x, 20);
+            as_heur_expand(&h, x, choice);
+            if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK)
+                obj = INFINITY;
+        }
+        if (pol == 1 && isfinite(obj) && obj < bestraw) {
+            /* better than any rollout before: worth polishing */
+            double o2;
+            bestraw = obj;
+            as_heur_improve(&h, x, 20);
+            as_heur_expand(&h, x, choice2);
+            if (as_problem_check(p, choice2, &o2, NULL, NULL) == AS_OK && o2 < obj) {
+                size_t *t = choice;
+                choice = choice2;
+                choice2 = t;
+                obj = o2;
+            }
+        }
+        if (isfinite(obj)) {
+            if (ref == 0)
+                ref = fmax(obj, 1e-300);
+            r = ref / fmax(obj, 1e-300);
+            if (obj < bestobj) {
+                bestobj = obj;
+                memcpy(best, choice, h.n * sizeof *best);
+            }
+        }
+        for (u = 0; u < np; u++) {
+            m.t[path[u]].n += 1;
+            m.t[path[u]].w += r;
+        }
+    }
+    out->nodes = (long)ep;
+    if (isfinite(bestobj) && pol > 0) {
+        /* the best plan, polished with pair moves as well */
+        for (u = 0; u < h.n; u++)
+            x[h.unit[u]] = best[u];
+        as_heur_improve(&h, x, 50);
+        as_heur_expand(&h, x, choice);
+        if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK && obj < bestobj) {
+            bestobj = obj;
+            memcpy(best, choice, h.n * sizeof *best);
+        }
+    }
+    if (isfinite(bestobj)) {
+        memcpy(out->choice, best, h.n * sizeof *best);
+        out->objective = bestobj;
+        *outcome = AS_OUTCOME_FEASIBLE;
+    } else {
+        *outcome = AS_OUTCOME_LIMIT;
+    }
+    for (u = 0; u < h.nu; u++)
+        free(m.sorder[u]);
+    free(m.sorder);
+    free(m.nallow);
+    for (u = 0; u < m.ng; u++)
+        free(m.gallow[u]);
+    free(m.gallow);
+    free(m.gn);
+    free(m.gstart);
+    free(m.gmem);
+    free(gshare);
+    free(xd);
+    free(m.dec);
+    free(m.t);
+    free(m.pool);
+    free(x);
+    free(path);
+    free(choice);
+    free(choice2);
+    free(best);
+    as_heur_free(&h);
+    return AS_OK;
+}
+
+const as_solver_ops as_solver_mcts = {
+    .name = SOLVER_NAME,
+    .desc = SOLVER_DESC,
+    .flags = AS_SOLVER_SEEDED,
+    .new_data = mcts_new,
+    .free_data = mcts_free,
+    .set_param = mcts_param,
+    .solve = mcts_solve,
+};

@@ -1,0 +1,66 @@
+#!/bin/sh
+# solve_heur.sh -- the heuristic solvers from the command line: beam and mcts
+# return validated plans with the reductions' bound and their gap, one seed
+# gives one plan, --top K works, and bad parameters are usage errors (exit 2).
+. "${top_srcdir:-.}/tests/cli/lib.sh"
+
+as gen gpt2-small --layers 2 --batch 8 --seq 128 --train -o "$T/g.asg"
+ok $rc "gen a 2-layer GPT-2 training step"
+
+for s in beam mcts; do
+    as solve "$T/g.asg" --mesh 2x2 --solver $s --episodes 50 -o "$T/$s.json"
+    st=0
+    [ "$rc" -eq 0 ] || st=1
+    grep -q "^solver  *$s\$" "$T/out" || st=1
+    grep -q "^status  *feasible\$" "$T/out" || st=1
+    grep -q "^bound  *[0-9.e+-]* s\$" "$T/out" || st=1
+    grep -q "^gap  *[0-9.e+-]*%\$" "$T/out" || st=1
+    grep -q "\"solver\": \"$s\"" "$T/$s.json" || st=1
+    ok $st "$s: a plan with the reductions' bound and its gap"
+done
+
+as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes 100 --seed 7 -o "$T/a.json"
+as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes 100 --seed 7 -o "$T/b.json"
+check "mcts: the same seed gives the same plan" cmp "$T/a.json" "$T/b.json"
+
+as solve "$T/g.asg" --mesh 2x2 --solver beam --beam-width 4 --top 3 -o "$T/top.json"
+st=0
+[ "$rc" -eq 0 ] || st=1
+[ "$(grep -c '"objective"' "$T/top.json")" -eq 3 ] || st=1
+ok $st "beam --top 3: three plans"
+
+# the MLP's Megatron pattern: mcts reaches the ILP's optimum on the cost graph
+cg="$top_srcdir/tests/data/costgraph/mlp4l-alpa-m4.json"
+as solve --costgraph "$cg"
+want=$(sed -n 's/^objective  *\([0-9.e+]*\) s$/\1/p' "$T/out")
+as solve --costgraph "$cg" --solver mcts --seed 3
+got=$(sed -n 's/^objective  *\([0-9.e+]*\) s$/\1/p' "$T/out")
+st=0
+[ -n "$want" ] && [ "$want" = "$got" ] || st=1
+ok $st "mcts on the 4-layer MLP (alpa, mesh 4): $got = the optimum $want"
+
+# usage errors: exit 2, the message on the first line (then the usage)
+expect_usage() {
+    st=0
+    [ "$rc" -eq 2 ] || st=1
+    [ "$(head -1 "$T/err")" = "$1" ] || { st=1; head -1 "$T/err" | sed 's/^/# got: /'; }
+    [ "$(grep -c "^autoshard:" "$T/err")" -eq 1 ] || st=1
+    ok $st "$2"
+}
+as solve "$T/g.asg" --mesh 2x2 --solver beam --beam-width 0
+expect_usage "autoshard: --beam-width must be an integer in 1..100000000, got '0'" \
+    "--beam-width 0: exit 2"
+as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes -5
+expect_usage "autoshard: --episodes must be an integer in 1..1000000000, got '-5'" \
+    "--episodes -5: exit 2"
+as solve "$T/g.asg" --mesh 2x2 --solver mcts --seed x
+expect_usage "autoshard: --seed must be an integer in 0..2^53, got 'x'" \
+    "--seed x: exit 2"
+as solve "$T/g.asg" --mesh 2x2 --top 0
+expect_usage "autoshard: --top must be an integer in 1..10000, got '0'" "--top 0: exit 2"
+as solve --costgraph "$cg" --solver beam --set beam/width=0
+expect_fail 2 "beam width must be an integer" "--set beam/width=0: exit 2"
+as solve --costgraph "$cg" --solver mcts --set mcts/bogus=1
+expect_fail 2 "unknown parameter 'mcts/bogus'" "unknown mcts parameter: exit 2"
+
+done_testing

@@ -1,0 +1,249 @@
+/* test_heur.c -- the heuristic backends (beam, mcts): beam with an
+ * unbounded width equals brute force on random cost graphs (memory rows,
+ * alias pairs, follow links, with and without the reductions); every plan
+ * they return fits; mcts gives one plan per seed; their gap is measured
+ * against the reductions' bound; bad parameters are usage errors.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solve/solver.h"
+#include "tap.h"
+
+static as_problem *
+instance(int i)
+{
+    as_random_opts o;
+    as_problem *p;
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)i + 100;
+    o.nodes = 5 + (size_t)(i % 5);
+    o.edges = o.nodes + (size_t)(i % 4);
+    o.kmin = 2;
+    o.kmax = i % 2 ? 4 : 3;
+    o.follow = i % 3 == 0 ? 0.3 : 0;
+    o.live_window = i % 4 == 1 ? 0 : 3;
+    o.memory_frac = i % 4 == 1 ? 0 : 0.05 + 0.1 * (i % 3);
+    o.aliases = i % 5 == 2 ? 1 : 0;
+    p = as_problem_random(&o);
+    if (i == 14) /* below what any plan needs: infeasible */
+        as_problem_set_memory(p, as_problem_peak_lower_bound(p) - 1);
+    return p;
+}
+
+static as_outcome
+run(const as_problem *p, const char *solver, unsigned reduce, const char *param, uint64_t seed,
+    as_solve_result *res)
+{
+    as_solve_opts o;
+    as_err err = {0};
+    const char *params[1] = {param};
+
+    as_solve_opts_init(&o);
+    o.solver = solver;
+    o.reduce = reduce;
+    o.lim.seed = seed;
+    o.params = params;
+    o.nparams = param != NULL;
+    if (as_solve_problem(p, &o, res, &err) != AS_OK) {
+        diag("%s: %s", solver, err.msg);
+        memset(res, 0, sizeof *res);
+        return AS_OUTCOME_NOTRUN;
+    }
+    return res->outcome;
+}
+
+static int
+fits(const as_problem *p, const as_plan *pl)
+{
+    double obj;
+    as_err err;
+
+    return as_problem_check(p, pl->choice, &obj, NULL, &err) == AS_OK &&
+           fabs(obj - pl->objective) <= 1e-9 * fmax(1, fabs(obj));
+}
+
+/* Beam with a width no instance reaches is exhaustive: it equals brute force. */
+static void
+test_beam_exact(int i, unsigned reduce)
+{
+    as_problem *p = instance(i);
+    as_solve_result rb, rh;
+    as_outcome ob = run(p, "brute", 0, NULL, 1, &rb);
+    as_outcome oh = run(p, "beam", reduce, "beam/width=100000000", 1, &rh);
+
+    if (ob == AS_OUTCOME_OPTIMAL) {
+        ok(oh == AS_OUTCOME_FEASIBLE && rh.nplans == 1 && fits(p, &rh.plans[0]) &&
+               fabs(rh.plans[0].objective - rb.plans[0].objective) <=
+                   1e-9 * fabs(rb.plans[0].objective),
+           "instance %d (reduce %#x): unbounded beam %.9g = brute %.9g", i, reduce,
+           rh.nplans ? rh.plans[0].objective : NAN, rb.plans[0].objective);
+        if (reduce != 0 && rh.nplans == 1)
+            ok(rh.plans[0].bound <= rh.plans[0].objective + 1e-12 &&
+                   rh.plans[0].bound <= rb.plans[0].objective * (1 + 1e-9) + 1e-12,
+               "instance %d: beam's bound %.9g is below the optimum %.9g", i,
+               rh.plans[0].bound, rb.plans[0].objective);
+    } else {
+        ok(oh == AS_OUTCOME_LIMIT && rh.nplans == 0,
+           "instance %d: no plan fits, beam finds none (outcome %s)", i, as_outcome_name(oh));
+    }
+    as_solve_result_free(&rb);
+    as_solve_result_free(&rh);
+    as_problem_free(p);
+}
+
+/* Narrow beams and mcts return valid plans no cheaper than the optimum. */
+static void
+test_valid(int i)
+{
+    static const char *const cfg[][2] = {{"beam", "beam/width=1"}, {"beam", "beam/width=3"},
+                                         {"mcts", "mcts/episodes=50"}};
+    as_problem *p = instance(i);
+    as_solve_result rb, rh;
+    as_outcome ob = run(p, "brute", 0, NULL, 1, &rb);
+    size_t c;
+
+    for (c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        as_outcome oh = run(p, cfg[c][0], AS_REDUCE_ALL, cfg[c][1], 7, &rh);
+        if (oh == AS_OUTCOME_FEASIBLE)
+            ok(rh.nplans == 1 && fits(p, &rh.plans[0]) && ob == AS_OUTCOME_OPTIMAL &&
+                   rh.plans[0].objective >= rb.plans[0].objective * (1 - 1e-12),
+               "instance %d: %s plan fits and costs %.9g >= optimum", i, cfg[c][1],
+               rh.plans[0].objective);
+        else
+            ok(oh == AS_OUTCOME_LIMIT, "instance %d: %s finds no plan (%s)", i, cfg[c][1],
+               as_outcome_name(oh));
+        as_solve_result_free(&rh);
+    }
+    as_solve_result_free(&rb);
+    as_problem_free(p);
+}
+
+/* One seed, one plan; the seeds explore differently. */
+static void
+test_mcts_seed(void)
+{
+    as_random_opts o;
+    as_problem *p;
+    as_solve_result a, b;
+    uint64_t seed;
+    int same = 1;
+
+    as_random_opts_init(&o);
+    o.seed = 5;
+    o.nodes = 40;
+    o.edges = 60;
+    o.kmin = 2;
+    o.kmax = 5;
+    o.live_window = 4;
+    o.memory_frac = 0.3;
+    p = as_problem_random(&o);
+    for (seed = 1; seed <= 5; seed++) {
+        run(p, "mcts", 0, "mcts/episodes=300", seed, &a);
+        run(p, "mcts", 0, "mcts/episodes=300", seed, &b);
+        same &= a.nplans == 1 && b.nplans == 1 &&
+                memcmp(a.plans[0].choice, b.plans[0].choice,
+                       as_problem_nnodes(p) * sizeof *a.plans[0].choice) == 0;
+        as_solve_result_free(&a);
+        as_solve_result_free(&b);
+    }
+    ok(same, "mcts: the same seed gives the same plan (seeds 1..5)");
+    as_problem_free(p);
+}
+
+/*
+ * A 4-layer MLP training step (gen mlp-1b --layers 4 --hidden 1024 --batch 64 --train,
+ * exported with --cost-model alpa on meshes 4 and 8): mcts with 1,000 episodes finds the
+ * ILP's optimum, Megatron's pattern (column, then row, per pair of layers), for every seed.
+ */
+static void
+test_megatron(const char *file)
+{
+    const char *top = getenv("top_srcdir");
+    char *path = as_xasprintf("%s/tests/data/costgraph/%s", top ? top : ".", file), buf[32];
+    as_problem *p;
+    as_solve_result rg, rm;
+    as_err err;
+    uint64_t seed;
+    int found = 0, pattern = 0;
+
+    if (as_problem_read(path, &p, &err) != AS_OK) {
+        ok(0, "%s: %s", file, err.msg);
+        free(path);
+        return;
+    }
+    run(p, "glpk", AS_REDUCE_ALL, NULL, 1, &rg);
+    for (seed = 1; seed <= 25; seed++) {
+        size_t l, v;
+        int pat = 1;
+        if (run(p, "mcts", AS_REDUCE_ALL, "mcts/episodes=1000", seed, &rm) != AS_OUTCOME_FEASIBLE)
+            continue;
+        found += fabs(rm.plans[0].objective - rg.plans[0].objective) <=
+                 1e-9 * rg.plans[0].objective;
+        for (l = 0; l < 4; l++) {
+            char name[32];
+            snprintf(name, sizeof name, "h.%zu.fc.mm", l);
+            pat &= as_problem_find(p, name, &v) &&
+                   strncmp(as_problem_strategy_name(p, v, rm.plans[0].choice[v], buf, sizeof buf),
+                           l % 2 ? "row(" : "column(", l % 2 ? 4 : 7) == 0;
+        }
+        pattern += pat;
+        as_solve_result_free(&rm);
+    }
+    ok(found == 25, "%s: mcts finds the optimum %.9g for %d of 25 seeds", file,
+       rg.plans[0].objective, found);
+    ok(pattern == 25, "%s: mcts's plan is column, row, column, row for %d of 25 seeds", file,
+       pattern);
+    as_solve_result_free(&rg);
+    as_problem_free(p);
+    free(path);
+}
+
+static void
+test_params(void)
+{
+    static const char *const bad[] = {"beam/width=0", "beam/width=-3", "beam/width=1.5",
+                                      "beam/width=x", "beam/polish=2", "mcts/episodes=0",
+                                      "mcts/episodes=-1", "mcts/c=-1", "mcts/eps=2",
+                                      "mcts/nope=1"};
+    as_problem *p = instance(2);
+    size_t i;
+
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        as_solve_opts o;
+        as_solve_result r;
+        as_err err = {0};
+        int rc;
+        as_solve_opts_init(&o);
+        o.solver = strncmp(bad[i], "beam", 4) == 0 ? "beam" : "mcts";
+        o.params = &bad[i];
+        o.nparams = 1;
+        rc = as_solve_problem(p, &o, &r, &err);
+        ok(rc == AS_EUSAGE, "%s is a usage error (%s)", bad[i], err.msg);
+        if (rc == AS_OK)
+            as_solve_result_free(&r);
+    }
+    as_problem_free(p);
+}
+
+int
+main(void)
+{
+    int i;
+
+    plan_lazy();
+    for (i = 0; i < 20; i++) {
+        test_beam_exact(i, 0);
+        test_beam_exact(i, AS_REDUCE_ALL);
+        test_valid(i);
+    }
+    test_mcts_seed();
+    test_megatron("mlp4l-alpa-m4.json");
+    test_megatron("mlp4l-alpa-m8.json");
+    test_params();
+    return done_testing();
+}
