@@ -126,6 +126,7 @@ inspect_exec(int argc, char **argv)
     if (as_graph_read(argv[optind], &g, &err) != AS_OK)
         return as_cmd_fail(&err);
     if (as_graph_stats_compute(g, &st, &err) != AS_OK) {
+        as_err_prefix(&err, "%s: ", strcmp(argv[optind], "-") == 0 ? "<stdin>" : argv[optind]);
         as_graph_free(g);
         return as_cmd_fail(&err);
     }

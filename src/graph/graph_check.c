@@ -365,14 +365,32 @@ check_is_activation(const as_tensor *t)
     return t->kind == AS_TK_INPUT || (t->kind == AS_TK_ACT && t->update_of < 0);
 }
 
-/* Peak of live activation bytes over program order (difference array sweep). */
+/* *ACC += B; on overflow set *OVF (the sum is then meaningless). */
 static void
-check_peak(const as_graph *g, const int32_t *def, const int32_t *last_use, as_graph_stats *st)
+check_add(int64_t *acc, int64_t b, int *ovf)
+{
+    if (__builtin_add_overflow(*acc, b, acc))
+        *ovf = 1;
+}
+
+/* The input error for byte totals of G (WHAT) that overflow 64 bits. */
+static int
+check_overflow(const as_graph *g, const char *what, as_err *err)
+{
+    return as_errf(err, AS_EPARSE, "graph '%s': the bytes of its %s overflow 64 bits",
+                   as_graph_name(g), what);
+}
+
+/* Peak of live activation bytes over program order (difference array sweep). */
+static int
+check_peak(const as_graph *g, const int32_t *def, const int32_t *last_use, as_graph_stats *st,
+           as_err *err)
 {
     int32_t nops = as_graph_nops(g), ntens = as_graph_ntensors(g), t, i;
     int64_t *alloc = as_xcalloc((size_t)nops + 1, sizeof *alloc);
     int64_t *release = as_xcalloc((size_t)nops + 1, sizeof *release);
     int64_t cur = 0;
+    int ovf = 0;
 
     for (t = 0; t < ntens; t++) {
         const as_tensor *tt = as_graph_tensor(g, t);
@@ -383,13 +401,15 @@ check_peak(const as_graph *g, const int32_t *def, const int32_t *last_use, as_gr
         e = last_use[t] >= nops ? nops - 1 : last_use[t];
         if (e < s)
             e = s;
-        alloc[s] += as_shape_bytes(&tt->shape);
-        release[e] += as_shape_bytes(&tt->shape);
+        check_add(&alloc[s], as_shape_bytes(&tt->shape), &ovf);
+        check_add(&release[e], as_shape_bytes(&tt->shape), &ovf);
     }
     st->peak_activation_bytes = 0;
     st->peak_op = -1;
-    for (i = 0; i < nops; i++) {
-        cur += alloc[i];
+    for (i = 0; i < nops && !ovf; i++) {
+        check_add(&cur, alloc[i], &ovf);
+        if (ovf)
+            break; /* cur is meaningless now */
         if (cur > st->peak_activation_bytes || st->peak_op < 0) {
             st->peak_activation_bytes = cur;
             st->peak_op = i;
@@ -398,6 +418,7 @@ check_peak(const as_graph *g, const int32_t *def, const int32_t *last_use, as_gr
     }
     free(release);
     free(alloc);
+    return ovf ? check_overflow(g, "live activations", err) : AS_OK;
 }
 
 /* Longest dependency chain in ops and in FLOPs: DP over igraph's topological order. */
@@ -478,32 +499,35 @@ check_tokens(const as_graph *g)
 }
 
 /* Byte and element totals per tensor role. */
-static void
-check_totals(const as_graph *g, as_graph_stats *st)
+static int
+check_totals(const as_graph *g, as_graph_stats *st, as_err *err)
 {
     int32_t t, i;
+    int ovf = 0;
 
     for (t = 0; t < st->ntensors; t++) {
         const as_tensor *tt = as_graph_tensor(g, t);
         int64_t b = as_shape_bytes(&tt->shape);
         if (tt->kind == AS_TK_PARAM) {
-            st->params += as_shape_numel(&tt->shape);
-            st->param_bytes += b;
+            check_add(&st->params, as_shape_numel(&tt->shape), &ovf);
+            check_add(&st->param_bytes, b, &ovf);
         } else if (tt->kind == AS_TK_STATE) {
             as_state_role r = as_graph_state_role(g, t);
             if (r == AS_STATE_MASTER)
-                st->master_bytes += b;
+                check_add(&st->master_bytes, b, &ovf);
             else if (r == AS_STATE_GRAD)
-                st->grad_bytes += b;
+                check_add(&st->grad_bytes, b, &ovf);
             else
-                st->state_bytes += b;
+                check_add(&st->state_bytes, b, &ovf);
         } else if (tt->kind == AS_TK_CONST) {
-            st->const_bytes += b;
+            check_add(&st->const_bytes, b, &ovf);
         } else if (tt->kind == AS_TK_INPUT) {
-            st->input_bytes += b;
+            check_add(&st->input_bytes, b, &ovf);
         }
         if (tt->flags & AS_TF_GRAD)
-            st->grad_bytes += b;
+            check_add(&st->grad_bytes, b, &ovf);
+        if (ovf)
+            return check_overflow(g, "tensors", err);
         if ((tt->kind == AS_TK_PARAM || tt->kind == AS_TK_STATE) && tt->update >= 0)
             st->training = 1;
     }
@@ -513,6 +537,7 @@ check_totals(const as_graph *g, as_graph_stats *st)
         if ((op->flags & AS_OF_OPTIMIZER) || (op->def->flags & AS_OPF_OPTIMIZER))
             st->training = 1;
     }
+    return AS_OK;
 }
 
 int
@@ -532,13 +557,13 @@ as_graph_stats_compute(const as_graph *g, as_graph_stats *st, as_err *err)
     last = as_xcalloc((size_t)st->ntensors + 1, sizeof *last);
     opflops = as_xcalloc((size_t)st->nops + 1, sizeof *opflops);
     check_count_types(g, st);
-    check_totals(g, st);
+    AS_CHECK_GOTO(rc, check_totals(g, st, err), out);
     for (i = 0; i < st->nops; i++) {
         opflops[i] = as_graph_op_flops(g, i);
         st->flops += opflops[i];
     }
     AS_CHECK_GOTO(rc, check_liveness(g, &ig, def, last, err), out);
-    check_peak(g, def, last, st);
+    AS_CHECK_GOTO(rc, check_peak(g, def, last, st, err), out);
     AS_CHECK_GOTO(rc, check_longest(g, &ig, opflops, st, err), out);
     st->tokens = check_tokens(g);
 out:

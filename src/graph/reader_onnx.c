@@ -355,7 +355,12 @@ ox_nin(const Onnx__NodeProto *n)
 const as_shape *
 ox_shape(ox *o, int32_t tid)
 {
-    return &as_graph_tensor(o->g, tid)->shape;
+    /* A copy in the arena: emitters keep shapes across calls that add tensors, and adding a
+       tensor may move the graph's tensor array (heap-use-after-free found by fuzz_onnx). */
+    as_shape *c = as_arena_alloc(o->arena, sizeof *c);
+
+    *c = as_graph_tensor(o->g, tid)->shape;
+    return c;
 }
 
 ox_const *
@@ -1418,6 +1423,8 @@ ox_roles(ox *o)
             if ((k = ox_has_in(gp->node[i], (int)j) ? ox_find(o, gp->node[i]->input[j]) : -1) >= 0 &&
                 (fill[k] == 0 || users[k][fill[k] - 1] != (int)i))
                 users[k][fill[k]++] = (int)i;
+    for (k = 0; k < nv; k++) /* distinct users only: a node reading k twice counts once */
+        nusers[k] = fill[k];
     for (k = 0; k < nv; k++) {
         ox_val *v = &o->vals.v[k];
         int isf, rank, w;
@@ -1432,7 +1439,6 @@ ox_roles(ox *o)
             isf = as_dtype_is_float(v->decl.dtype);
             rank = v->decl.rank;
         }
-        nusers[k] = fill[k];
         w = isf && rank >= 1 ? ox_weight_use(o, k, 0, users, nusers) : 0;
         if (v->init != NULL)
             v->role = isf && rank >= 1 && w != 2 ? OX_ROLE_PARAM : OX_ROLE_CONST;

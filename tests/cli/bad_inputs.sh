@@ -78,6 +78,13 @@ bad 2 "autoshard: $D/asg/bad/cycle.asg:3:12: cycle: a -> b -> c -> a" "asg: cycl
     inspect "$D/asg/bad/cycle.asg"
 bad 2 "autoshard: $T/deep.asg:2:10: expected an input tensor name, got '('" \
     "asg: 100000 nested parentheses" inspect "$T/deep.asg"
+printf 'input x : f32[1099511627776,1048576]\ninput y : f32[1099511627776,1048576]\na = add(x, y)\noutput a\n' \
+    >"$T/sumovf.asg"
+printf 'input x : f32[1099511627776,1048576]\na = relu(x)\nb = add(a, x)\noutput b\n' >"$T/peakovf.asg"
+bad 2 "autoshard: $T/sumovf.asg: graph 'sumovf': the bytes of its tensors overflow 64 bits" \
+    "asg: inspect of tensors whose bytes add up past 64 bits" inspect "$T/sumovf.asg"
+bad 2 "autoshard: $T/peakovf.asg: graph 'peakovf': the bytes of its live activations overflow 64 bits" \
+    "asg: inspect of a peak past 64 bits" inspect --json "$T/peakovf.asg"
 
 # --- HLO text ---------------------------------------------------------------
 H='HloModule m\n\nENTRY %%main (x: f32[2]) -> f32[2] {\n'
