@@ -1514,8 +1514,11 @@ static int
 emit_concat(ox *o, const Onnx__NodeProto *n)
 {
     int ni = ox_nin(n), j, ax = 0;
-    int32_t *in = as_arena_alloc(o->arena, sizeof *in * (size_t)(ni + 1));
+    int32_t *in;
 
+    if (ni < 1) /* the first input's rank gives the axis range */
+        return ox_nerr(o, n, "Concat needs at least one input");
+    in = as_arena_alloc(o->arena, sizeof *in * (size_t)(ni + 1));
     for (j = 0; j < ni; j++)
         AS_CHECK(ox_in(o, n, j, &in[j]));
     if (ni == 1)
