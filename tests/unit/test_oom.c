@@ -89,7 +89,7 @@ expect_oom(void (*fn)(void), const char *what, const char *want)
         diag("  got %d lines: %s", lines, err);
 }
 
-static void
+static void __attribute__((unused)) /* not under AddressSanitizer */
 child_xmalloc(void)
 {
     limit_as(16u << 20);
@@ -115,7 +115,7 @@ child_glpk(void)
     glp_delete_prob(lp);
 }
 
-static void
+static void __attribute__((unused)) /* not under AddressSanitizer */
 child_jansson(void)
 {
     json_t *a;
@@ -130,7 +130,7 @@ child_jansson(void)
     json_decref(a);
 }
 
-static void
+static void __attribute__((unused)) /* not under AddressSanitizer */
 child_pcre2(void)
 {
     pcre2_match_data *md[4096];
@@ -142,7 +142,7 @@ child_pcre2(void)
             return; /* PCRE2 reported the failure itself: a test failure */
 }
 
-static void
+static void __attribute__((unused)) /* not under AddressSanitizer */
 child_igraph(void)
 {
     igraph_vector_int_t v;
