@@ -415,7 +415,8 @@ as_group_tie(const as_graph *g, const as_build_map *map, as_problem *p, const ch
         b->hash = h;
     }
     /* sorting moves blocks: w.blk is not used after this point */
-    qsort(w.b.v, w.b.n, sizeof *w.b.v, block_cmp);
+    if (w.b.n > 1) /* no blocks: w.b.v is NULL, which qsort may not be given */
+        qsort(w.b.v, w.b.n, sizeof *w.b.v, block_cmp);
     res->blocks = w.b.n;
     for (i = 0; i < w.b.n; i++) {
         block *b = &w.b.v[i];

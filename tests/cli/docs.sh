@@ -19,6 +19,7 @@ while read -r ref; do
     *'.[ch]') [ -e "${p%.\[ch\]}.c" ] && [ -e "${p%.\[ch\]}.h" ] && continue ;;
     bench/bench_*) [ -e "$p.c" ] || [ -e "$p" ] && continue ;;
     tests/fuzz/replay_*) [ -e "tests/fuzz/replay.c" ] && continue ;;
+    tests/unit/test_*) [ -e "$p.c" ] || [ -e "$p" ] && continue ;; # programs built from .c
     esac
     [ -e "$p" ] && continue
     [ -e "${p%/}" ] && continue
