@@ -610,6 +610,141 @@ pair_moves(const as_heur *h, size_t *x, seg *tot)
     return moves;
 }
 
+/*
+ * Chain moves (ejection chains): unit U takes strategy S, then the units around it
+ * answer in breadth-first order, each with its best strategy against the others', up to
+ * CHAIN_DEPTH links away and CHAIN_UNITS units; the chain is kept if the plan got cheaper
+ * and still fits.  This is how a run of ops leaves data parallelism for Megatron's
+ * column-then-row pattern together, which no single or pair move can do.
+ */
+#define CHAIN_DEPTH 4
+#define CHAIN_UNITS 48
+
+typedef struct chain {
+    size_t *in;     /* nu: stamp of the chain a unit is in */
+    size_t *old;    /* nu: its strategy before the chain */
+    size_t *list, *depth, n, stamp;
+    double *tot;    /* nbind + 1 */
+} chain;
+
+/* Cost change of the units in C->list moving from C->old to X. */
+static double
+chain_delta(const as_heur *h, const chain *c, const size_t *x)
+{
+    size_t j, i;
+    double d = 0;
+
+    for (j = 0; j < c->n; j++) {
+        size_t w = c->list[j], kw = h->k[w];
+        d += h->cost[w][x[w]] - h->cost[w][c->old[w]];
+        for (i = h->lstart[w]; i < h->lstart[w + 1]; i++) {
+            const as_hlink *l = &h->link[i];
+            size_t o = l->other, on, oo, an, ao;
+            int oin = c->in[o] == c->stamp;
+            if (oin && o < w)
+                continue; /* both ends moved: once */
+            on = x[o];
+            oo = oin ? c->old[o] : x[o];
+            an = l->own_is_u ? x[w] * l->ko + on : on * kw + x[w];
+            ao = l->own_is_u ? c->old[w] * l->ko + oo : oo * kw + c->old[w];
+            if (l->r != NULL)
+                d += l->r[an] - l->r[ao];
+            else if (l->bad[an])
+                return INFINITY;
+        }
+    }
+    return d;
+}
+
+static size_t
+chain_moves(const as_heur *h, size_t *x, chain *c)
+{
+    size_t u, s, j, i, moves = 0;
+
+    for (u = 0; u < h->nu; u++)
+        for (s = 0; s < h->k[u]; s++) {
+            size_t head = 0;
+            if (s == x[u] || !isfinite(h->cost[u][s]))
+                continue;
+            c->stamp++;
+            c->n = 0;
+            c->in[u] = c->stamp;
+            c->old[u] = x[u];
+            c->list[c->n] = u;
+            c->depth[c->n++] = 0;
+            x[u] = s;
+            while (head < c->n) {
+                size_t w = c->list[head], dw = c->depth[head++];
+                if (dw >= CHAIN_DEPTH)
+                    continue;
+                for (i = h->lstart[w]; i < h->lstart[w + 1] && c->n < CHAIN_UNITS; i++) {
+                    size_t o = h->link[i].other, b = x[o], t;
+                    double bc;
+                    if (c->in[o] == c->stamp)
+                        continue;
+                    bc = as_heur_step_cost(h, x, o, b);
+                    for (t = 0; t < h->k[o]; t++) {
+                        double ct = t == x[o] ? bc : as_heur_step_cost(h, x, o, t);
+                        if (ct < bc - 1e-12 * fabs(bc)) {
+                            bc = ct;
+                            b = t;
+                        }
+                    }
+                    if (b == x[o])
+                        continue;
+                    c->in[o] = c->stamp;
+                    c->old[o] = x[o];
+                    c->list[c->n] = o;
+                    c->depth[c->n++] = dw + 1;
+                    x[o] = b;
+                }
+            }
+            {
+                double d = chain_delta(h, c, x);
+                int keep = d < -1e-12 * fabs(h->share[u] + 1e-300) && d < 0;
+                if (keep && h->nbind > 0) {
+                    memory_of(h, x, c->tot);
+                    for (j = 0; j < h->nbind && keep; j++)
+                        keep = c->tot[j] <= h->cap;
+                }
+                if (keep) {
+                    moves++;
+                    continue;
+                }
+                for (j = 0; j < c->n; j++)
+                    x[c->list[j]] = c->old[c->list[j]];
+            }
+        }
+    return moves;
+}
+
+int
+as_heur_chain(const as_heur *h, size_t *x, int max_rounds)
+{
+    chain c = {0};
+    size_t moves = 0, m;
+    int r;
+
+    c.in = as_xcalloc(h->nu + 1, sizeof *c.in);
+    c.old = as_xcalloc(h->nu + 1, sizeof *c.old);
+    c.list = as_xcalloc(CHAIN_UNITS + 1, sizeof *c.list);
+    c.depth = as_xcalloc(CHAIN_UNITS + 1, sizeof *c.depth);
+    c.tot = as_xcalloc(h->nbind + 1, sizeof *c.tot);
+    for (r = 0; r < max_rounds; r++) {
+        m = chain_moves(h, x, &c);
+        moves += m;
+        if (m == 0)
+            break;
+        as_heur_improve(h, x, 20);
+    }
+    free(c.in);
+    free(c.old);
+    free(c.list);
+    free(c.depth);
+    free(c.tot);
+    return moves > 0;
+}
+
 int
 as_heur_improve(const as_heur *h, size_t *x, int max_sweeps)
 {

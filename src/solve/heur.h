@@ -105,6 +105,14 @@ int as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pair
  */
 double as_heur_eval(const as_heur *h, const size_t *x, double *tot);
 
+/**
+ * Chain moves: a unit takes another strategy and the units around it answer with their
+ * best strategies, breadth first over a few links; kept if cheaper and within the
+ * budget; each round followed by as_heur_improve, until a round keeps nothing or
+ * MAX_ROUNDS ran.  Never makes X dearer.  1 if X changed.
+ */
+int as_heur_chain(const as_heur *h, size_t *x, int max_rounds);
+
 /** Expand a unit assignment X into a node assignment CHOICE (n entries). */
 void as_heur_expand(const as_heur *h, const size_t *x, size_t *choice);
 

@@ -309,8 +309,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             /* better than any rollout before: polish (pair moves too) and check it on
                the problem itself, which alone decides what becomes the plan */
             bestraw = val;
-            if (pol > 0)
+            if (pol > 0) {
                 as_heur_improve(&h, x, 20);
+                as_heur_chain(&h, x, 3);
+            }
             as_heur_expand(&h, x, choice);
             if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK)
                 obj = INFINITY;
@@ -339,6 +341,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         for (u = 0; u < h.n; u++)
             x[h.unit[u]] = best[u];
         as_heur_improve(&h, x, 50);
+        as_heur_chain(&h, x, 10);
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK && obj < bestobj) {
             bestobj = obj;
