@@ -20,6 +20,18 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RD_ASAN 1
+#endif
+#endif
+#if defined(__SSE2__) && !defined(__SANITIZE_ADDRESS__) && !defined(RD_ASAN)
+#include <emmintrin.h>
+#define RD_SSE2 1 /* aligned 16-byte loads read past the text's NUL: not under ASan */
+#endif
 
 #include "sim_internal.h"
 
@@ -1348,6 +1360,26 @@ rd_attr(rd_state *r, const rd_tok *t, size_t klen, as_err *err)
     return AS_OK;
 }
 
+/*
+ * Ask for huge pages on the whole 2 MiB pages of array [P, P + BYTES): the first
+ * touches of a big program's arrays (one page fault per 4 KiB) cost the parser more
+ * than parsing (transparent huge pages in "madvise" mode, as Debian ships them).
+ */
+static void
+rd_huge(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    uintptr_t a = ((uintptr_t)p + ((uintptr_t)1 << 21) - 1) & ~(((uintptr_t)1 << 21) - 1);
+    uintptr_t b = ((uintptr_t)p + bytes) & ~(((uintptr_t)1 << 21) - 1);
+
+    if (b > a)
+        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 /* "program NAME devices=N [hw=H] [cost=M] [batch=B]" */
 static int
 rd_header(rd_state *r, const rd_tok *t, int nt, as_sim_prog **out, as_err *err)
@@ -1400,6 +1432,11 @@ rd_header(rd_state *r, const rd_tok *t, int nt, as_sim_prog **out, as_err *err)
     AS_VEC_RESERVE(&(*out)->rds, r->nlines);
     AS_VEC_RESERVE(&(*out)->wrs, r->nlines);
     AS_VEC_RESERVE(&(*out)->bufs, r->nlines);
+    rd_huge((*out)->ev.v, (*out)->ev.cap * sizeof *(*out)->ev.v);
+    rd_huge((*out)->devs.v, (*out)->devs.cap * sizeof *(*out)->devs.v);
+    rd_huge((*out)->rds.v, (*out)->rds.cap * sizeof *(*out)->rds.v);
+    rd_huge((*out)->wrs.v, (*out)->wrs.cap * sizeof *(*out)->wrs.v);
+    rd_huge((*out)->bufs.v, (*out)->bufs.cap * sizeof *(*out)->bufs.v);
     as_sim_prog_set_path(*out, r->path);
     as_sim_prog_set_batch(*out, batch);
     if (hw != NULL) {
@@ -1711,6 +1748,35 @@ static const unsigned char rd_cls[256] = {
     RC_BLANK, RC_TOK, RC_TOK, RC_HASH, /* ' ', '!', '"', '#'; the rest (0) are token bytes */
 };
 
+/* First byte at or after P that ends a token: a blank, control, NUL or '#' (<= ' ' or '#'). */
+static inline const unsigned char *
+rd_tok_end(const unsigned char *p)
+{
+#ifdef RD_SSE2
+    /* 16 bytes at a time from aligned blocks (an aligned block never crosses a page,
+     * so the block holding the text's NUL is readable) */
+    const __m128i sp = _mm_set1_epi8(0x20), hash = _mm_set1_epi8('#');
+    uintptr_t off = (uintptr_t)p & 15;
+    const __m128i *blk = (const __m128i *)(const void *)(p - off);
+    unsigned m;
+
+    for (;;) {
+        __m128i x = _mm_load_si128(blk);
+
+        m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, sp), x),
+                                                     _mm_cmpeq_epi8(x, hash))) >> off;
+        if (m != 0)
+            return (const unsigned char *)blk + off + __builtin_ctz(m);
+        blk++;
+        off = 0;
+    }
+#else
+    while (rd_cls[*p] == RC_TOK)
+        p++;
+    return p;
+#endif
+}
+
 /*
  * One pass over the line at *Q: split it into tokens T (blanks: space, tab, CR),
  * stop at '#' (the rest of the line is a comment), reject control characters
@@ -1730,8 +1796,7 @@ rd_scan(rd_state *r, const char **q, rd_tok *t, int *nt, as_err *err)
         if (c != RC_TOK)
             break;
         b = p;
-        while (rd_cls[*++p] == RC_TOK)
-            ;
+        p = rd_tok_end(p + 1);
         if (n == RD_MAX_TOKENS) {
             over = 1;
             continue;
