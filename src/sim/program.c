@@ -720,14 +720,14 @@ as_sim_add(as_sim_prog *p, const as_sim_event_spec *s0, as_err *err)
 
     AS_CHECK(spec_check_devs(p, &s, err));
     if (s.label != NULL && s.label[0] != '\0') {
-        if (!name_ok(s.label, strlen(s.label)))
-            return spec_err(p, &s, s.col, err, "bad label '%s'", s.label);
         size_t ll = strlen(s.label) + 1;
-        /* the lines of one op on its devices share a label: store it once */
+        /* the lines of one op on its devices share a label: checked and stored once */
         if (p->lastlab > 0 && (size_t)(p->labels.n - (size_t)(p->lastlab - 1)) == ll &&
             memcmp(p->labels.v + p->lastlab - 1, s.label, ll) == 0) {
             label = p->lastlab - 1;
         } else {
+            if (!name_ok(s.label, ll - 1))
+                return spec_err(p, &s, s.col, err, "bad label '%s'", s.label);
             label = (int32_t)p->labels.n;
             AS_VEC_RESERVE(&p->labels, p->labels.n + ll);
             memcpy(p->labels.v + p->labels.n, s.label, ll);
@@ -1057,6 +1057,13 @@ typedef struct rd_state {
     size_t crd_len, cwr_len;
     AS_VEC(int32_t) crd, cwr;
     AS_VEC(double) cwb;
+    /* the last label token checked ("NAME:") */
+    const char *clab_s;
+    size_t clab_len;
+    /* the last declared tensor name and its id */
+    const char *cdecl_s;
+    size_t cdecl_len;
+    int32_t cdecl_id;
     /* the last op key (op=, in=, attr.* tokens) and its interned op id */
     char cop[1024];
     size_t cop_len;
@@ -1458,20 +1465,22 @@ rd_decl(rd_state *r, const rd_tok *t, int nt, as_err *err)
 {
     as_sim_decl kind = t[0].len == 5 ? AS_SIM_INPUT : AS_SIM_RESIDENT;
     double bytes;
-    char name[256];
-    as_err e2 = {0};
+    as_err e2; /* written on failure only (no 500-byte clear per line) */
 
     if (nt != 4)
         return rd_err(r, nt < 4 ? t[nt - 1].col + (int)t[nt - 1].len : t[4].col, err,
                       "expected '%.*s DEVICES NAME BYTES'", (int)t[0].len, t[0].s);
     AS_CHECK(rd_devs(r, t[1].s, t[1].len, t[1].col, "devices", err));
-    if (!name_ok(t[2].s, t[2].len) || t[2].len >= sizeof name)
-        return rd_err(r, t[2].col, err, "bad tensor name '%.*s'", (int)t[2].len, t[2].s);
-    memcpy(name, t[2].s, t[2].len);
-    name[t[2].len] = '\0';
+    /* a lowered program declares one tensor on its devices on consecutive lines */
+    if (r->cdecl_s == NULL || t[2].len != r->cdecl_len || memcmp(t[2].s, r->cdecl_s, t[2].len)) {
+        if (!name_ok(t[2].s, t[2].len) || t[2].len >= 256)
+            return rd_err(r, t[2].col, err, "bad tensor name '%.*s'", (int)t[2].len, t[2].s);
+        r->cdecl_id = rd_tensor_id(r->p, t[2].s, t[2].len);
+        r->cdecl_s = t[2].s;
+        r->cdecl_len = t[2].len;
+    }
     AS_CHECK(rd_num(r, t[3].s, t[3].len, t[3].col, "bytes", &bytes, err));
-    if (as_sim_declare(r->p, kind, r->devs.v, (int)r->devs.n, as_sim_tensor(r->p, name), bytes,
-                       &e2) != AS_OK)
+    if (as_sim_declare(r->p, kind, r->devs.v, (int)r->devs.n, r->cdecl_id, bytes, &e2) != AS_OK)
         return rd_err(r, t[2].col, err, "%s", e2.msg);
     return AS_OK;
 }
@@ -1650,8 +1659,12 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
     as_sim_event_spec_init(&s);
     label[0] = '\0';
     if (t[0].s[t[0].len - 1] == ':') {
-        if (!name_ok(t[0].s, t[0].len - 1) || t[0].len > sizeof label)
+        /* the lines of one op on its devices repeat the label: checked once */
+        if ((t[0].len != r->clab_len || memcmp(t[0].s, r->clab_s, t[0].len) != 0) &&
+            (!name_ok(t[0].s, t[0].len - 1) || t[0].len > sizeof label))
             return rd_err(r, t[0].col, err, "bad label '%.*s'", (int)t[0].len - 1, t[0].s);
+        r->clab_s = t[0].s;
+        r->clab_len = t[0].len;
         memcpy(label, t[0].s, t[0].len - 1);
         label[t[0].len - 1] = '\0';
         if (nt == 1)
