@@ -89,6 +89,21 @@ as_train_cli_plan(const as_train_cli *t, as_shard_plan *pl)
     }
 }
 
+int
+as_train_plan_recompute(const as_shard_plan *plan, const char *pname, int given,
+                        as_recompute *m, as_err *err)
+{
+    as_recompute pm;
+
+    if (!*plan->recompute || !as_recompute_parse(plan->recompute, &pm))
+        return AS_OK;
+    if (given && pm != *m)
+        return as_errf(err, AS_EUSAGE, "plan '%s' was solved for --recompute %s, not %s", pname,
+                       plan->recompute, as_recompute_name(*m));
+    *m = pm;
+    return AS_OK;
+}
+
 void
 as_train_cli_free(as_train_cli *t)
 {
