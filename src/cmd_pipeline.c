@@ -77,13 +77,20 @@ unit_name(const pipe_state *S, int u, char *buf, size_t n)
     }
 }
 
+/* Microbatches whose activations stage S holds at once: 1F1B min(K, P - s), GPipe K. */
+static int
+pipe_inflight(const pipe_state *S, int s)
+{
+    return S->sched == AS_SIM_GPIPE ? S->k : S->k < S->np - s ? S->k : S->np - s;
+}
+
 /* Solve stage S's problem with its rows' budget; AS_EXIT_* (message printed). */
 static int
 pipe_solve_stage(pipe_state *S, int s)
 {
     as_solve_opts o = *S->c->o;
     as_err err = {0};
-    char b1[32];
+    char b1[32], b2[32];
 
     if (o.lim.time_limit_s > 0) {
         o.lim.time_limit_s -= as_now() - S->c->t_start;
@@ -101,10 +108,11 @@ pipe_solve_stage(pipe_state *S, int s)
     as_problem_set_memory(S->gp[s].p, S->budget[s]);
     if (S->res[s].nplans == 0) {
         if (S->res[s].outcome == AS_OUTCOME_INFEASIBLE)
-            fprintf(stderr, "autoshard: stage %d: no plan fits in %s per device (its rows at "
-                    "%s, one microbatch of activations)\n", s,
-                    as_fmt_bytes(S->budget[s], b1, sizeof b1), as_fmt_bytes(S->rb[s], b1,
-                                                                               sizeof b1));
+            fprintf(stderr, "autoshard: stage %d: no plan fits in %s per device (the ILP's rows "
+                    "at %s, %d microbatches in flight)\n", s,
+                    as_fmt_bytes(S->budget[s], b1, sizeof b1), as_fmt_bytes(S->rb[s], b2,
+                                                                               sizeof b2),
+                    pipe_inflight(S, s));
         else
             fprintf(stderr, "autoshard: stage %d: the solver found no plan in time\n", s);
         return S->res[s].outcome == AS_OUTCOME_INFEASIBLE ? AS_EXIT_INFEAS : AS_EXIT_RUNTIME;
@@ -245,6 +253,7 @@ pipe_run(pipe_state *S)
         as_graph *sub = NULL;
         as_graph_setup st = *c->setup;
         st.build.microbatches = S->k;
+        st.build.inflight = pipe_inflight(S, s);
         if (as_pipe_subgraph(S->m != NULL ? S->m : S->g, S->stage, s, S->mbdim, &sub, &err) !=
             AS_OK)
             return as_cmd_fail(&err);
@@ -275,7 +284,7 @@ pipe_run(pipe_state *S)
                 fprintf(stderr, "autoshard: stage %d: no plan found that fits in %s per device: "
                         "with %d microbatches in flight the best plan needs %s (rows %s, "
                         "tightened to %s)\n", s, as_fmt_bytes(S->budget[s], b1, sizeof b1),
-                        S->sched == AS_SIM_GPIPE ? S->k : (S->k < S->np - s ? S->k : S->np - s),
+                        pipe_inflight(S, s),
                         as_fmt_bytes(S->peak[s], b2, sizeof b2),
                         as_fmt_bytes(S->rows[s], b3, sizeof b3),
                         as_fmt_bytes(S->rb[s] > 0 ? S->rb[s] : 0, b1, sizeof b1));
@@ -300,7 +309,7 @@ pipe_run(pipe_state *S)
                 s * as_mesh_ndevices(S->gp[s].mesh), (s + 1) * as_mesh_ndevices(S->gp[s].mesh) - 1,
                 pl->objective, S->k, as_outcome_name(pl->status),
                 as_fmt_bytes(S->peak[s], b1, sizeof b1), as_fmt_bytes(S->rows[s], b2, sizeof b2),
-                S->sched == AS_SIM_GPIPE ? S->k : (S->k < S->np - s ? S->k : S->np - s));
+                pipe_inflight(S, s));
     }
     {
         double *tt = as_xcalloc((size_t)S->np, sizeof *tt), bubble, est;

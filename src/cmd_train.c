@@ -80,6 +80,9 @@ as_train_cli_plan(const as_train_cli *t, as_shard_plan *pl)
 {
     size_t i;
 
+    if (t->micro > 1 || t->recompute != AS_RECOMPUTE_NONE) /* the step, for simulate */
+        as_shard_plan_set_step(pl, 0, t->micro > 1 ? t->micro : 1, NULL,
+                               as_recompute_name(t->recompute), NULL, NULL);
     if (t->full == NULL)
         return;
     for (i = 0; i < pl->ntensors; i++) {

@@ -80,7 +80,7 @@ void
 as_pipe_units(const as_graph *g, int by_layer, int *unit, int *tunit, int *nunits)
 {
     int32_t nops = as_graph_nops(g), nt = as_graph_ntensors(g), o, t;
-    char **keys = NULL;
+    const char **keys = NULL;
     size_t *klen = NULL;
     int nk = 0, cur = -1, j;
 
@@ -104,7 +104,7 @@ as_pipe_units(const as_graph *g, int by_layer, int *unit, int *tunit, int *nunit
                 if (klen[j] == len && memcmp(keys[j], op->name + st, len) == 0)
                     break;
             if (j < 0) {
-                keys[nk] = (char *)op->name + st;
+                keys[nk] = op->name + st;
                 klen[nk] = len;
                 j = nk++;
             }

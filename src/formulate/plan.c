@@ -179,20 +179,21 @@ plan_json(const as_shard_plan *p)
     }
     if (p->pipeline > 0 || p->microbatches > 0) {
         json_t *pj = json_object();
-        json_object_set_new(pj, "stages", json_integer(p->pipeline > 0 ? p->pipeline : 1));
-        json_object_set_new(pj, "microbatches",
-                            json_integer(p->microbatches > 0 ? p->microbatches : 1));
+        if (p->pipeline > 0)
+            json_object_set_new(pj, "stages", json_integer(p->pipeline));
+        if (p->microbatches > 0)
+            json_object_set_new(pj, "microbatches", json_integer(p->microbatches));
         if (*p->schedule)
             json_object_set_new(pj, "schedule", json_string(p->schedule));
         if (*p->recompute)
             json_object_set_new(pj, "recompute", json_string(p->recompute));
-        if (p->stage_layers != NULL) {
+        if (p->stage_layers != NULL && p->pipeline > 0) {
             json_t *a = json_array();
             for (i = 0; i < (size_t)p->pipeline; i++)
                 json_array_append_new(a, json_integer(p->stage_layers[i]));
             json_object_set_new(pj, "layers", a);
         }
-        if (p->stage_peak != NULL) {
+        if (p->stage_peak != NULL && p->pipeline > 0) {
             json_t *a = json_array();
             for (i = 0; i < (size_t)p->pipeline; i++)
                 json_array_append_new(a, json_real(p->stage_peak[i]));
@@ -359,7 +360,7 @@ static int
 parse_step(as_shard_plan *p, json_t *pj, const char *name, as_err *err)
 {
     json_t *a, *v;
-    int np = 1, k = 1;
+    int np = 0, k = 0;
     size_t i;
 
     if (!json_is_object(pj))
@@ -382,7 +383,7 @@ parse_step(as_shard_plan *p, json_t *pj, const char *name, as_err *err)
                            "\"full\" or \"selective\", got \"%s\"", name, p->recompute);
     }
     if ((a = json_object_get(pj, "layers")) != NULL) {
-        if (!json_is_array(a) || json_array_size(a) != (size_t)np)
+        if (!json_is_array(a) || np == 0 || json_array_size(a) != (size_t)np)
             return as_errf(err, AS_EPARSE, "%s: pipeline.layers: expected an array of %d "
                            "layer counts (one per stage)", name, np);
         p->stage_layers = as_arena_alloc(p->arena, (size_t)np * sizeof *p->stage_layers);
@@ -396,7 +397,7 @@ parse_step(as_shard_plan *p, json_t *pj, const char *name, as_err *err)
         }
     }
     if ((a = json_object_get(pj, "peaks")) != NULL) {
-        if (!json_is_array(a) || json_array_size(a) != (size_t)np)
+        if (!json_is_array(a) || np == 0 || json_array_size(a) != (size_t)np)
             return as_errf(err, AS_EPARSE, "%s: pipeline.peaks: expected an array of %d "
                            "numbers (one per stage)", name, np);
         p->stage_peak = as_arena_alloc(p->arena, (size_t)np * sizeof *p->stage_peak);

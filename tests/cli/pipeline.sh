@@ -35,6 +35,13 @@ for sched in 1f1b gpipe; do
     grep -q "^stage 0 .*, $f0 in flight)$" "$T/out" || s=1
     grep -q "^stage 1 .*, $f1 in flight)$" "$T/out" || s=1
     ok $s "$sched: stage 0 holds $f0 microbatches in flight, stage 1 $f1"
+    # the ILP's rows count the in-flight microbatches' stashed activations too
+    s=0
+    for st in 0 1; do
+        l=$(sed -n "s/^stage $st .*peak \([0-9.]*\) MiB per device (ILP rows \([0-9.]*\) MiB.*/\1 \2/p" "$T/out")
+        close "${l#* }" "${l% *}" 0.03 || s=1
+    done
+    ok $s "$sched: each stage's ILP rows within 3 % of its simulated peak"
     grep -q '"layers": \[' "$T/$sched.json" && grep -q "\"schedule\": \"$sched\"" "$T/$sched.json"
     ok $? "$sched: the plan file records stages, layers and schedule"
     # simulate with no settings: they come from the plan; no microbatch-shape failure
@@ -61,6 +68,16 @@ ok $? "stage 0 peaks higher under GPipe ($peak_gpipe_0) than 1F1B ($peak_1f1b_0)
 as rank "$T/g.asg" --plans "$T/1f1b.json" "$T/gpipe.json" --schedule 1f1b
 expect_fail 2 "plan '.*gpipe.json' was solved for --schedule gpipe, not 1f1b" \
     "rank: a schedule that contradicts a plan is one line, exit 2"
+
+# ---- a memory budget: every stage fits it, as simulated; a hopeless one exits 3 ----
+as solve "$T/g.asg" --pipeline 2 --microbatches 4 --mesh 2 --memory 2.5MiB -o "$T/m25.json"
+s=$rc
+as simulate "$T/g.asg" --plan "$T/m25.json" --capacity 2621440
+[ $rc -eq 0 ] || s=1
+awk -v a="$(stagepeak "$T/m25.json" 0)" -v b="$peak_1f1b_0" 'BEGIN{exit !(a > 0 && a <= 2.5*1048576 && a < b)}' || s=1
+ok $s "--memory 2.5MiB: stage 0 re-planned to fit ($(stagepeak "$T/m25.json" 0) bytes), simulate agrees"
+as solve "$T/g.asg" --pipeline 2 --microbatches 4 --mesh 2 --memory 1MiB
+expect_fail 3 "stage 0: no plan fits in 1.00 MiB per device" "--memory 1MiB: exit 3 naming the stage"
 
 # ---- --stages by hand ----
 as solve "$T/g.asg" --pipeline 2 --microbatches 2 --stages 1,3 --mesh 2 -o "$T/s13.json"
