@@ -39,6 +39,10 @@ typedef struct as_build_opts {
                            (graph.h as_graph_microbatch): forward and backward costs and the
                            reshards into them count K times, the optimizer's and the deferred
                            gradient synchronisation once, data inputs K times in memory */
+    int inflight;     /**< M > 1: G is one pipeline stage holding M microbatches in flight
+                           (formulate/pipeline.h): every activation a forward op leaves for
+                           the backward (read after the last forward op) counts M - 1 more
+                           times at every liveness point (the earlier microbatches' copies) */
 } as_build_opts;
 
 void as_build_opts_init(as_build_opts *o);
