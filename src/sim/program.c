@@ -1145,6 +1145,15 @@ rd_devs(rd_state *r, const char *s, size_t len, int col, const char *key, as_err
     r->devs.n = 0;
     if (len == 0)
         return rd_err(r, col, err, "missing value for '%s'", key);
+    if (len <= 5 && r->p != NULL) { /* one device (every compute line of a lowered program) */
+        for (d = 0; q < end && *q >= '0' && *q <= '9'; q++)
+            d = d * 10 + (*q - '0');
+        if (q == end && d < r->p->ndev) {
+            AS_VEC_PUSH(&r->devs, (int)d);
+            return AS_OK;
+        }
+        q = s;
+    }
     while (q < end) {
         if (!rd_int(&q, end, &a))
             return rd_err(r, col + (int)(q - s), err, "bad device list '%.*s' for '%s'",
