@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd_train.h"
 #include "graph/io.h"
 #include "sim/lower.h"
 #include "spmd/rules.h"
@@ -40,11 +41,13 @@ const struct as_cmd as_cmd_lower = {
             "  --cost-model M       roofline or distir (default: the plan's; alpa plans\n"
             "                       are lowered with roofline)\n"
             "  --set KEY=VALUE      cost-model parameter (repeatable)\n"
-            "  --pipeline P         split the ops into P stages of balanced cost, each on\n"
-            "                       its own copy of the plan's mesh (default 1)\n"
-            "  --microbatches K     microbatches per iteration (default 1; without --pipeline:\n"
-            "                       gradient accumulation over K microbatches)\n"
-            "  --schedule S         gpipe or 1f1b (default 1f1b)\n"
+            "  --pipeline P         split the ops into P stages, each on its own copy of the\n"
+            "                       plan's mesh: at the plan's stages (`solve --pipeline`),\n"
+            "                       else of balanced cost (default: the plan's, else 1)\n"
+            "  --microbatches K     microbatches per iteration (default: the plan's, else 1;\n"
+            "                       without --pipeline: gradient accumulation)\n"
+            "  --schedule S         gpipe or 1f1b (default: the plan's, else 1f1b); a setting\n"
+            "                       the plan contradicts is an error\n"
             "  --no-symmetry        list every device's events (default: devices whose\n"
             "                       programs are identical mirror one: 'mirror' lines)\n"
             "  -o, --output FILE    write the program there atomically (default stdout)\n"
@@ -95,15 +98,18 @@ lower_parse(int argc, char **argv, lower_cli *c)
         case OPT_PIPELINE:
             if (as_cmd_count_opt(&as_cmd_lower, "pipeline", optarg, &c->lo.pipeline) != AS_EXIT_OK)
                 return AS_EXIT_USAGE;
+            c->lo.given |= AS_LOWER_GIVEN_PIPELINE;
             break;
         case OPT_MICRO:
             if (as_cmd_count_opt(&as_cmd_lower, "microbatches", optarg, &c->lo.nmicro) != AS_EXIT_OK)
                 return AS_EXIT_USAGE;
+            c->lo.given |= AS_LOWER_GIVEN_MICRO;
             break;
         case OPT_SCHED:
             if (!as_sim_sched_parse(optarg, &c->lo.sched))
                 return as_cmd_usage(&as_cmd_lower, "--schedule must be gpipe or 1f1b, got '%s'",
                                     optarg);
+            c->lo.given |= AS_LOWER_GIVEN_SCHED;
             break;
         case 'o':
             c->output = optarg;
@@ -135,6 +141,7 @@ lower_exec(int argc, char **argv)
     as_sim_prog *prog = NULL;
     as_err err = {0};
     lower_cli c;
+    as_recompute rm = AS_RECOMPUTE_NONE;
     char *buf = NULL;
     size_t len = 0;
     FILE *fp;
@@ -147,6 +154,10 @@ lower_exec(int argc, char **argv)
     rc = as_graph_read(c.graph, &g, &err);
     if (rc == AS_OK)
         rc = as_shard_plan_read(c.plan, &plan, &err);
+    if (rc == AS_OK) /* the step `solve --pipeline` recorded */
+        rc = as_train_plan_recompute(plan, c.plan, 0, &rm, &err);
+    if (rc == AS_OK)
+        rc = as_train_apply_recompute(rm, &g, &err);
     if (rc == AS_OK)
         rc = as_sim_lower(g, plan, &c.lo, &prog, &err);
     if (rc == AS_OK) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd_train.h"
 #include "graph/io.h"
 #include "sim/lower.h"
 #include "spmd/rules.h"
@@ -150,15 +151,18 @@ rank_parse(int argc, char **argv, rank_cli *c)
         case OPT_PIPELINE:
             if (as_cmd_count_opt(&as_cmd_rank, "pipeline", optarg, &c->lo.pipeline) != AS_EXIT_OK)
                 return AS_EXIT_USAGE;
+            c->lo.given |= AS_LOWER_GIVEN_PIPELINE;
             break;
         case OPT_MICRO:
             if (as_cmd_count_opt(&as_cmd_rank, "microbatches", optarg, &c->lo.nmicro) != AS_EXIT_OK)
                 return AS_EXIT_USAGE;
+            c->lo.given |= AS_LOWER_GIVEN_MICRO;
             break;
         case OPT_SCHED:
             if (!as_sim_sched_parse(optarg, &c->lo.sched))
                 return as_cmd_usage(&as_cmd_rank, "--schedule must be gpipe or 1f1b, got '%s'",
                                     optarg);
+            c->lo.given |= AS_LOWER_GIVEN_SCHED;
             break;
         case OPT_NO_SYM:
             c->lo.no_symmetry = 1;
@@ -194,6 +198,7 @@ rank_exec(int argc, char **argv)
     const char **names = NULL;
     as_err err = {0};
     rank_cli c;
+    as_recompute rm = AS_RECOMPUTE_NONE;
     size_t i;
     int rc;
 
@@ -208,6 +213,10 @@ rank_exec(int argc, char **argv)
     plans = as_xcalloc(c.plans.n + 1, sizeof *plans);
     for (i = 0; i < c.plans.n && rc == AS_OK; i++)
         rc = as_shard_plan_read(c.plans.v[i], &plans[i], &err);
+    for (i = 0; i < c.plans.n && rc == AS_OK; i++) /* the step `solve --pipeline` recorded */
+        rc = as_train_plan_recompute(plans[i], c.plans.v[i], i > 0, &rm, &err);
+    if (rc == AS_OK)
+        rc = as_train_apply_recompute(rm, &g, &err);
     names = as_xcalloc(c.plans.n + 1, sizeof *names);
     for (i = 0; i < c.plans.n; i++) /* shown by base name */
         names[i] = strrchr(c.plans.v[i], '/') ? strrchr(c.plans.v[i], '/') + 1 : c.plans.v[i];

@@ -52,6 +52,7 @@ typedef struct sim_cli {
     int json, print;
     as_sim_opts o;
     as_recompute recompute;              /**< --recompute (cmd_train.h) */
+    int recompute_given;                 /**< else the plan's (solve --pipeline records it) */
 } sim_cli;
 
 static int simulate_exec(int argc, char **argv);
@@ -65,15 +66,17 @@ const struct as_cmd as_cmd_simulate = {
             "  --program FILE       event program text (docs/sim.md); '-' reads stdin\n"
             "  GRAPH --plan PLAN    lower GRAPH (.asg, HLO) under PLAN (JSON from `solve`)\n"
             "  --mesh M             check the mesh: the plan's (pipeline: P x the plan's)\n"
-            "  --pipeline P         split the ops into P stages of balanced cost, each on\n"
-            "                       its own copy of the plan's mesh (default 1)\n"
-            "  --microbatches K     microbatches per iteration (default 1; without --pipeline:\n"
-            "                       gradient accumulation over K microbatches)\n"
-            "  --schedule S         gpipe or 1f1b (default 1f1b)\n"
+            "  --pipeline P         split the ops into P stages, each on its own copy of the\n"
+            "                       plan's mesh: at the plan's stages (`solve --pipeline`),\n"
+            "                       else of balanced cost (default: the plan's, else 1)\n"
+            "  --microbatches K     microbatches per iteration (default: the plan's, else 1;\n"
+            "                       without --pipeline: gradient accumulation)\n"
+            "  --schedule S         gpipe or 1f1b (default: the plan's, else 1f1b); a setting\n"
+            "                       the plan contradicts is an error\n"
             "  --no-symmetry        simulate every device (default: devices whose programs\n"
             "                       are identical are simulated once, exactly)\n"
             "  --recompute R        none, full or selective: the step `solve --recompute R`\n"
-            "                       planned (activation recomputation)\n"
+            "                       planned (activation recomputation; default: the plan's)\n"
             "  --hw NAME|FILE       hardware profile (default: the program's hw=, else a100-dgx)\n"
             "  --cost-model M       roofline, alpa or distir (default: the program's cost=,\n"
             "                       else roofline); costs events given without time=\n"
@@ -158,20 +161,24 @@ simulate_parse(int argc, char **argv, sim_cli *c)
         case OPT_PIPELINE:
             if (as_cmd_count_opt(&as_cmd_simulate, "pipeline", optarg, &c->lo.pipeline) != AS_EXIT_OK)
                 return AS_EXIT_USAGE;
+            c->lo.given |= AS_LOWER_GIVEN_PIPELINE;
             break;
         case OPT_MICRO:
             if (as_cmd_count_opt(&as_cmd_simulate, "microbatches", optarg, &c->lo.nmicro) != AS_EXIT_OK)
                 return AS_EXIT_USAGE;
+            c->lo.given |= AS_LOWER_GIVEN_MICRO;
             break;
         case OPT_SCHED:
             if (!as_sim_sched_parse(optarg, &c->lo.sched))
                 return as_cmd_usage(&as_cmd_simulate, "--schedule must be gpipe or 1f1b, got '%s'",
                                     optarg);
+            c->lo.given |= AS_LOWER_GIVEN_SCHED;
             break;
         case OPT_NO_SYM:
             c->lo.no_symmetry = 1;
             break;
         case OPT_RECOMP:
+            c->recompute_given = 1;
             if (as_train_cli_recompute(&as_cmd_simulate, &c->recompute, optarg) != AS_EXIT_OK)
                 return AS_EXIT_USAGE;
             break;
@@ -220,9 +227,11 @@ simulate_exec(int argc, char **argv)
 
         rc = as_graph_read(c.graph, &g, &err);
         if (rc == AS_OK)
-            rc = as_train_apply_recompute(c.recompute, &g, &err);
-        if (rc == AS_OK)
             rc = as_shard_plan_read(c.plan, &plan, &err);
+        if (rc == AS_OK)
+            rc = as_train_plan_recompute(plan, c.plan, c.recompute_given, &c.recompute, &err);
+        if (rc == AS_OK)
+            rc = as_train_apply_recompute(c.recompute, &g, &err);
         if (rc == AS_OK)
             rc = as_sim_lower(g, plan, &c.lo, &prog, &err);
         as_shard_plan_free(plan);

@@ -41,7 +41,7 @@
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
        OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL,
        OPT_SIM, OPT_GROUP, OPT_NOTIE, OPT_BEAMW, OPT_EPISODES, OPT_SEED, OPT_MICRO,
-       OPT_RECOMP };
+       OPT_RECOMP, OPT_PIPE, OPT_STAGES, OPT_SCHED };
 
 #define SOLVE_MAX_PARAMS 32
 #define SOLVE_MAX_CPARAMS 8
@@ -98,6 +98,10 @@ const struct as_cmd as_cmd_solve = {
             "  --recompute R        none (default), full (per layer: keep its input, recompute\n"
             "                       its forward in the backward) or selective (recompute the\n"
             "                       attention core); simulate with the same --recompute R\n"
+            "  --pipeline P         P pipeline stages cut at layer boundaries, each solved on\n"
+            "                       its own --mesh (P x its devices in all; docs/solve.md)\n"
+            "  --stages N1,N2,..    layers per stage (default: balanced by FLOPs)\n"
+            "  --schedule S         1f1b (default) or gpipe: microbatches in flight per stage\n"
             "  --simulate           lower the plan and simulate it (time, throughput, peak\n"
             "                       memory); with --top K, rank the K plans by simulated\n"
             "                       time next to the solver's order (on for the default)\n"
@@ -206,6 +210,11 @@ solve_graph_opt(solve_cli *c, int opt)
         return as_train_cli_micro(&c->train, optarg);
     case OPT_RECOMP:
         return as_train_cli_recompute(&as_cmd_solve, &c->train.recompute, optarg);
+    case OPT_PIPE:
+    case OPT_STAGES:
+    case OPT_SCHED:
+        return as_train_cli_pipeline(&c->train, opt == OPT_PIPE ? "pipeline" : opt == OPT_STAGES
+                                     ? "stages" : "schedule", optarg);
     default:
         return as_cmd_usage(&as_cmd_solve, "unknown option");
     }
@@ -304,7 +313,10 @@ solve_parse(int argc, char **argv, solve_cli *c)
         {"episodes", required_argument, NULL, OPT_EPISODES},
         {"seed", required_argument, NULL, OPT_SEED},
         {"microbatches", required_argument, NULL, OPT_MICRO},
-        {"recompute", required_argument, NULL, OPT_RECOMP}, {NULL, 0, NULL, 0}};
+        {"recompute", required_argument, NULL, OPT_RECOMP},
+        {"pipeline", required_argument, NULL, OPT_PIPE},
+        {"stages", required_argument, NULL, OPT_STAGES},
+        {"schedule", required_argument, NULL, OPT_SCHED}, {NULL, 0, NULL, 0}};
     int opt, rc;
 
     opterr = 0;
@@ -335,6 +347,11 @@ solve_parse(int argc, char **argv, solve_cli *c)
         return as_cmd_usage(&as_cmd_solve, "--emit and -o - both write to stdout");
     if (c->costgraph != NULL && (c->setup.group != NULL || c->no_tie))
         return as_cmd_usage(&as_cmd_solve, "--group and --no-tie need a GRAPH");
+    if ((c->train.stages != NULL || c->train.schedule != NULL) && c->train.pipeline < 2)
+        return as_cmd_usage(&as_cmd_solve, "--stages and --schedule need --pipeline P (P >= 2)");
+    if (c->train.pipeline > 1 && (c->graph == NULL || c->solution != NULL || c->o.top > 1))
+        return as_cmd_usage(&as_cmd_solve, "--pipeline needs a GRAPH, one plan (no --top) and "
+                            "no --solution");
     /* an external solution is for the model `export` wrote: untied */
     c->setup.tie = !c->no_tie && c->solution == NULL;
     return AS_EXIT_OK;
@@ -980,15 +997,15 @@ print_groups(FILE *fp, const as_graph_problem *gp)
 
     if (r == NULL)
         return;
-    if (r->followers == 0) {
+    if (r->period == 0 || r->nclass == 0) {
         fprintf(fp, "%-13s%s\n", "tied", r->nclass > 0 ? "none (--no-tie)"
                                                        : "none (no repeated blocks found)");
         return;
     }
     for (i = 0; i < r->nclass; i++)
-        fprintf(fp, "%-13s%s..%s: %zu blocks of %zu nodes share one set of variables\n",
+        fprintf(fp, "%-13s%s..%s: %zu blocks of %zu nodes, period %d: %zu set%s of variables\n",
                 i == 0 ? "tied" : "", r->cls[i].first, r->cls[i].last, r->cls[i].nblocks,
-                r->cls[i].nodes);
+                r->cls[i].nodes, r->period, r->cls[i].sets, r->cls[i].sets == 1 ? "" : "s");
     if (r->untied > 0)
         fprintf(fp, "%-13s%zu blocks differ from every other and are solved apart\n", "",
                 r->untied);
@@ -1448,6 +1465,12 @@ solve_graph(solve_cli *c)
     c->setup.build.memory = c->memory_auto ? -1 : c->memory > 0 ? c->memory : 0;
     if (c->o.lim.time_limit_s > 0)
         c->setup.build.deadline = c->t_start + c->o.lim.time_limit_s;
+    if (c->train.pipeline > 1) { /* cmd_pipeline.c */
+        as_pipe_cli pc = {c->graph, &c->setup, &c->o, c->t_start, c->out, c->emit,
+                          (c->out != NULL && strcmp(c->out, "-") == 0) || c->emit != NULL
+                              ? stderr : stdout};
+        return as_train_pipeline_solve(&c->train, g, &pc);
+    }
     if (as_train_cli_graph(&c->train, &g, &c->setup.build, &err) != AS_OK) {
         as_graph_free(g);
         return as_cmd_fail(&err);
@@ -1456,6 +1479,7 @@ solve_graph(solve_cli *c)
         as_train_cli_free(&c->train);
         return as_cmd_fail(&err);
     }
+    c->o.groups = gp.groups; /* tied plans made uniform where that costs nothing */
     rc = solve_graph_run(c, &gp);
     as_graph_problem_free(&gp);
     as_train_cli_free(&c->train);

@@ -80,6 +80,9 @@ as_train_cli_plan(const as_train_cli *t, as_shard_plan *pl)
 {
     size_t i;
 
+    if (t->micro > 1 || t->recompute != AS_RECOMPUTE_NONE) /* the step, for simulate */
+        as_shard_plan_set_step(pl, 0, t->micro > 1 ? t->micro : 1, NULL,
+                               as_recompute_name(t->recompute), NULL, NULL);
     if (t->full == NULL)
         return;
     for (i = 0; i < pl->ntensors; i++) {
@@ -87,6 +90,21 @@ as_train_cli_plan(const as_train_cli *t, as_shard_plan *pl)
         if (id >= 0)
             pl->tensors[i].shape = as_graph_tensor(t->full, id)->shape;
     }
+}
+
+int
+as_train_plan_recompute(const as_shard_plan *plan, const char *pname, int given,
+                        as_recompute *m, as_err *err)
+{
+    as_recompute pm;
+
+    if (!*plan->recompute || !as_recompute_parse(plan->recompute, &pm))
+        return AS_OK;
+    if (given && pm != *m)
+        return as_errf(err, AS_EUSAGE, "plan '%s' was solved for --recompute %s, not %s", pname,
+                       plan->recompute, as_recompute_name(*m));
+    *m = pm;
+    return AS_OK;
 }
 
 void

@@ -10,12 +10,37 @@
 #include "formulate/plan.h"
 #include "graph/graph.h"
 #include "sim/lower.h"
+#include "solve/solver.h"
 
 typedef struct as_train_cli {
     int micro;      /**< --microbatches K (1 = none) */
     as_recompute recompute; /**< --recompute */
     as_graph *full; /**< the whole-batch graph when K > 1 (owned); the ILP sees microbatches */
+    int pipeline;   /**< --pipeline P (0 = none) */
+    const char *stages; /**< --stages SPEC (layers per stage), NULL = balanced */
+    const char *schedule; /**< --schedule, NULL = 1f1b */
 } as_train_cli;
+
+/** What `solve --pipeline` needs of the rest of the command line (borrowed). */
+typedef struct as_pipe_cli {
+    const char *path;            /**< the graph file, for the header */
+    as_graph_setup *setup;       /**< mesh (one stage), profile, cost model, budget, tying */
+    const as_solve_opts *o; /**< solver, limits (--time-limit counts from t_start) */
+    double t_start;
+    const char *out, *emit;      /**< -o, --emit */
+    FILE *fp;                    /**< the summary */
+} as_pipe_cli;
+
+/** Parse --pipeline / --stages / --schedule; AS_EXIT_OK or the usage exit status. */
+int as_train_cli_pipeline(as_train_cli *t, const char *opt, const char *arg);
+/**
+ * `solve GRAPH --pipeline P` (cmd_pipeline.c, docs/solve.md "Pipelines"):
+ * G (taken over) split into P stages at layer boundaries, each stage's ILP
+ * solved on its own mesh with microbatch shapes, the plans merged into one
+ * plan that records the step, its memory checked per stage by the
+ * simulator.  Returns the exit status (messages printed).
+ */
+int as_train_pipeline_solve(as_train_cli *t, as_graph *g, const as_pipe_cli *c);
 
 /** Parse --microbatches ARG; AS_EXIT_OK or the usage exit status (message printed). */
 int as_train_cli_micro(as_train_cli *t, const char *arg);
@@ -37,5 +62,12 @@ void as_train_cli_lower_opts(const as_train_cli *t, as_lower_opts *lo);
 /** A plan of the ILP's graph as a plan of the whole graph (tensor shapes). */
 void as_train_cli_plan(const as_train_cli *t, as_shard_plan *pl);
 void as_train_cli_free(as_train_cli *t);
+/**
+ * The recomputation PLAN was solved for (its "pipeline" record, named PNAME
+ * in messages) into *M when the command did not give one (GIVEN = 0);
+ * AS_EUSAGE when a given one differs.  A plan without a record leaves *M.
+ */
+int as_train_plan_recompute(const as_shard_plan *plan, const char *pname, int given,
+                            as_recompute *m, as_err *err);
 
 #endif /* AS_CMD_TRAIN_H */

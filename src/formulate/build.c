@@ -36,6 +36,7 @@ struct as_build_map {
     int *tensor_out;                    /* [ntensors] output index in the node's set */
     AS_VEC(int32_t) point_op;           /* op of each liveness point, in problem order */
     int micro;                          /* K microbatches (as_build_opts.microbatches) */
+    int inflight;                       /* as_build_opts.inflight */
     as_build_stats st;
     double deadline;                    /* as_build_opts.deadline */
     as_progress pg;
@@ -440,9 +441,9 @@ has_partial(const as_build_map *map, size_t v)
  */
 static int
 add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, size_t nact,
-          const size_t *res, size_t nres, as_err *err)
+          const size_t *res, size_t nres, const int32_t *stash, size_t nstash, as_err *err)
 {
-    size_t n = nres + nact, i;
+    size_t n = nres + nact + nstash, i;
     size_t *nodes = as_xmalloc((n ? n : 1) * sizeof *nodes);
     const double **m = as_xcalloc(n ? n : 1, sizeof *m);
     double **own = as_xcalloc(n ? n : 1, sizeof *own);
@@ -467,11 +468,25 @@ add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, s
             m[nres + i] = own[i];
         }
     }
+    /* a pipeline stage: the stashed activations of the M - 1 earlier microbatches in flight */
+    for (i = 0; i < nstash; i++) {
+        size_t j = nres + nact + i, v = map->tensor_node[stash[i]];
+        const as_strategy_set *set = map->node_set[v];
+        int s, o = map->tensor_out[stash[i]];
+        nodes[j] = v;
+        own[nact + i] = as_xmalloc((size_t)set->n * sizeof **own);
+        for (s = 0; s < set->n; s++)
+            own[nact + i][s] = (map->inflight - 1) *
+                               (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o],
+                                                           &set->out_shape[o])
+                                              : set->s[s].mem);
+        m[j] = own[nact + i];
+    }
     rc = as_problem_add_liveness_m(p, nodes, m, n, 0, err);
     AS_VEC_PUSH(&map->point_op, op);
     map->st.live_points++;
     map->st.live_entries += n;
-    for (i = 0; i < nact; i++)
+    for (i = 0; i < nact + nstash; i++)
         free(own[i]);
     free(own);
     free(m);
@@ -492,10 +507,22 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
     int32_t *deaths = as_xcalloc((size_t)nops + 1, sizeof *deaths);
     AS_VEC(int32_t) active = {0};
     AS_VEC(size_t) res = {0};
+    AS_VEC(int32_t) stash = {0};
     size_t a;
     int rc, prev_kept = 0;
+    int32_t lastfwd = -1;
 
     AS_CHECK_GOTO(rc, as_graph_liveness(g, def, last, err), out);
+    for (i = 0; i < nops && map->inflight > 1; i++)
+        if (!(as_graph_op(g, i)->flags & (AS_OF_BACKWARD | AS_OF_OPTIMIZER)))
+            lastfwd = i;
+    for (t = 0; t < nt && lastfwd >= 0; t++) {
+        const as_tensor *tt = as_graph_tensor(g, t);
+        if (tt->producer >= 0 && tt->producer <= lastfwd && live_counted(g, tt) &&
+            !(as_graph_op(g, tt->producer)->flags & (AS_OF_BACKWARD | AS_OF_OPTIMIZER)) &&
+            last[t] > lastfwd && last[t] < nops)
+            AS_VEC_PUSH(&stash, t);
+    }
     for (t = 0; t < nt; t++) {
         const as_tensor *tt = as_graph_tensor(g, t);
         start[t] = -1;
@@ -523,7 +550,8 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
         keep = (!(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept)) ||
                (births[i] > 0 && has_partial(map, map->op_node[i]));
         if (keep)
-            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v, active.n, res.v, res.n, err), out);
+            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v, active.n, res.v, res.n, stash.v,
+                                        stash.n, err), out);
         else
             map->st.points_dropped++;
         prev_kept = keep;
@@ -554,6 +582,7 @@ out:
     free(deaths);
     AS_VEC_FREE(&active);
     AS_VEC_FREE(&res);
+    AS_VEC_FREE(&stash);
     return rc;
 }
 
@@ -680,6 +709,7 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map->deadline = o->deadline;
     as_progress_start(&map->pg, "building the problem: ops");
     map->micro = o->microbatches > 1 ? o->microbatches : 1;
+    map->inflight = o->inflight > 1 ? o->inflight : 1;
     map->ctx = as_strat_ctx_new(cm);
     map->node_op = as_xmalloc(nn * sizeof *map->node_op);
     map->node_tensor = as_xmalloc(nn * sizeof *map->node_tensor);
@@ -784,8 +814,9 @@ as_graph_problem_init(as_graph_problem *gp, as_graph *g, const as_graph_setup *s
     AS_CHECK_GOTO(rc, as_problem_from_graph(g, gp->mesh, gp->cm, &s->build, &gp->p, &gp->map,
                                             err), out);
     if (s->tie || s->group != NULL) {
+        int period = !s->tie ? 0 : s->tie_period > 0 ? s->tie_period : AS_GROUP_PERIOD;
         gp->groups = as_xcalloc(1, sizeof *gp->groups);
-        AS_CHECK_GOTO(rc, as_group_tie(g, gp->map, gp->p, s->group, s->tie, gp->groups, err),
+        AS_CHECK_GOTO(rc, as_group_tie(g, gp->map, gp->p, s->group, period, gp->groups, err),
                       out);
     }
     gp->build_s = as_now() - t0;

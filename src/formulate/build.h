@@ -39,6 +39,10 @@ typedef struct as_build_opts {
                            (graph.h as_graph_microbatch): forward and backward costs and the
                            reshards into them count K times, the optimizer's and the deferred
                            gradient synchronisation once, data inputs K times in memory */
+    int inflight;     /**< M > 1: G is one pipeline stage holding M microbatches in flight
+                           (formulate/pipeline.h): every activation a forward op leaves for
+                           the backward (read after the last forward op) counts M - 1 more
+                           times at every liveness point (the earlier microbatches' copies) */
 } as_build_opts;
 
 void as_build_opts_init(as_build_opts *o);
@@ -126,6 +130,7 @@ typedef struct as_graph_setup {
     const char *group;          /**< repeated layers by this PCRE2 regex (capture = layer);
                                      NULL = found from the names (formulate/group.h) */
     int tie;                    /**< tie isomorphic blocks (follow links); 0 = apart */
+    int tie_period;             /**< period of tying (formulate/group.h); 0 = AS_GROUP_PERIOD */
 } as_graph_setup;
 
 /** A graph with its mesh, profile, cost model, problem and map (all owned). */

@@ -30,6 +30,7 @@ as_shard_plan_new(const char *mesh_spec, as_shard_plan **out, as_err *err)
     p->arena = as_arena_new();
     p->mesh = m;
     p->graph = p->hw = p->cost_model = p->solver = p->status = "";
+    p->schedule = p->recompute = "";
     p->bound = -HUGE_VAL;
     p->peak = -1;
     *out = p;
@@ -52,6 +53,26 @@ const char *
 as_shard_plan_strdup(as_shard_plan *p, const char *s)
 {
     return as_arena_strdup(p->arena, s != NULL ? s : "");
+}
+
+void
+as_shard_plan_set_step(as_shard_plan *p, int np, int k, const char *schedule,
+                       const char *recompute, const int *layers, const double *peaks)
+{
+    p->pipeline = np;
+    p->microbatches = k;
+    p->schedule = as_shard_plan_strdup(p, schedule);
+    p->recompute = as_shard_plan_strdup(p, recompute);
+    p->stage_layers = NULL;
+    p->stage_peak = NULL;
+    if (layers != NULL && np > 0) {
+        p->stage_layers = as_arena_alloc(p->arena, (size_t)np * sizeof *p->stage_layers);
+        memcpy(p->stage_layers, layers, (size_t)np * sizeof *p->stage_layers);
+    }
+    if (peaks != NULL && np > 0) {
+        p->stage_peak = as_arena_alloc(p->arena, (size_t)np * sizeof *p->stage_peak);
+        memcpy(p->stage_peak, peaks, (size_t)np * sizeof *p->stage_peak);
+    }
 }
 
 int
@@ -155,6 +176,30 @@ plan_json(const as_shard_plan *p)
         if (op->index >= 0)
             json_object_set_new(jo, "index", json_integer(op->index));
         json_array_append_new(os, jo);
+    }
+    if (p->pipeline > 0 || p->microbatches > 0) {
+        json_t *pj = json_object();
+        if (p->pipeline > 0)
+            json_object_set_new(pj, "stages", json_integer(p->pipeline));
+        if (p->microbatches > 0)
+            json_object_set_new(pj, "microbatches", json_integer(p->microbatches));
+        if (*p->schedule)
+            json_object_set_new(pj, "schedule", json_string(p->schedule));
+        if (*p->recompute)
+            json_object_set_new(pj, "recompute", json_string(p->recompute));
+        if (p->stage_layers != NULL && p->pipeline > 0) {
+            json_t *a = json_array();
+            for (i = 0; i < (size_t)p->pipeline; i++)
+                json_array_append_new(a, json_integer(p->stage_layers[i]));
+            json_object_set_new(pj, "layers", a);
+        }
+        if (p->stage_peak != NULL && p->pipeline > 0) {
+            json_t *a = json_array();
+            for (i = 0; i < (size_t)p->pipeline; i++)
+                json_array_append_new(a, json_real(p->stage_peak[i]));
+            json_object_set_new(pj, "peaks", a);
+        }
+        json_object_set_new(o, "pipeline", pj);
     }
     json_object_set_new(o, "tensors", ts);
     json_object_set_new(o, "ops", os);
@@ -296,6 +341,78 @@ parse_op(as_shard_plan *p, json_t *jo, size_t i, const char *name, as_err *err)
     return AS_OK;
 }
 
+/* Positive integer member KEY of O (absent: *OUT unchanged). */
+static int
+get_count(json_t *o, const char *key, int *out, const char *name, as_err *err)
+{
+    json_t *v = json_object_get(o, key);
+
+    if (v == NULL)
+        return AS_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000)
+        return as_errf(err, AS_EPARSE, "%s: pipeline.%s: expected a positive integer", name, key);
+    *out = (int)json_integer_value(v);
+    return AS_OK;
+}
+
+/* The optional "pipeline" object: the step the plan was solved for. */
+static int
+parse_step(as_shard_plan *p, json_t *pj, const char *name, as_err *err)
+{
+    json_t *a, *v;
+    int np = 0, k = 0;
+    size_t i;
+
+    if (!json_is_object(pj))
+        return as_errf(err, AS_EPARSE, "%s: 'pipeline': expected an object", name);
+    AS_CHECK(get_count(pj, "stages", &np, name, err));
+    AS_CHECK(get_count(pj, "microbatches", &k, name, err));
+    p->pipeline = np;
+    p->microbatches = k;
+    if (json_object_get(pj, "schedule") != NULL) {
+        AS_CHECK(get_str(p, pj, "pipeline", "schedule", &p->schedule, name, err));
+        if (strcmp(p->schedule, "1f1b") != 0 && strcmp(p->schedule, "gpipe") != 0)
+            return as_errf(err, AS_EPARSE, "%s: pipeline.schedule: expected \"1f1b\" or "
+                           "\"gpipe\", got \"%s\"", name, p->schedule);
+    }
+    if (json_object_get(pj, "recompute") != NULL) {
+        AS_CHECK(get_str(p, pj, "pipeline", "recompute", &p->recompute, name, err));
+        if (strcmp(p->recompute, "none") != 0 && strcmp(p->recompute, "full") != 0 &&
+            strcmp(p->recompute, "selective") != 0)
+            return as_errf(err, AS_EPARSE, "%s: pipeline.recompute: expected \"none\", "
+                           "\"full\" or \"selective\", got \"%s\"", name, p->recompute);
+    }
+    if ((a = json_object_get(pj, "layers")) != NULL) {
+        if (!json_is_array(a) || np == 0 || json_array_size(a) != (size_t)np)
+            return as_errf(err, AS_EPARSE, "%s: pipeline.layers: expected an array of %d "
+                           "layer counts (one per stage)", name, np);
+        p->stage_layers = as_arena_alloc(p->arena, (size_t)np * sizeof *p->stage_layers);
+        for (i = 0; i < (size_t)np; i++) {
+            v = json_array_get(a, i);
+            if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+                json_integer_value(v) > 1000000)
+                return as_errf(err, AS_EPARSE, "%s: pipeline.layers[%zu]: expected a positive "
+                               "integer", name, i);
+            p->stage_layers[i] = (int)json_integer_value(v);
+        }
+    }
+    if ((a = json_object_get(pj, "peaks")) != NULL) {
+        if (!json_is_array(a) || np == 0 || json_array_size(a) != (size_t)np)
+            return as_errf(err, AS_EPARSE, "%s: pipeline.peaks: expected an array of %d "
+                           "numbers (one per stage)", name, np);
+        p->stage_peak = as_arena_alloc(p->arena, (size_t)np * sizeof *p->stage_peak);
+        for (i = 0; i < (size_t)np; i++) {
+            v = json_array_get(a, i);
+            if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
+                json_number_value(v) < 0)
+                return as_errf(err, AS_EPARSE, "%s: pipeline.peaks[%zu]: expected a number "
+                               ">= 0", name, i);
+            p->stage_peak[i] = json_number_value(v);
+        }
+    }
+    return AS_OK;
+}
+
 static int
 plan_from_json(json_t *o, const char *name, as_shard_plan **out, as_err *err)
 {
@@ -324,6 +441,8 @@ plan_from_json(json_t *o, const char *name, as_shard_plan **out, as_err *err)
     AS_CHECK_GOTO(rc, get_num(o, "bound", &p->bound, 1, name, err), out);
     if ((v = json_object_get(o, "peak")) != NULL)
         AS_CHECK_GOTO(rc, get_num(o, "peak", &p->peak, 0, name, err), out);
+    if ((v = json_object_get(o, "pipeline")) != NULL)
+        AS_CHECK_GOTO(rc, parse_step(p, v, name, err), out);
     ts = json_object_get(o, "tensors");
     os = json_object_get(o, "ops");
     if (!json_is_array(ts) || !json_is_array(os)) {

@@ -48,6 +48,13 @@ typedef struct as_shard_plan {
     as_plan_op *ops;         /**< [nops], program order */
     as_arena *arena;         /**< owns strings and arrays */
     size_t cap_tensors, cap_ops;
+    /* The step it was solved for (JSON "pipeline", optional; docs/strategies.md): */
+    int pipeline;            /**< P stages of the plan's mesh each; 0 = not recorded */
+    int microbatches;        /**< K; 0 = not recorded */
+    const char *schedule;    /**< "1f1b" / "gpipe"; "" = not recorded */
+    const char *recompute;   /**< "none" / "full" / "selective"; "" = not recorded */
+    int *stage_layers;       /**< [pipeline] layers per stage (arena), NULL = not recorded */
+    double *stage_peak;      /**< [pipeline] peak per device of each stage (arena), or NULL */
 } as_shard_plan;
 
 /* Create and fill. */
@@ -62,6 +69,13 @@ int as_shard_plan_add_tensor(as_shard_plan *p, const char *name, as_tensor_kind 
 /** Append an op (strings copied). */
 void as_shard_plan_add_op(as_shard_plan *p, const char *name, const char *type,
                           const char *strategy, int index);
+/**
+ * Record the step the plan was solved for: P stages (of LAYERS[P] layers
+ * each, NULL = not recorded; PEAKS[P] bytes per device, NULL = unknown), K
+ * microbatches, SCHEDULE and RECOMPUTE names (NULL = "").
+ */
+void as_shard_plan_set_step(as_shard_plan *p, int np, int k, const char *schedule,
+                            const char *recompute, const int *layers, const double *peaks);
 /** The tensor called NAME, or NULL. */
 const as_plan_tensor *as_shard_plan_tensor(const as_shard_plan *p, const char *name);
 /** The op called NAME, or NULL. */

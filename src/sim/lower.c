@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../formulate/pipeline.h"
 #include "../spmd/rules.h"
 #include "../spmd/strategy.h"
 #include "lower.h"
@@ -51,6 +52,7 @@ typedef struct lower {
     int np, nmicro, cur_stage;
     int sym;                   /* 1: device 0 of each stage represents the stage (symmetry) */
     int ne;                    /* devices per stage that events list: 1 with symmetry, else n */
+    const int *layers;         /* [np] layers per stage (the plan's), NULL: balanced here */
     int *stage;                /* [nops] */
     uint8_t *role;             /* [nops] */
     int *tstage;               /* [nt] stage of a declared tensor's first reader (-1 none) */
@@ -554,38 +556,6 @@ lower_grad_buf(lower *L, int32_t t, int base, as_err *err)
 
 /* ---- pipeline ---------------------------------------------------------- */
 
-/* Forward op whose output tensor NAME ("d.X", "grad.X", "X.1") names, or -1. */
-static int32_t
-lower_fwd_of(const lower *L, const char *name)
-{
-    char buf[512];
-    size_t len;
-    int32_t t;
-
-    if (strncmp(name, "d.", 2) == 0)
-        name += 2;
-    else if (strncmp(name, "grad.", 5) == 0)
-        name += 5;
-    else
-        return -1;
-    snprintf(buf, sizeof buf, "%s", name);
-    for (;;) {
-        char *dot;
-        t = as_graph_find(L->g, buf);
-        if (t >= 0 && as_graph_tensor(L->g, t)->producer >= 0 &&
-            L->role[as_graph_tensor(L->g, t)->producer] == ROLE_FWD)
-            return as_graph_tensor(L->g, t)->producer;
-        if (t >= 0 && as_graph_tensor(L->g, t)->producer < 0)
-            return -2 - t; /* a declared tensor: its first reader's stage */
-        if ((dot = strrchr(buf, '.')) == NULL)
-            return -1;
-        len = strspn(dot + 1, "0123456789");
-        if (len == 0 || dot[1 + len] != '\0')
-            return -1;
-        *dot = '\0';
-    }
-}
-
 /*
  * Microbatch dims of op O's outputs when no sharding rule splits its batch
  * exactly (batch normalisation: each microbatch is normalised by its own
@@ -662,96 +632,58 @@ lower_mb_op(lower *L, int32_t o, as_err *err)
     return AS_OK;
 }
 
-/* Stages, roles, microbatch dims and the balanced split. */
+/*
+ * Stages, roles, microbatch dims.  Stages come from formulate/pipeline.h,
+ * the assignment `solve --pipeline` uses: a plan that records its stages
+ * (layers per stage) is cut there; otherwise every forward op is a unit and
+ * the units are cut into P runs of balanced strategy compute (their
+ * backward ops included), as_sim_balanced_split.
+ */
 static int
 lower_stages(lower *L, as_err *err)
 {
     const as_graph *g = L->g;
-    double *cost = as_xcalloc((size_t)L->nops + 1, sizeof *cost), maxc;
-    int32_t *fwd = as_xmalloc(((size_t)L->nops + 1) * sizeof *fwd), o, t, nf = 0;
-    int32_t *fidx = as_xmalloc(((size_t)L->nops + 1) * sizeof *fidx);
-    size_t *bounds = as_xmalloc(((size_t)L->np + 1) * sizeof *bounds);
+    int *unit = as_xmalloc(((size_t)L->nops + 1) * sizeof *unit);
+    int *tunit = as_xmalloc(((size_t)L->nt + 1) * sizeof *tunit);
+    int *count = as_xcalloc((size_t)L->np + 1, sizeof *count);
+    double *cost = NULL, maxc;
+    size_t *bounds = NULL;
     int64_t batch = 0;
-    int rc = AS_OK, s, j, k;
+    int rc = AS_OK, s, j, nu = 0;
+    int32_t o, t;
 
-    for (o = 0; o < L->nops; o++) {
-        unsigned f = as_graph_op(g, o)->flags;
-        L->role[o] = (f & AS_OF_OPTIMIZER) ? ROLE_OPT : (f & AS_OF_BACKWARD) ? ROLE_BWD : ROLE_FWD;
-        fidx[o] = -1;
-        if (L->role[o] == ROLE_FWD) {
-            fidx[o] = nf;
-            fwd[nf++] = o;
-        }
-    }
-    /* the forward op each backward op belongs to */
-    for (o = 0; o < L->nops; o++) {
-        const as_op *op = as_graph_op(g, o);
-        int32_t f;
-        if (L->role[o] != ROLE_BWD)
-            continue;
-        f = lower_fwd_of(L, op->name);
-        if (f < 0) {
-            /* the latest forward op among its inputs' producers */
-            f = -1;
-            for (j = 0; j < op->nin; j++) {
-                int32_t pr = as_graph_tensor(g, op->in[j])->producer;
-                if (pr >= 0 && L->role[pr] == ROLE_FWD && pr > f)
-                    f = pr;
-            }
-        }
-        fidx[o] = f >= 0 ? fidx[f] : -1;
-    }
-    for (o = 0; o < L->nops; o++) {
-        double c = L->strat[o]->compute > 0 ? L->strat[o]->compute : 0;
-        if (fidx[o] >= 0)
-            cost[fidx[o]] += c;
-    }
-    if (nf < L->np) {
-        rc = as_errf(err, AS_EUSAGE, "pipeline of %d stages needs at least %d forward ops; graph "
-                     "'%s' has %d", L->np, L->np, as_graph_name(g), (int)nf);
-        goto out;
-    }
-    AS_CHECK_GOTO(rc, as_sim_balanced_split(cost, (size_t)nf, L->np, bounds, &maxc, err), out);
-    for (s = 0; s < L->np; s++)
-        for (k = (int)bounds[s]; k < (int)bounds[s + 1]; k++)
-            L->stage[fwd[k]] = s;
     for (o = 0; o < L->nops; o++)
-        if (L->role[o] == ROLE_BWD)
-            L->stage[o] = fidx[o] >= 0 ? L->stage[fwd[fidx[o]]] : L->np - 1;
-    /* declared tensors: the stage of their first forward reader */
-    for (t = 0; t < L->nt; t++)
-        L->tstage[t] = -1;
-    for (o = 0; o < L->nops; o++) {
-        const as_op *op = as_graph_op(g, o);
-        if (L->role[o] != ROLE_FWD)
-            continue;
-        for (j = 0; j < op->nin; j++)
-            if (L->tstage[op->in[j]] < 0)
-                L->tstage[op->in[j]] = L->stage[o];
-    }
-    /* backward ops named after a declared tensor, and optimizer ops: the parameter's stage */
-    for (o = 0; o < L->nops; o++) {
-        const as_op *op = as_graph_op(g, o);
-        int st = -1;
-        if (L->role[o] == ROLE_BWD && fidx[o] < 0) {
-            int32_t f = lower_fwd_of(L, op->name);
-            if (f <= -2)
-                st = L->tstage[-2 - f];
-            L->stage[o] = st >= 0 ? st : L->np - 1;
+        L->role[o] = (uint8_t)as_pipe_role(g, o);
+    if (L->layers != NULL) {
+        as_pipe_units(g, 1, unit, tunit, &nu);
+        for (s = 0, j = 0; s < L->np; s++)
+            j += L->layers[s];
+        if (nu != j) {
+            rc = as_errf(err, AS_EUSAGE, "plan '%s': its %d stages cover %d layers, graph '%s' "
+                         "has %d", L->pname, L->np, j, as_graph_name(g), nu);
+            goto out;
         }
-        if (L->role[o] != ROLE_OPT)
-            continue;
-        for (j = 0; j < op->nin && st < 0; j++) {
-            const as_tensor *in = as_graph_tensor(g, op->in[j]);
-            int32_t par = in->kind == AS_TK_PARAM ? in->id : in->kind == AS_TK_STATE ? in->of : -1;
-            if (par >= 0)
-                st = L->tstage[par];
+        memcpy(count, L->layers, (size_t)L->np * sizeof *count);
+    } else {
+        as_pipe_units(g, 0, unit, tunit, &nu);
+        if (nu < L->np) {
+            rc = as_errf(err, AS_EUSAGE, "pipeline of %d stages needs at least %d forward ops; "
+                         "graph '%s' has %d", L->np, L->np, as_graph_name(g), nu);
+            goto out;
         }
-        L->stage[o] = st >= 0 ? st : L->np - 1;
+        cost = as_xcalloc((size_t)nu + 1, sizeof *cost);
+        bounds = as_xmalloc(((size_t)L->np + 1) * sizeof *bounds);
+        for (o = 0; o < L->nops; o++) {
+            double c = L->strat[o]->compute > 0 ? L->strat[o]->compute : 0;
+            if (L->role[o] != ROLE_OPT && unit[o] >= 0)
+                cost[unit[o]] += c;
+        }
+        AS_CHECK_GOTO(rc, as_sim_balanced_split(cost, (size_t)nu, L->np, bounds, &maxc, err),
+                      out);
+        for (s = 0; s < L->np; s++)
+            count[s] = (int)(bounds[s + 1] - bounds[s]);
     }
-    for (t = 0; t < L->nt; t++)
-        if (L->tstage[t] < 0)
-            L->tstage[t] = L->np - 1;
+    as_pipe_stages(g, unit, tunit, L->np, count, L->stage, L->tstage);
     /* microbatch dims: batch inputs, and activations derived from them */
     for (t = 0; t < L->nt; t++) {
         const as_tensor *gt = as_graph_tensor(g, t);
@@ -808,9 +740,10 @@ lower_stages(lower *L, as_err *err)
     }
 out:
     free(cost);
-    free(fwd);
-    free(fidx);
     free(bounds);
+    free(unit);
+    free(tunit);
+    free(count);
     return rc;
 }
 
@@ -1053,6 +986,37 @@ lower_flat(lower *L, as_err *err)
     return AS_OK;
 }
 
+/*
+ * The step of the plan (formulate/plan.h: P, K, schedule, stages of `solve
+ * --pipeline`) over the options: a setting the command did not give (O->given)
+ * comes from the plan, one it gave must agree.
+ */
+static int
+lower_plan_step(const as_shard_plan *plan, as_lower_opts *o, const char *pname, as_err *err)
+{
+    as_sim_sched ps;
+
+    if (plan->pipeline > 0) {
+        if ((o->given & AS_LOWER_GIVEN_PIPELINE) && o->pipeline != plan->pipeline)
+            return as_errf(err, AS_EUSAGE, "plan '%s' was solved for --pipeline %d, not %d",
+                           pname, plan->pipeline, o->pipeline);
+        o->pipeline = plan->pipeline;
+    }
+    if (plan->microbatches > 0) {
+        if ((o->given & AS_LOWER_GIVEN_MICRO) && o->nmicro != plan->microbatches)
+            return as_errf(err, AS_EUSAGE, "plan '%s' was solved for --microbatches %d, not %d",
+                           pname, plan->microbatches, o->nmicro);
+        o->nmicro = plan->microbatches;
+    }
+    if (*plan->schedule && as_sim_sched_parse(plan->schedule, &ps)) {
+        if ((o->given & AS_LOWER_GIVEN_SCHED) && o->sched != ps)
+            return as_errf(err, AS_EUSAGE, "plan '%s' was solved for --schedule %s, not %s",
+                           pname, plan->schedule, as_sim_sched_name(o->sched));
+        o->sched = ps;
+    }
+    return AS_OK;
+}
+
 /* Check --mesh against the plan's mesh (times P when pipelining). */
 static int
 lower_check_mesh(const lower *L, const char *spec, as_err *err)
@@ -1100,6 +1064,9 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
     L.g = g;
     L.plan = plan;
     L.pname = o.plan_name ? o.plan_name : "plan";
+    AS_CHECK(lower_plan_step(plan, &o, L.pname, err));
+    if (o.pipeline > 1 && plan->stage_layers != NULL && plan->pipeline == o.pipeline)
+        L.layers = plan->stage_layers;
     L.mesh = plan->mesh;
     L.n = as_mesh_ndevices(plan->mesh);
     L.np = o.pipeline;

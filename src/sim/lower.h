@@ -35,7 +35,14 @@ typedef struct as_lower_opts {
     as_sim_sched sched;        /**< gpipe or 1f1b */
     const char *plan_name;     /**< used in messages ("plan 'NAME': ..."); NULL = "plan" */
     int no_symmetry;           /**< 1: list every device's events (no mirrors) */
+    unsigned given;            /**< AS_LOWER_GIVEN_*: settings the user gave; the others come
+                                    from the plan when it records them (`solve --pipeline`),
+                                    and a given one must agree with the plan's */
 } as_lower_opts;
+
+#define AS_LOWER_GIVEN_PIPELINE 0x1u
+#define AS_LOWER_GIVEN_MICRO 0x2u
+#define AS_LOWER_GIVEN_SCHED 0x4u
 
 void as_lower_opts_init(as_lower_opts *o);
 

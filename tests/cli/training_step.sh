@@ -67,10 +67,16 @@ n2=$(nops)
 awk -v a="${n0:-0}" -v b="${n1:-0}" -v c="${n2:-0}" 'BEGIN{exit !(a > 0 && a < b && b < c)}'
 ok $? "recomputed ops: none $n0 < selective $n1 < full $n2"
 
-# the plan of a recomputed step does not lower without the same --recompute
+# the plan records its recomputation: simulate takes it, and refuses another one
 as simulate "$T/g.asg" --plan "$T/gfull.json"
+ok $rc "simulate without --recompute: the plan's recorded --recompute full applies"
+as simulate "$T/g.asg" --plan "$T/gfull.json" --recompute none
+expect_fail 2 "was solved for --recompute full, not none" "simulate --recompute none of a full plan: exit 2"
+# without the record (an older plan), the plan's rc. ops are not in the graph
+sed '/"pipeline": {/,/},/d' "$T/gfull.json" >"$T/gold.json"
+as simulate "$T/g.asg" --plan "$T/gold.json"
 [ $rc -eq 2 ] && grep -q "not in graph" "$T/err"
-ok $? "simulate without --recompute: the plan's rc. ops are not in the graph (exit 2)"
+ok $? "a plan without the record, simulated without --recompute: rc. ops not in the graph (exit 2)"
 
 # GPT-3 1.3B at global batch 64 on one 8 x A100-80GB node (mesh 2x4, memory from the
 # profile): in fp32 no plan fits (exit 3: every plan needs >= 104.96 GiB, measured in
