@@ -10,6 +10,11 @@
  * only, one core) and the peak RSS of this process.
  *
  *   bench/bench_sim [LAYERS_PER_STAGE [MICROBATCHES [RUNS]]]
+ *   bench/bench_sim --program FILE [RUNS]
+ *
+ * The second form parses a program text (e.g. `autoshard lower` of gpt3-175b on
+ * 64 devices, docs/sim.md) RUNS times and prints lines and MB per CPU second of
+ * the best run (parse and builder checks, no simulation).
  */
 #include "config.h"
 
@@ -185,6 +190,46 @@ bench_emit(as_sim_prog *p, const as_sim_pipe_ctx *c, void *ud, as_err *err)
     return AS_OK;
 }
 
+/* bench/bench_sim --program FILE [RUNS]: parse throughput of a program text. */
+static int
+bench_parse_file(const char *path, int runs)
+{
+    char *text = NULL;
+    size_t len = 0, nlines = 0, i;
+    double best = 1e30, t0;
+    as_err err = {0};
+    as_sim_prog *q = NULL;
+    size_t nev = 0;
+    int r;
+
+    if (as_read_file(path, &text, &len, &err) != AS_OK) {
+        fprintf(stderr, "bench_sim: %s\n", err.msg);
+        return 1;
+    }
+    for (i = 0; i < len; i++)
+        nlines += text[i] == '\n';
+    for (r = 0; r < (runs > 0 ? runs : 1); r++) {
+        t0 = cpu_now();
+        if (as_sim_prog_parse(path, text, &q, &err) != AS_OK) {
+            fprintf(stderr, "bench_sim: %s\n", err.msg);
+            free(text);
+            return 1;
+        }
+        if (cpu_now() - t0 < best)
+            best = cpu_now() - t0;
+        nev = as_sim_prog_nevents(q);
+        as_sim_prog_free(q);
+        q = NULL;
+    }
+    printf("bench_sim: parse %s\n", path);
+    printf("  program text     %zu lines, %.1f MB, %zu events\n", nlines, (double)len / 1e6, nev);
+    printf("  parse time       %.3f s of CPU (best of %d)\n", best, runs > 0 ? runs : 1);
+    printf("  lines/s          %.3g per CPU second (%.0f MB/s)\n", (double)nlines / best,
+           (double)len / 1e6 / best);
+    free(text);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -203,6 +248,8 @@ main(int argc, char **argv)
     size_t tlen = 0, nlines = 0;
     FILE *fp = NULL;
 
+    if (argc > 2 && strcmp(argv[1], "--program") == 0)
+        return bench_parse_file(argv[2], argc > 3 ? atoi(argv[3]) : 3);
     memset(&b, 0, sizeof b);
     b.layers = layers > 0 ? layers : 12;
     t0 = as_now();

@@ -997,15 +997,15 @@ print_groups(FILE *fp, const as_graph_problem *gp)
 
     if (r == NULL)
         return;
-    if (r->followers == 0) {
+    if (r->period == 0 || r->nclass == 0) {
         fprintf(fp, "%-13s%s\n", "tied", r->nclass > 0 ? "none (--no-tie)"
                                                        : "none (no repeated blocks found)");
         return;
     }
     for (i = 0; i < r->nclass; i++)
-        fprintf(fp, "%-13s%s..%s: %zu blocks of %zu nodes share one set of variables\n",
+        fprintf(fp, "%-13s%s..%s: %zu blocks of %zu nodes, period %d: %zu set%s of variables\n",
                 i == 0 ? "tied" : "", r->cls[i].first, r->cls[i].last, r->cls[i].nblocks,
-                r->cls[i].nodes);
+                r->cls[i].nodes, r->period, r->cls[i].sets, r->cls[i].sets == 1 ? "" : "s");
     if (r->untied > 0)
         fprintf(fp, "%-13s%zu blocks differ from every other and are solved apart\n", "",
                 r->untied);
@@ -1479,6 +1479,7 @@ solve_graph(solve_cli *c)
         as_train_cli_free(&c->train);
         return as_cmd_fail(&err);
     }
+    c->o.groups = gp.groups; /* tied plans made uniform where that costs nothing */
     rc = solve_graph_run(c, &gp);
     as_graph_problem_free(&gp);
     as_train_cli_free(&c->train);

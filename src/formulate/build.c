@@ -814,8 +814,9 @@ as_graph_problem_init(as_graph_problem *gp, as_graph *g, const as_graph_setup *s
     AS_CHECK_GOTO(rc, as_problem_from_graph(g, gp->mesh, gp->cm, &s->build, &gp->p, &gp->map,
                                             err), out);
     if (s->tie || s->group != NULL) {
+        int period = !s->tie ? 0 : s->tie_period > 0 ? s->tie_period : AS_GROUP_PERIOD;
         gp->groups = as_xcalloc(1, sizeof *gp->groups);
-        AS_CHECK_GOTO(rc, as_group_tie(g, gp->map, gp->p, s->group, s->tie, gp->groups, err),
+        AS_CHECK_GOTO(rc, as_group_tie(g, gp->map, gp->p, s->group, period, gp->groups, err),
                       out);
     }
     gp->build_s = as_now() - t0;

@@ -130,6 +130,7 @@ typedef struct as_graph_setup {
     const char *group;          /**< repeated layers by this PCRE2 regex (capture = layer);
                                      NULL = found from the names (formulate/group.h) */
     int tie;                    /**< tie isomorphic blocks (follow links); 0 = apart */
+    int tie_period;             /**< period of tying (formulate/group.h); 0 = AS_GROUP_PERIOD */
 } as_graph_setup;
 
 /** A graph with its mesh, profile, cost model, problem and map (all owned). */

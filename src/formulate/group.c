@@ -1,6 +1,7 @@
 /* group.c -- repeated layers: canonical forms of blocks and follow links (group.h). */
 #include "config.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,7 +356,7 @@ not_isomorphic(const grouper *w, const char *regex, const block *a, const block 
 void
 as_group_result_free(as_group_result *res)
 {
-    size_t i;
+    size_t i, j;
 
     if (res == NULL)
         return;
@@ -363,6 +364,8 @@ as_group_result_free(as_group_result *res)
         free(res->cls[i].family);
         free(res->cls[i].first);
         free(res->cls[i].last);
+        for (j = 0; j < AS_GROUP_MAX_PERIOD; j++)
+            free(res->cls[i].lead[j]);
     }
     free(res->cls);
     memset(res, 0, sizeof *res);
@@ -370,7 +373,7 @@ as_group_result_free(as_group_result *res)
 
 int
 as_group_tie(const as_graph *g, const as_build_map *map, as_problem *p, const char *regex,
-             int tie, as_group_result *res, as_err *err)
+             int period, as_group_result *res, as_err *err)
 {
     grouper w;
     size_t n = as_problem_nnodes(p), v, i, j, c;
@@ -379,6 +382,8 @@ as_group_tie(const as_graph *g, const as_build_map *map, as_problem *p, const ch
 
     memset(res, 0, sizeof *res);
     memset(&w, 0, sizeof w);
+    if (period > AS_GROUP_MAX_PERIOD)
+        period = AS_GROUP_MAX_PERIOD;
     w.g = g;
     w.map = map;
     w.p = p;
@@ -434,36 +439,63 @@ as_group_tie(const as_graph *g, const as_build_map *map, as_problem *p, const ch
         }
         b->cls = c;
     }
-    /* tie every block to its class's representative */
+    /*
+     * Tie the blocks of each class with period PERIOD: a block whose layer
+     * is d after the class's first one follows the first block of its
+     * residue d mod PERIOD (period 2: even and odd layers, two sets of
+     * variables, so Megatron's column/row alternation is a tied plan).
+     */
+    res->period = period;
     for (c = 0; c < rep.n; c++) {
         const block *r = &w.b.v[rep.v[c]];
-        size_t nb = 0, last = rep.v[c];
+        size_t nb = 0, nsets = 0, last = rep.v[c], lead[AS_GROUP_MAX_PERIOD], ph;
         if (regex == NULL && r->nodes.n < 2) { /* "add.5.clone": a name, not a layer */
             res->untied++;
             continue;
         }
-        for (i = rep.v[c] + 1; i < w.b.n; i++) {
-            const block *b = &w.b.v[i];
+        for (i = 0; i < AS_GROUP_MAX_PERIOD; i++)
+            lead[i] = (size_t)-1;
+        for (i = rep.v[c]; i < w.b.n; i++) {
+            const block *b = &w.b.v[i], *l;
             if (b->cls != c)
                 continue;
             nb++;
             last = i;
-            for (j = 0; tie && j < b->nodes.n; j++) {
-                AS_CHECK_GOTO(rc, as_problem_set_follow(p, b->nodes.v[j], r->nodes.v[j], err),
+            if (period < 1)
+                continue;
+            ph = (size_t)(((b->num - r->num) % period + period) % period);
+            if (lead[ph] == (size_t)-1) {
+                lead[ph] = i;
+                nsets++;
+                continue;
+            }
+            l = &w.b.v[lead[ph]];
+            for (j = 0; j < b->nodes.n; j++) {
+                AS_CHECK_GOTO(rc, as_problem_set_follow(p, b->nodes.v[j], l->nodes.v[j], err),
                               out);
                 res->followers++;
             }
         }
-        if (nb == 0) {
+        if (nb < 2) {
             res->untied++;
             continue;
         }
         res->cls = as_xrealloc(res->cls, (res->nclass + 1) * sizeof *res->cls);
+        memset(&res->cls[res->nclass], 0, sizeof *res->cls);
         res->cls[res->nclass].family = as_xasprintf("%s", w.famname.v[r->fam]);
         res->cls[res->nclass].first = as_xasprintf("%s", r->label);
         res->cls[res->nclass].last = as_xasprintf("%s", w.b.v[last].label);
-        res->cls[res->nclass].nblocks = nb + 1;
+        res->cls[res->nclass].nblocks = nb;
         res->cls[res->nclass].nodes = r->nodes.n;
+        res->cls[res->nclass].sets = nsets;
+        for (i = 0, ph = 0; i < (size_t)period; i++) {
+            size_t k, *ln;
+            if (lead[i] == (size_t)-1)
+                continue;
+            ln = res->cls[res->nclass].lead[ph++] = as_xmalloc((r->nodes.n + 1) * sizeof *ln);
+            for (k = 0; k < r->nodes.n; k++)
+                ln[k] = w.b.v[lead[i]].nodes.v[k];
+        }
         res->nclass++;
     }
 out:
@@ -486,4 +518,58 @@ out:
     if (rc != AS_OK)
         as_group_result_free(res);
     return rc;
+}
+
+/* Followers take their leader's strategy (chains followed to the root). */
+static void
+follow_roots(const as_problem *p, size_t *x)
+{
+    size_t v, r, n = as_problem_nnodes(p);
+
+    for (v = 0; v < n; v++) {
+        for (r = v; as_problem_node(p, r)->follow != AS_NO_FOLLOW;)
+            r = as_problem_node(p, r)->follow;
+        x[v] = x[r];
+    }
+}
+
+size_t
+as_group_settle(as_group_result *res, const as_problem *p, size_t *choice, double *objective,
+                double *peak)
+{
+    size_t n = as_problem_nnodes(p), c, s, t, j, done = 0, *x;
+    double obj, pk, o2, p2, cap;
+    as_err err = {0};
+
+    if (res == NULL || choice == NULL || as_problem_check(p, choice, &obj, &pk, &err) != AS_OK)
+        return 0;
+    cap = as_problem_memory_cap(p);
+    if (pk > cap)
+        cap = pk;
+    x = as_xmalloc((n + 1) * sizeof *x);
+    for (c = 0; c < res->nclass; c++) {
+        const as_group_class *k = &res->cls[c];
+        for (s = 0; k->sets > 1 && s < k->sets; s++) {
+            memcpy(x, choice, n * sizeof *x);
+            for (t = 0; t < k->sets; t++)
+                for (j = 0; t != s && j < k->nodes; j++)
+                    x[k->lead[t][j]] = x[k->lead[s][j]];
+            follow_roots(p, x);
+            if (as_problem_check(p, x, &o2, &p2, &err) != AS_OK ||
+                o2 > obj + 1e-9 * fabs(obj) || p2 > cap)
+                continue;
+            memcpy(choice, x, n * sizeof *x);
+            obj = o2;
+            pk = p2;
+            done++;
+            break;
+        }
+    }
+    free(x);
+    res->settled += done;
+    if (objective != NULL)
+        *objective = obj;
+    if (peak != NULL)
+        *peak = pk;
+    return done;
 }

@@ -27,13 +27,22 @@
 #include "formulate/problem.h"
 #include "graph/graph.h"
 
-/** One class of tied blocks. */
+/** Default period of tying (as_group_tie): even and odd layers apart. */
+#define AS_GROUP_PERIOD 2
+/** Largest period as_group_tie takes (larger ones are clamped). */
+#define AS_GROUP_MAX_PERIOD 8
+
+/** One class of isomorphic blocks. */
 typedef struct as_group_class {
     char *family;    /**< "h" (automatic) or the regex */
     char *first;     /**< label of the representative block, "h.0" */
-    char *last;      /**< label of the last tied block, "h.23" */
-    size_t nblocks;  /**< blocks tied together (>= 2) */
+    char *last;      /**< label of the last block of the class, "h.23" */
+    size_t nblocks;  /**< blocks of the class (>= 2) */
     size_t nodes;    /**< nodes per block */
+    size_t sets;     /**< sets of variables the class keeps: min(period, nblocks) when tied
+                          (blocks of one residue share one set), 0 when not tied */
+    size_t *lead[AS_GROUP_MAX_PERIOD]; /**< [sets][nodes]: problem node j of each set's leader
+                                            block, in residue order */
 } as_group_class;
 
 /** What as_group_tie found and tied. */
@@ -43,20 +52,41 @@ typedef struct as_group_result {
     size_t blocks;    /**< blocks found (tied or not) */
     size_t untied;    /**< blocks left apart: isomorphic to no other block of their family */
     size_t followers; /**< follow links set */
+    int period;       /**< period asked of as_group_tie (0: blocks found, not tied) */
+    size_t settled;   /**< classes as_group_settle made uniform (one set in the plan) */
     size_t loose;     /**< nodes of a block whose role not every block of the family has:
                            left out of the blocks (solved apart) */
 } as_group_result;
 
 /**
- * Find the blocks of G's problem P (built with MAP) and, when TIE, tie the
- * isomorphic ones with follow links in P.  REGEX NULL: automatic (classes
- * of isomorphic blocks per family; blocks that differ stay apart).  With a
- * REGEX every block it finds must be isomorphic to the first.  Errors
- * (AS_EUSAGE): the regex does not compile, has no capture group, matches
- * no node name, or two of its blocks are not isomorphic.
+ * Find the blocks of G's problem P (built with MAP) and, when PERIOD >= 1,
+ * tie the isomorphic ones with follow links in P: inside a class, the
+ * block d layers after the first follows the first block of residue
+ * d mod PERIOD (PERIOD 1: all blocks share one set of variables; 2: even
+ * and odd layers keep one set each, which Megatron's column/row
+ * alternation needs; docs/ilp.md "Repeated layers").  PERIOD 0 finds the
+ * blocks without tying them.  REGEX NULL: automatic (classes of isomorphic
+ * blocks per family; blocks that differ stay apart).  With a REGEX every
+ * block it finds must be isomorphic to the first.  Errors (AS_EUSAGE): the
+ * regex does not compile, has no capture group, matches no node name, or
+ * two of its blocks are not isomorphic.
  */
 int as_group_tie(const as_graph *g, const as_build_map *map, as_problem *p, const char *regex,
-                 int tie, as_group_result *res, as_err *err);
+                 int period, as_group_result *res, as_err *err);
+
+/**
+ * Make CHOICE, a plan of the tied problem P, uniform where that costs
+ * nothing: for each class with several sets of variables, every set takes
+ * the choices of one of them (each tried) when the plan's objective does
+ * not grow (relative 1e-9) and its peak stays within max(P's budget, the
+ * plan's peak).  The period-PERIOD problem relaxes the period-1 one, so a
+ * uniform plan that reaches its objective is a period-1 optimum.  Updates
+ * CHOICE (followers included), *OBJECTIVE and *PEAK (either may be NULL)
+ * and RES->settled; returns the number of classes made uniform.
+ */
+size_t as_group_settle(as_group_result *res, const as_problem *p, size_t *choice,
+                       double *objective, double *peak);
+
 void as_group_result_free(as_group_result *res); /* zeroed or filled RES */
 
 #endif /* AS_GROUP_H */

@@ -20,6 +20,18 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RD_ASAN 1
+#endif
+#endif
+#if defined(__SSE2__) && !defined(__SANITIZE_ADDRESS__) && !defined(RD_ASAN)
+#include <emmintrin.h>
+#define RD_SSE2 1 /* aligned 16-byte loads read past the text's NUL: not under ASan */
+#endif
 
 #include "sim_internal.h"
 
@@ -44,11 +56,23 @@ buf_key(int32_t t, int dev)
 int32_t
 as_sim_i_buf_find(const as_sim_prog *p, int32_t t, int dev)
 {
-    int64_t key = buf_key(t, dev);
+    int64_t key;
     size_t i;
 
-    if (p->bcap == 0)
+    if ((size_t)t < p->trows.n) {
+        const sim_trow *r = &p->trows.v[t];
+
+        if (r->row != NULL) {
+            uint32_t k = (uint32_t)(dev - r->lo);
+
+            return k < (uint32_t)r->span ? r->row[k] : -1;
+        }
+        if (!r->hashed)
+            return -1;
+    } else {
         return -1;
+    }
+    key = buf_key(t, dev);
     for (i = buf_hash(key) & (p->bcap - 1); p->bkeys[i] != 0; i = (i + 1) & (p->bcap - 1))
         if (p->bkeys[i] == key)
             return p->bvals[i];
@@ -66,16 +90,11 @@ buf_insert(as_sim_prog *p, int64_t key, int32_t val)
     p->bvals[i] = val;
 }
 
-/* Buffer id of (T, DEV), created (unproduced, 0 bytes) if absent. */
-static int32_t
-buf_get(as_sim_prog *p, int32_t t, int dev)
+/* Put (T, DEV) -> ID into the hash, growing it at half load. */
+static void
+buf_hash_put(as_sim_prog *p, int32_t t, int dev, int32_t id)
 {
-    int32_t id = as_sim_i_buf_find(p, t, dev);
-    sim_buf b;
-
-    if (id >= 0)
-        return id;
-    if ((p->bufs.n + 1) * 2 > p->bcap) {
+    if ((p->bn + 1) * 2 > p->bcap) {
         int64_t *ok = p->bkeys;
         int32_t *ov = p->bvals;
         size_t oc = p->bcap, i;
@@ -89,6 +108,80 @@ buf_get(as_sim_prog *p, int32_t t, int dev)
         free(ok);
         free(ov);
     }
+    buf_insert(p, buf_key(t, dev), id);
+    p->bn++;
+}
+
+/*
+ * Index buffer ID of (T, DEV) (absent so far).  A tensor's buffers live in a row
+ * over the device range they cover (one load per lookup, and the lines of one
+ * event on consecutive devices touch consecutive entries); the row grows by
+ * doubling while it stays under 64 devices or 8 entries per buffer, else the
+ * tensor moves to the hash, so memory stays linear in the buffers.
+ */
+static void
+buf_index(as_sim_prog *p, int32_t t, int dev, int32_t id)
+{
+    sim_trow *r;
+    int32_t lo, hi, *row, k;
+
+    if ((size_t)t >= p->trows.n) {
+        size_t n = p->trows.n;
+
+        AS_VEC_RESERVE(&p->trows, (size_t)t + 1);
+        memset(p->trows.v + n, 0, ((size_t)t + 1 - n) * sizeof *p->trows.v);
+        p->trows.n = (size_t)t + 1;
+    }
+    r = &p->trows.v[t];
+    if (r->hashed) {
+        buf_hash_put(p, t, dev, id);
+        return;
+    }
+    if (r->row == NULL) { /* first buffer: a row of up to 8 devices from DEV */
+        r->lo = dev;
+        r->span = p->ndev - dev < 8 ? p->ndev - dev : 8;
+        r->row = as_xmalloc((size_t)r->span * sizeof *r->row);
+        for (k = 0; k < r->span; k++)
+            r->row[k] = -1;
+    } else if (dev < r->lo || dev >= r->lo + r->span) {
+        lo = r->lo;
+        hi = r->lo + r->span - 1;
+        if (dev > hi)
+            hi = dev + r->span > p->ndev - 1 ? p->ndev - 1 : dev + r->span;
+        else
+            lo = dev - r->span < 0 ? 0 : dev - r->span;
+        if (hi - lo + 1 > 64 && hi - lo + 1 > 8 * (r->nbuf + 1)) { /* sparse: to the hash */
+            for (k = 0; k < r->span; k++)
+                if (r->row[k] >= 0)
+                    buf_hash_put(p, t, r->lo + k, r->row[k]);
+            free(r->row);
+            r->row = NULL;
+            r->hashed = 1;
+            buf_hash_put(p, t, dev, id);
+            return;
+        }
+        row = as_xmalloc((size_t)(hi - lo + 1) * sizeof *row);
+        for (k = 0; k < hi - lo + 1; k++)
+            row[k] = -1;
+        memcpy(row + (r->lo - lo), r->row, (size_t)r->span * sizeof *row);
+        free(r->row);
+        r->row = row;
+        r->lo = lo;
+        r->span = hi - lo + 1;
+    }
+    r->row[dev - r->lo] = id;
+    r->nbuf++;
+}
+
+/* Buffer id of (T, DEV), created (unproduced, 0 bytes) if absent. */
+static int32_t
+buf_get(as_sim_prog *p, int32_t t, int dev)
+{
+    int32_t id = as_sim_i_buf_find(p, t, dev);
+    sim_buf b;
+
+    if (id >= 0)
+        return id;
     b.tensor = t;
     b.dev = dev;
     b.producer = SIM_NONE;
@@ -96,7 +189,7 @@ buf_get(as_sim_prog *p, int32_t t, int dev)
     b.bytes = 0;
     id = (int32_t)p->bufs.n;
     AS_VEC_PUSH(&p->bufs, b);
-    buf_insert(p, buf_key(t, dev), id);
+    buf_index(p, t, dev, id);
     return id;
 }
 
@@ -138,6 +231,9 @@ as_sim_prog_free(as_sim_prog *p)
     AS_VEC_FREE(&p->labels);
     as_strmap_destroy(&p->tmap);
     as_strmap_destroy(&p->opmap);
+    for (size_t i = 0; i < p->trows.n; i++)
+        free(p->trows.v[i].row);
+    AS_VEC_FREE(&p->trows);
     free(p->bkeys);
     free(p->bvals);
     free(p->rep);
@@ -624,13 +720,20 @@ as_sim_add(as_sim_prog *p, const as_sim_event_spec *s0, as_err *err)
 
     AS_CHECK(spec_check_devs(p, &s, err));
     if (s.label != NULL && s.label[0] != '\0') {
-        if (!name_ok(s.label, strlen(s.label)))
-            return spec_err(p, &s, s.col, err, "bad label '%s'", s.label);
         size_t ll = strlen(s.label) + 1;
-        label = (int32_t)p->labels.n;
-        AS_VEC_RESERVE(&p->labels, p->labels.n + ll);
-        memcpy(p->labels.v + p->labels.n, s.label, ll);
-        p->labels.n += ll;
+        /* the lines of one op on its devices share a label: checked and stored once */
+        if (p->lastlab > 0 && (size_t)(p->labels.n - (size_t)(p->lastlab - 1)) == ll &&
+            memcmp(p->labels.v + p->lastlab - 1, s.label, ll) == 0) {
+            label = p->lastlab - 1;
+        } else {
+            if (!name_ok(s.label, ll - 1))
+                return spec_err(p, &s, s.col, err, "bad label '%s'", s.label);
+            label = (int32_t)p->labels.n;
+            AS_VEC_RESERVE(&p->labels, p->labels.n + ll);
+            memcpy(p->labels.v + p->labels.n, s.label, ll);
+            p->labels.n += ll;
+            p->lastlab = label + 1;
+        }
     }
     /* Bounds keep sums over millions of events finite (1e9 s is 31 years, 1e18 B an EB). */
     if (!(s.time < 0) && (!isfinite(s.time) || s.time > AS_SIM_MAX_TIME))
@@ -940,6 +1043,7 @@ typedef struct rd_state {
     const char *path;
     as_sim_prog *p;      /**< NULL until the header */
     int line;
+    size_t nlines;       /**< lines of the text (arrays are sized for them) */
     as_arena *scratch;   /**< per-parse strings (attribute values) */
     AS_VEC(int) devs;
     AS_VEC(int32_t) reads, writes;
@@ -947,6 +1051,23 @@ typedef struct rd_state {
     AS_VEC(as_shape) shapes;
     AS_VEC(as_attr) attrs;
     as_strmap opcache;   /**< op tokens (op=, in=, attr.*) -> interned op id */
+    /* the last reads=/tensor= and writes= values parsed and their results: a lowered
+     * program repeats them on the lines of one op's devices (pointers into the text) */
+    const char *crd_s, *cwr_s;
+    size_t crd_len, cwr_len;
+    AS_VEC(int32_t) crd, cwr;
+    AS_VEC(double) cwb;
+    /* the last label token checked ("NAME:") */
+    const char *clab_s;
+    size_t clab_len;
+    /* the last declared tensor name and its id */
+    const char *cdecl_s;
+    size_t cdecl_len;
+    int32_t cdecl_id;
+    /* the last op key (op=, in=, attr.* tokens) and its interned op id */
+    char cop[1024];
+    size_t cop_len;
+    int32_t cop_id;
 } rd_state;
 
 static int __attribute__((format(printf, 4, 5)))
@@ -1107,6 +1228,52 @@ rd_tensors(rd_state *r, const char *s, size_t len, int col, int with_bytes, cons
     return AS_OK;
 }
 
+/* rd_tensors, reusing the result of the last value of the same kind when the text is the same. */
+static int
+rd_tensors_cached(rd_state *r, const char *s, size_t len, int col, int with_bytes,
+                  const char *key, as_err *err)
+{
+    if (!with_bytes) {
+        if (r->crd_s != NULL && len == r->crd_len && memcmp(s, r->crd_s, len) == 0) {
+            AS_VEC_RESERVE(&r->reads, r->reads.n + r->crd.n);
+            memcpy(r->reads.v + r->reads.n, r->crd.v, r->crd.n * sizeof *r->crd.v);
+            r->reads.n += r->crd.n;
+            return AS_OK;
+        }
+        size_t n0 = r->reads.n;
+        r->crd_s = NULL;
+        AS_CHECK(rd_tensors(r, s, len, col, 0, key, err));
+        r->crd.n = 0;
+        AS_VEC_RESERVE(&r->crd, r->reads.n - n0);
+        memcpy(r->crd.v, r->reads.v + n0, (r->reads.n - n0) * sizeof *r->crd.v);
+        r->crd.n = r->reads.n - n0;
+        r->crd_s = s;
+        r->crd_len = len;
+        return AS_OK;
+    }
+    if (r->cwr_s != NULL && len == r->cwr_len && memcmp(s, r->cwr_s, len) == 0) {
+        AS_VEC_RESERVE(&r->writes, r->writes.n + r->cwr.n);
+        AS_VEC_RESERVE(&r->wbytes, r->wbytes.n + r->cwb.n);
+        memcpy(r->writes.v + r->writes.n, r->cwr.v, r->cwr.n * sizeof *r->cwr.v);
+        memcpy(r->wbytes.v + r->wbytes.n, r->cwb.v, r->cwb.n * sizeof *r->cwb.v);
+        r->writes.n += r->cwr.n;
+        r->wbytes.n += r->cwb.n;
+        return AS_OK;
+    }
+    size_t n0 = r->writes.n;
+    r->cwr_s = NULL;
+    AS_CHECK(rd_tensors(r, s, len, col, 1, key, err));
+    r->cwr.n = r->cwb.n = 0;
+    AS_VEC_RESERVE(&r->cwr, r->writes.n - n0);
+    AS_VEC_RESERVE(&r->cwb, r->writes.n - n0);
+    memcpy(r->cwr.v, r->writes.v + n0, (r->writes.n - n0) * sizeof *r->cwr.v);
+    memcpy(r->cwb.v, r->wbytes.v + n0, (r->writes.n - n0) * sizeof *r->cwb.v);
+    r->cwr.n = r->cwb.n = r->writes.n - n0;
+    r->cwr_s = s;
+    r->cwr_len = len;
+    return AS_OK;
+}
+
 /* Parse "f32[8,16],f32[16]" into r->shapes. */
 static int
 rd_shapes(rd_state *r, const char *s, size_t len, int col, as_err *err)
@@ -1200,6 +1367,26 @@ rd_attr(rd_state *r, const rd_tok *t, size_t klen, as_err *err)
     return AS_OK;
 }
 
+/*
+ * Ask for huge pages on the whole 2 MiB pages of array [P, P + BYTES): the first
+ * touches of a big program's arrays (one page fault per 4 KiB) cost the parser more
+ * than parsing (transparent huge pages in "madvise" mode, as Debian ships them).
+ */
+static void
+rd_huge(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    uintptr_t a = ((uintptr_t)p + ((uintptr_t)1 << 21) - 1) & ~(((uintptr_t)1 << 21) - 1);
+    uintptr_t b = ((uintptr_t)p + bytes) & ~(((uintptr_t)1 << 21) - 1);
+
+    if (b > a)
+        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 /* "program NAME devices=N [hw=H] [cost=M] [batch=B]" */
 static int
 rd_header(rd_state *r, const rd_tok *t, int nt, as_sim_prog **out, as_err *err)
@@ -1246,6 +1433,17 @@ rd_header(rd_state *r, const rd_tok *t, int nt, as_sim_prog **out, as_err *err)
     if (ndev < 0)
         return rd_err(r, t[0].col, err, "program header needs devices=N");
     AS_CHECK(as_sim_prog_new(name, (int)ndev, out, err));
+    /* at most one event per line; most events have one device, one read, one write */
+    AS_VEC_RESERVE(&(*out)->ev, r->nlines);
+    AS_VEC_RESERVE(&(*out)->devs, r->nlines);
+    AS_VEC_RESERVE(&(*out)->rds, r->nlines);
+    AS_VEC_RESERVE(&(*out)->wrs, r->nlines);
+    AS_VEC_RESERVE(&(*out)->bufs, r->nlines);
+    rd_huge((*out)->ev.v, (*out)->ev.cap * sizeof *(*out)->ev.v);
+    rd_huge((*out)->devs.v, (*out)->devs.cap * sizeof *(*out)->devs.v);
+    rd_huge((*out)->rds.v, (*out)->rds.cap * sizeof *(*out)->rds.v);
+    rd_huge((*out)->wrs.v, (*out)->wrs.cap * sizeof *(*out)->wrs.v);
+    rd_huge((*out)->bufs.v, (*out)->bufs.cap * sizeof *(*out)->bufs.v);
     as_sim_prog_set_path(*out, r->path);
     as_sim_prog_set_batch(*out, batch);
     if (hw != NULL) {
@@ -1267,20 +1465,22 @@ rd_decl(rd_state *r, const rd_tok *t, int nt, as_err *err)
 {
     as_sim_decl kind = t[0].len == 5 ? AS_SIM_INPUT : AS_SIM_RESIDENT;
     double bytes;
-    char name[256];
-    as_err e2 = {0};
+    as_err e2; /* written on failure only (no 500-byte clear per line) */
 
     if (nt != 4)
         return rd_err(r, nt < 4 ? t[nt - 1].col + (int)t[nt - 1].len : t[4].col, err,
                       "expected '%.*s DEVICES NAME BYTES'", (int)t[0].len, t[0].s);
     AS_CHECK(rd_devs(r, t[1].s, t[1].len, t[1].col, "devices", err));
-    if (!name_ok(t[2].s, t[2].len) || t[2].len >= sizeof name)
-        return rd_err(r, t[2].col, err, "bad tensor name '%.*s'", (int)t[2].len, t[2].s);
-    memcpy(name, t[2].s, t[2].len);
-    name[t[2].len] = '\0';
+    /* a lowered program declares one tensor on its devices on consecutive lines */
+    if (r->cdecl_s == NULL || t[2].len != r->cdecl_len || memcmp(t[2].s, r->cdecl_s, t[2].len)) {
+        if (!name_ok(t[2].s, t[2].len) || t[2].len >= 256)
+            return rd_err(r, t[2].col, err, "bad tensor name '%.*s'", (int)t[2].len, t[2].s);
+        r->cdecl_id = rd_tensor_id(r->p, t[2].s, t[2].len);
+        r->cdecl_s = t[2].s;
+        r->cdecl_len = t[2].len;
+    }
     AS_CHECK(rd_num(r, t[3].s, t[3].len, t[3].col, "bytes", &bytes, err));
-    if (as_sim_declare(r->p, kind, r->devs.v, (int)r->devs.n, as_sim_tensor(r->p, name), bytes,
-                       &e2) != AS_OK)
+    if (as_sim_declare(r->p, kind, r->devs.v, (int)r->devs.n, r->cdecl_id, bytes, &e2) != AS_OK)
         return rd_err(r, t[2].col, err, "%s", e2.msg);
     return AS_OK;
 }
@@ -1368,18 +1568,19 @@ rd_event_key(rd_state *r, const rd_tok *t, as_sim_event_spec *s, const as_op_def
 {
     static const char *const keys[] = {"dev", "group", "time", "bytes", "op", "in",
                                        "reads", "writes", "tensor", "stream"};
+    static const unsigned char klens[] = {3, 5, 4, 5, 2, 2, 5, 6, 6, 6};
     const char *eq = memchr(t->s, '=', t->len);
     size_t kl = eq != NULL ? (size_t)(eq - t->s) : t->len, vl = eq ? t->len - kl - 1 : 0;
     const char *v = eq != NULL ? eq + 1 : NULL;
     int vc = t->col + (int)kl + 1, k;
-    char key[32];
+    const char *key;
 
     if (eq == NULL)
         return rd_err(r, t->col, err, "expected KEY=VALUE, got '%.*s'", (int)t->len, t->s);
     if (kl > 5 && memcmp(t->s, "attr.", 5) == 0)
         return rd_attr(r, t, kl, err);
     for (k = 0; k < (int)(sizeof keys / sizeof keys[0]); k++)
-        if (strlen(keys[k]) == kl && memcmp(keys[k], t->s, kl) == 0)
+        if (klens[k] == kl && memcmp(keys[k], t->s, kl) == 0)
             break;
     if (k == (int)(sizeof keys / sizeof keys[0]))
         return rd_err(r, t->col, err, "unknown key '%.*s' (known: dev, group, time, bytes, op, "
@@ -1387,7 +1588,7 @@ rd_event_key(rd_state *r, const rd_tok *t, as_sim_event_spec *s, const as_op_def
     if (*seen & (1u << k))
         return rd_err(r, t->col, err, "'%s' given twice", keys[k]);
     *seen |= 1u << k;
-    snprintf(key, sizeof key, "%s", keys[k]);
+    key = keys[k];
     if (vl == 0)
         return rd_err(r, vc, err, "missing value for '%s'", key);
     switch (k) {
@@ -1419,16 +1620,16 @@ rd_event_key(rd_state *r, const rd_tok *t, as_sim_event_spec *s, const as_op_def
         if (s->kind == AS_SIM_SEND)
             return rd_err(r, t->col, err, "a send takes tensor=, not reads=");
         s->reads_col = vc;
-        return rd_tensors(r, v, vl, vc, 0, key, err);
+        return rd_tensors_cached(r, v, vl, vc, 0, key, err);
     case 7:
         if (s->kind == AS_SIM_SEND)
             return rd_err(r, t->col, err, "a send writes its tensor on the destination");
-        return rd_tensors(r, v, vl, vc, 1, key, err);
+        return rd_tensors_cached(r, v, vl, vc, 1, key, err);
     case 8:
         if (s->kind != AS_SIM_SEND)
             return rd_err(r, t->col, err, "only a send takes tensor=");
         s->reads_col = vc;
-        AS_CHECK(rd_tensors(r, v, vl, vc, 0, key, err));
+        AS_CHECK(rd_tensors_cached(r, v, vl, vc, 0, key, err));
         return r->reads.n == 1 ? AS_OK : rd_err(r, vc, err, "a send moves exactly one tensor");
     default:
         if (vl == 7 && memcmp(v, "compute", 7) == 0)
@@ -1458,8 +1659,12 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
     as_sim_event_spec_init(&s);
     label[0] = '\0';
     if (t[0].s[t[0].len - 1] == ':') {
-        if (!name_ok(t[0].s, t[0].len - 1) || t[0].len > sizeof label)
+        /* the lines of one op on its devices repeat the label: checked once */
+        if ((t[0].len != r->clab_len || memcmp(t[0].s, r->clab_s, t[0].len) != 0) &&
+            (!name_ok(t[0].s, t[0].len - 1) || t[0].len > sizeof label))
             return rd_err(r, t[0].col, err, "bad label '%.*s'", (int)t[0].len - 1, t[0].s);
+        r->clab_s = t[0].s;
+        r->clab_len = t[0].len;
         memcpy(label, t[0].s, t[0].len - 1);
         label[t[0].len - 1] = '\0';
         if (nt == 1)
@@ -1488,9 +1693,15 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
             }
         if (i < (size_t)nt)
             klen = 0; /* too long to cache */
-        if (klen > 0 && as_strmap_get(&r->opcache, okey, klen, &cached)) {
+        if (klen > 0 && klen == r->cop_len && memcmp(okey, r->cop, klen) == 0) {
+            s.op_id = r->cop_id;
+            def = r->p->ops.v[s.op_id].info.def;
+        } else if (klen > 0 && as_strmap_get(&r->opcache, okey, klen, &cached)) {
             s.op_id = (int32_t)cached;
             def = r->p->ops.v[cached].info.def;
+            memcpy(r->cop, okey, klen);
+            r->cop_len = klen;
+            r->cop_id = s.op_id;
         }
     }
     for (i = (size_t)k + 1; i < (size_t)nt; i++)
@@ -1540,45 +1751,92 @@ rd_event(rd_state *r, const rd_tok *t, int nt, as_err *err)
     return AS_OK;
 }
 
-/* Split LINE (comment stripped) into tokens; returns the count or -1 if too many. */
-static int
-rd_tokenize(const char *line, size_t len, rd_tok *t)
-{
-    size_t i = 0;
-    int n = 0;
+/* Byte classes of the tokenizer: part of a token, blank, '#', end of line, control, end. */
+enum { RC_TOK = 0, RC_BLANK, RC_HASH, RC_NL, RC_CTRL, RC_END };
+static const unsigned char rd_cls[256] = {
+    RC_END,  RC_CTRL, RC_CTRL, RC_CTRL,  RC_CTRL, RC_CTRL, RC_CTRL, RC_CTRL,
+    RC_CTRL, RC_BLANK, RC_NL,  RC_CTRL,  RC_CTRL, RC_BLANK, RC_CTRL, RC_CTRL,
+    RC_CTRL, RC_CTRL, RC_CTRL, RC_CTRL,  RC_CTRL, RC_CTRL, RC_CTRL, RC_CTRL,
+    RC_CTRL, RC_CTRL, RC_CTRL, RC_CTRL,  RC_CTRL, RC_CTRL, RC_CTRL, RC_CTRL,
+    RC_BLANK, RC_TOK, RC_TOK, RC_HASH, /* ' ', '!', '"', '#'; the rest (0) are token bytes */
+};
 
-    while (i < len) {
-        while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
-            i++;
-        if (i == len)
+/* First byte at or after P that ends a token: a blank, control, NUL or '#' (<= ' ' or '#'). */
+static inline const unsigned char *
+rd_tok_end(const unsigned char *p)
+{
+#ifdef RD_SSE2
+    /* 16 bytes at a time from aligned blocks (an aligned block never crosses a page,
+     * so the block holding the text's NUL is readable) */
+    const __m128i sp = _mm_set1_epi8(0x20), hash = _mm_set1_epi8('#');
+    uintptr_t off = (uintptr_t)p & 15;
+    const __m128i *blk = (const __m128i *)(const void *)(p - off);
+    unsigned m;
+
+    for (;;) {
+        __m128i x = _mm_load_si128(blk);
+
+        m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(x, sp), x),
+                                                     _mm_cmpeq_epi8(x, hash))) >> off;
+        if (m != 0)
+            return (const unsigned char *)blk + off + __builtin_ctz(m);
+        blk++;
+        off = 0;
+    }
+#else
+    while (rd_cls[*p] == RC_TOK)
+        p++;
+    return p;
+#endif
+}
+
+/*
+ * One pass over the line at *Q: split it into tokens T (blanks: space, tab, CR),
+ * stop at '#' (the rest of the line is a comment), reject control characters
+ * before it, and leave *Q at the next line.  Returns the token count, or an error.
+ */
+static int
+rd_scan(rd_state *r, const char **q, rd_tok *t, int *nt, as_err *err)
+{
+    const unsigned char *line = (const unsigned char *)*q, *p = line;
+    int n = 0, over = 0, c;
+
+    for (;;) {
+        const unsigned char *b;
+
+        while ((c = rd_cls[*p]) == RC_BLANK)
+            p++;
+        if (c != RC_TOK)
             break;
-        if (n == RD_MAX_TOKENS)
-            return -1;
-        t[n].s = line + i;
-        t[n].col = (int)i + 1;
-        while (i < len && line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
-            i++;
-        t[n].len = (size_t)(line + i - t[n].s);
+        b = p;
+        p = rd_tok_end(p + 1);
+        if (n == RD_MAX_TOKENS) {
+            over = 1;
+            continue;
+        }
+        t[n].s = (const char *)b;
+        t[n].len = (size_t)(p - b);
+        t[n].col = (int)(b - line) + 1;
         n++;
     }
-    return n;
+    if (c == RC_CTRL)
+        return rd_err(r, (int)(p - line) + 1, err, "unexpected control character");
+    if (c == RC_HASH) {
+        const char *nl = strchr((const char *)p, '\n');
+
+        p = nl != NULL ? (const unsigned char *)nl : p + strlen((const char *)p);
+        c = *p == '\n' ? RC_NL : RC_END;
+    }
+    *q = (const char *)(c == RC_NL ? p + 1 : p);
+    if (over)
+        return rd_err(r, 1, err, "too many fields on one line (at most %d)", RD_MAX_TOKENS);
+    *nt = n;
+    return AS_OK;
 }
 
 static int
-rd_line(rd_state *r, const char *line, size_t len, as_err *err)
+rd_line(rd_state *r, const rd_tok *t, int nt, as_err *err)
 {
-    rd_tok t[RD_MAX_TOKENS];
-    const char *hash = memchr(line, '#', len);
-    size_t i;
-    int nt;
-
-    if (hash != NULL)
-        len = (size_t)(hash - line);
-    for (i = 0; i < len; i++)
-        if ((unsigned char)line[i] < 0x20 && line[i] != '\t' && line[i] != '\r')
-            return rd_err(r, (int)i + 1, err, "unexpected control character");
-    if ((nt = rd_tokenize(line, len, t)) < 0)
-        return rd_err(r, 1, err, "too many fields on one line (at most %d)", RD_MAX_TOKENS);
     if (nt == 0)
         return AS_OK;
     if (t[0].len == 7 && memcmp(t[0].s, "program", 7) == 0) {
@@ -1601,21 +1859,25 @@ int
 as_sim_prog_parse(const char *path, const char *text, as_sim_prog **out, as_err *err)
 {
     rd_state r;
-    const char *q = text, *tend = text + strlen(text);
-    int rc = AS_OK;
+    rd_tok t[RD_MAX_TOKENS];
+    const char *q = text, *nl;
+    int rc = AS_OK, nt;
 
     memset(&r, 0, sizeof r);
     r.path = path;
     r.scratch = as_arena_new();
     as_strmap_init(&r.opcache);
+    /* lines, to size the program's arrays once (no copies as they grow); an event
+     * line has at least 20 bytes, so blank lines reserve nothing beyond that */
+    for (q = text; (nl = strchr(q, '\n')) != NULL; q = nl + 1)
+        r.nlines++;
+    if (r.nlines > (size_t)(q - text) / 20)
+        r.nlines = (size_t)(q - text) / 20;
+    q = text;
     while (*q != '\0') {
-        const char *nl = memchr(q, '\n', (size_t)(tend - q));
-        size_t len = nl != NULL ? (size_t)(nl - q) : (size_t)(tend - q);
-
         r.line++;
-        if ((rc = rd_line(&r, q, len, err)) != AS_OK)
+        if ((rc = rd_scan(&r, &q, t, &nt, err)) != AS_OK || (rc = rd_line(&r, t, nt, err)) != AS_OK)
             goto out;
-        q += len + (q[len] == '\n');
     }
     if (r.p == NULL) {
         rc = as_errf(err, AS_EPARSE, "%s:%d:1: empty program (expected 'program NAME devices=N')",
@@ -1636,6 +1898,9 @@ out:
     AS_VEC_FREE(&r.wbytes);
     AS_VEC_FREE(&r.shapes);
     AS_VEC_FREE(&r.attrs);
+    AS_VEC_FREE(&r.crd);
+    AS_VEC_FREE(&r.cwr);
+    AS_VEC_FREE(&r.cwb);
     return rc;
 }
 

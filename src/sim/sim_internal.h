@@ -5,9 +5,10 @@
  * Layout (structure of arrays, so the engine walks flat memory):
  *  - events: one record each, in program order; device lists, read and
  *    write buffer ids live in the shared arrays devs/rds/wrs at offsets.
- *  - buffers: one per (tensor id, device) pair, found through a 64-bit
- *    open-addressing hash; producer = the event writing it (-1 = declared
- *    or never produced).
+ *  - buffers: one per (tensor id, device) pair, found through the tensor's
+ *    row (buffer ids by device over the device range it lives on) while that
+ *    range is compact, else through a 64-bit open-addressing hash; producer =
+ *    the event writing it (-1 = declared or never produced).
  *  - ops: distinct compute signatures (op, local shapes, attributes),
  *    interned by their canonical text so identical ops share one index and
  *    are costed once per run.
@@ -45,6 +46,14 @@ typedef struct sim_buf {
     double bytes;     /**< per device */
 } sim_buf;
 
+/* Buffers of one tensor by device: ROW[d - LO] for d in [LO, LO + SPAN), -1 = none. */
+typedef struct sim_trow {
+    int32_t *row;     /**< NULL: no buffer yet, or HASHED */
+    int32_t lo, span; /**< device range the row covers */
+    int32_t nbuf;     /**< buffers in the row */
+    int32_t hashed;   /**< 1: the tensor's buffers are in the hash (its devices are sparse) */
+} sim_trow;
+
 typedef struct sim_op {
     as_opinfo info;   /**< def, shapes and bound attributes (program arena) */
     char *text;       /**< canonical "op=matmul in=f32[..],f32[..] attr.k=v" */
@@ -69,13 +78,15 @@ struct as_sim_prog {
     AS_VEC(sim_op) ops;
     AS_VEC(char *) tnames;   /**< tensor id -> name (arena) */
     AS_VEC(char) labels;     /**< NUL-separated label pool */
+    int32_t lastlab;         /**< 1 + offset of the last label in the pool, 0 = none */
     as_strmap tmap;          /**< tensor name -> id */
     as_strmap opmap;         /**< canonical op text -> ops index */
     int32_t *rep;            /**< [ndev] device whose timeline a device mirrors (NULL: itself) */
     int nexplicit;           /**< devices that are their own representative */
-    int64_t *bkeys;          /**< buffer hash: key (tensor << 20 | dev) + 1, 0 empty */
+    AS_VEC(sim_trow) trows;  /**< tensor id -> its buffers by device (compact tensors) */
+    int64_t *bkeys;          /**< buffer hash of sparse tensors: key (tensor << 17 | dev) + 1, 0 empty */
     int32_t *bvals;
-    size_t bcap;
+    size_t bcap, bn;         /**< slots, keys in the hash */
 };
 
 /** Representative of device D (D itself unless it mirrors another). */

@@ -96,6 +96,32 @@ build_links(as_heur *h)
     free(own);
 }
 
+/* Runs of equal memory at consecutive binding points, per unit. */
+static void
+build_runs(as_heur *h)
+{
+    size_t u, i, nr = 0;
+
+    h->rstart = as_xcalloc(h->nu + 2, sizeof *h->rstart);
+    h->run = as_xcalloc(h->hstart[h->nu] + 1, sizeof *h->run);
+    for (u = 0; u < h->nu; u++) {
+        h->rstart[u] = nr;
+        for (i = h->hstart[u]; i < h->hstart[u + 1]; i++) {
+            const as_hmem *m = &h->hm[i];
+            as_hrun *r = nr > h->rstart[u] ? &h->run[nr - 1] : NULL;
+            if (r != NULL && r->hi == m->point && memcmp(r->dm, m->dm, h->k[u] * sizeof *m->dm) == 0) {
+                r->hi++;
+                continue;
+            }
+            h->run[nr].lo = m->point;
+            h->run[nr].hi = m->point + 1;
+            h->run[nr].dm = m->dm;
+            nr++;
+        }
+    }
+    h->rstart[h->nu] = nr;
+}
+
 /* Memory of every unit at every liveness point that can bind. */
 static void
 build_memory(as_heur *h)
@@ -156,6 +182,7 @@ build_memory(as_heur *h)
     free(tmp);
     free(slot);
     free(stamp);
+    build_runs(h);
 }
 
 void
@@ -269,6 +296,8 @@ as_heur_free(as_heur *h)
     free(h->link);
     free(h->hstart);
     free(h->hm);
+    free(h->rstart);
+    free(h->run);
     free(h->base);
     memset(h, 0, sizeof *h);
 }
@@ -327,6 +356,37 @@ as_heur_greedy(const as_heur *h, size_t *x, double lambda)
     }
 }
 
+static void memory_of(const as_heur *h, const size_t *x, double *tot);
+
+double
+as_heur_eval(const as_heur *h, const size_t *x, double *tot)
+{
+    double c = 0;
+    size_t u, i;
+
+    for (u = 0; u < h->nu && isfinite(c); u++) {
+        c += h->cost[u][x[u]];
+        for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
+            const as_hlink *l = &h->link[i];
+            size_t o = x[l->other], at;
+            if (l->other > u)
+                continue; /* each link once, at its later unit */
+            at = l->own_is_u ? x[u] * l->ko + o : o * h->k[u] + x[u];
+            if (l->r != NULL)
+                c += l->r[at];
+            else if (l->bad[at])
+                c = INFINITY;
+        }
+    }
+    if (!isfinite(c) || h->nbind == 0)
+        return c;
+    memory_of(h, x, tot);
+    for (i = 0; i < h->nbind; i++)
+        if (tot[i] > h->cap)
+            return INFINITY;
+    return c;
+}
+
 void
 as_heur_expand(const as_heur *h, const size_t *x, size_t *choice)
 {
@@ -336,28 +396,159 @@ as_heur_expand(const as_heur *h, const size_t *x, size_t *choice)
         choice[v] = x[h->unit[v]];
 }
 
-/* Memory at every binding point still fits if unit U moves from strategy A to B. */
-static int
-move_fits(const as_heur *h, const double *tot, size_t u, size_t a, size_t b)
+/*
+ * The memory at every binding point while a search moves units: a segment tree
+ * with range add and range maximum, so that a move costs O(runs x log points)
+ * instead of O(points).
+ */
+typedef struct seg {
+    size_t n, size;
+    double *mx, *lz; /* 2 * size: maximum of the node's range, pending add */
+} seg;
+
+static void
+seg_init(seg *t, const double *v, size_t n)
 {
     size_t i;
 
-    for (i = h->hstart[u]; i < h->hstart[u + 1]; i++) {
-        const as_hmem *m = &h->hm[i];
-        if (tot[m->point] - m->dm[a] + m->dm[b] > h->cap)
+    t->n = n;
+    for (t->size = 1; t->size < n; t->size *= 2)
+        ;
+    t->mx = as_xcalloc(2 * t->size, sizeof *t->mx);
+    t->lz = as_xcalloc(2 * t->size, sizeof *t->lz);
+    for (i = 0; i < t->size; i++)
+        t->mx[t->size + i] = i < n ? v[i] : -INFINITY;
+    for (i = t->size - 1; i >= 1; i--)
+        t->mx[i] = fmax(t->mx[2 * i], t->mx[2 * i + 1]);
+}
+
+static void
+seg_free(seg *t)
+{
+    free(t->mx);
+    free(t->lz);
+}
+
+/* Add D to [lo, hi) within node X covering [nl, nr). */
+static void
+seg_add(seg *t, size_t x, size_t nl, size_t nr, size_t lo, size_t hi, double d)
+{
+    size_t mid;
+
+    if (hi <= nl || nr <= lo)
+        return;
+    if (lo <= nl && nr <= hi) {
+        t->mx[x] += d;
+        t->lz[x] += d;
+        return;
+    }
+    mid = (nl + nr) / 2;
+    seg_add(t, 2 * x, nl, mid, lo, hi, d);
+    seg_add(t, 2 * x + 1, mid, nr, lo, hi, d);
+    t->mx[x] = fmax(t->mx[2 * x], t->mx[2 * x + 1]) + t->lz[x];
+}
+
+static double
+seg_max(const seg *t, size_t x, size_t nl, size_t nr, size_t lo, size_t hi)
+{
+    size_t mid;
+
+    if (hi <= nl || nr <= lo)
+        return -INFINITY;
+    if (lo <= nl && nr <= hi)
+        return t->mx[x];
+    mid = (nl + nr) / 2;
+    return fmax(seg_max(t, 2 * x, nl, mid, lo, hi), seg_max(t, 2 * x + 1, mid, nr, lo, hi)) +
+           t->lz[x];
+}
+
+/* The memory of the complete assignment X at every binding point, into TOT (nbind). */
+static void
+memory_of(const as_heur *h, const size_t *x, double *tot)
+{
+    size_t u, i;
+    double acc = 0;
+
+    memset(tot, 0, (h->nbind + 1) * sizeof *tot);
+    for (u = 0; u < h->nu; u++)
+        for (i = h->rstart[u]; i < h->rstart[u + 1]; i++) {
+            tot[h->run[i].lo] += h->run[i].dm[x[u]];
+            tot[h->run[i].hi] -= h->run[i].dm[x[u]];
+        }
+    for (i = 0; i < h->nbind; i++) {
+        acc += tot[i];
+        tot[i] = h->base[i] + acc;
+    }
+}
+
+/* Memory at every binding point still fits if unit U moves from strategy A to B. */
+static int
+move_fits(const as_heur *h, const seg *t, size_t u, size_t a, size_t b)
+{
+    size_t i;
+
+    for (i = h->rstart[u]; i < h->rstart[u + 1]; i++) {
+        const as_hrun *r = &h->run[i];
+        double d = r->dm[b] - r->dm[a];
+        if (d > 0 && seg_max(t, 1, 0, t->size, r->lo, r->hi) + d > h->cap)
             return 0;
     }
     return 1;
 }
 
 static void
-move_apply(const as_heur *h, double *tot, size_t *x, size_t u, size_t b)
+move_apply(const as_heur *h, seg *t, size_t *x, size_t u, size_t b)
 {
     size_t i;
 
-    for (i = h->hstart[u]; i < h->hstart[u + 1]; i++)
-        tot[h->hm[i].point] += h->hm[i].dm[b] - h->hm[i].dm[x[u]];
+    for (i = h->rstart[u]; t->n > 0 && i < h->rstart[u + 1]; i++) {
+        const as_hrun *r = &h->run[i];
+        double d = r->dm[b] - r->dm[x[u]];
+        if (d != 0)
+            seg_add(t, 1, 0, t->size, r->lo, r->hi, d);
+    }
     x[u] = b;
+}
+
+/* Memory still fits if U moves from A0 to A and W from B0 to B together: a merge of the
+   two units' runs (each in increasing order) into pieces where both deltas are constant. */
+static int
+pair_fits(const as_heur *h, const seg *t, size_t u, size_t a0, size_t a, size_t w, size_t b0,
+          size_t b)
+{
+    size_t i = h->rstart[u], ie = h->rstart[u + 1], j = h->rstart[w], je = h->rstart[w + 1];
+    size_t pos = 0;
+
+    while (i < ie || j < je) {
+        const as_hrun *ru = i < ie ? &h->run[i] : NULL, *rw = j < je ? &h->run[j] : NULL;
+        size_t lo = SIZE_MAX, hi = SIZE_MAX;
+        double d = 0;
+        /* the next piece starts at the first uncovered point of either run */
+        if (ru != NULL)
+            lo = ru->lo > pos ? ru->lo : pos;
+        if (rw != NULL) {
+            size_t lw = rw->lo > pos ? rw->lo : pos;
+            lo = lw < lo ? lw : lo;
+        }
+        if (ru != NULL && ru->lo <= lo) {
+            d += ru->dm[a] - ru->dm[a0];
+            hi = ru->hi;
+        } else if (ru != NULL)
+            hi = ru->lo;
+        if (rw != NULL && rw->lo <= lo) {
+            d += rw->dm[b] - rw->dm[b0];
+            hi = rw->hi < hi ? rw->hi : hi;
+        } else if (rw != NULL)
+            hi = rw->lo < hi ? rw->lo : hi;
+        if (d > 0 && seg_max(t, 1, 0, t->size, lo, hi) + d > h->cap)
+            return 0;
+        pos = hi;
+        if (ru != NULL && ru->hi <= pos)
+            i++;
+        if (rw != NULL && rw->hi <= pos)
+            j++;
+    }
+    return 1;
 }
 
 /*
@@ -366,10 +557,10 @@ move_apply(const as_heur *h, double *tot, size_t *x, size_t u, size_t b)
  * number of moves made.
  */
 static size_t
-pair_moves(const as_heur *h, size_t *x, double *tot)
+pair_moves(const as_heur *h, size_t *x, seg *tot)
 {
     size_t u, i, moves = 0, kmax = 1;
-    double *cu, *cw, *t2 = as_xcalloc(h->nbind + 1, sizeof *t2);
+    double *cu, *cw;
 
     for (u = 0; u < h->nu; u++)
         kmax = h->k[u] > kmax ? h->k[u] : kmax;
@@ -400,16 +591,8 @@ pair_moves(const as_heur *h, size_t *x, double *tot)
                     double c = cu[a] + cw[b] + PAIR_R(a, b);
                     if (!(c < best - 1e-12 * fabs(best)))
                         continue;
-                    if (h->nbind > 0) { /* both move: memory as two moves */
-                        size_t q;
-                        if (!move_fits(h, tot, u, a0, a))
-                            continue;
-                        memcpy(t2, tot, h->nbind * sizeof *t2);
-                        for (q = h->hstart[u]; q < h->hstart[u + 1]; q++)
-                            t2[h->hm[q].point] += h->hm[q].dm[a] - h->hm[q].dm[a0];
-                        if (!move_fits(h, t2, w, b0, b))
-                            continue;
-                    }
+                    if (h->nbind > 0 && !pair_fits(h, tot, u, a0, a, w, b0, b))
+                        continue;
                     best = c;
                     ba = a;
                     bb = b;
@@ -424,8 +607,142 @@ pair_moves(const as_heur *h, size_t *x, double *tot)
         }
     free(cu);
     free(cw);
-    free(t2);
     return moves;
+}
+
+/*
+ * Chain moves (ejection chains): unit U takes strategy S, then the units around it
+ * answer in breadth-first order, each with its best strategy against the others', up to
+ * CHAIN_DEPTH links away and CHAIN_UNITS units; the chain is kept if the plan got cheaper
+ * and still fits.  This is how a run of ops leaves data parallelism for Megatron's
+ * column-then-row pattern together, which no single or pair move can do.
+ */
+#define CHAIN_DEPTH 4
+#define CHAIN_UNITS 48
+
+typedef struct chain {
+    size_t *in;     /* nu: stamp of the chain a unit is in */
+    size_t *old;    /* nu: its strategy before the chain */
+    size_t *list, *depth, n, stamp;
+    double *tot;    /* nbind + 1 */
+} chain;
+
+/* Cost change of the units in C->list moving from C->old to X. */
+static double
+chain_delta(const as_heur *h, const chain *c, const size_t *x)
+{
+    size_t j, i;
+    double d = 0;
+
+    for (j = 0; j < c->n; j++) {
+        size_t w = c->list[j], kw = h->k[w];
+        d += h->cost[w][x[w]] - h->cost[w][c->old[w]];
+        for (i = h->lstart[w]; i < h->lstart[w + 1]; i++) {
+            const as_hlink *l = &h->link[i];
+            size_t o = l->other, on, oo, an, ao;
+            int oin = c->in[o] == c->stamp;
+            if (oin && o < w)
+                continue; /* both ends moved: once */
+            on = x[o];
+            oo = oin ? c->old[o] : x[o];
+            an = l->own_is_u ? x[w] * l->ko + on : on * kw + x[w];
+            ao = l->own_is_u ? c->old[w] * l->ko + oo : oo * kw + c->old[w];
+            if (l->r != NULL)
+                d += l->r[an] - l->r[ao];
+            else if (l->bad[an])
+                return INFINITY;
+        }
+    }
+    return d;
+}
+
+static size_t
+chain_moves(const as_heur *h, size_t *x, chain *c)
+{
+    size_t u, s, j, i, moves = 0;
+
+    for (u = 0; u < h->nu; u++)
+        for (s = 0; s < h->k[u]; s++) {
+            size_t head = 0;
+            if (s == x[u] || !isfinite(h->cost[u][s]))
+                continue;
+            c->stamp++;
+            c->n = 0;
+            c->in[u] = c->stamp;
+            c->old[u] = x[u];
+            c->list[c->n] = u;
+            c->depth[c->n++] = 0;
+            x[u] = s;
+            while (head < c->n) {
+                size_t w = c->list[head], dw = c->depth[head++];
+                if (dw >= CHAIN_DEPTH)
+                    continue;
+                for (i = h->lstart[w]; i < h->lstart[w + 1] && c->n < CHAIN_UNITS; i++) {
+                    size_t o = h->link[i].other, b = x[o], t;
+                    double bc;
+                    if (c->in[o] == c->stamp)
+                        continue;
+                    bc = as_heur_step_cost(h, x, o, b);
+                    for (t = 0; t < h->k[o]; t++) {
+                        double ct = t == x[o] ? bc : as_heur_step_cost(h, x, o, t);
+                        if (ct < bc - 1e-12 * fabs(bc)) {
+                            bc = ct;
+                            b = t;
+                        }
+                    }
+                    if (b == x[o])
+                        continue;
+                    c->in[o] = c->stamp;
+                    c->old[o] = x[o];
+                    c->list[c->n] = o;
+                    c->depth[c->n++] = dw + 1;
+                    x[o] = b;
+                }
+            }
+            {
+                double d = chain_delta(h, c, x);
+                int keep = d < -1e-12 * fabs(h->share[u] + 1e-300) && d < 0;
+                if (keep && h->nbind > 0) {
+                    memory_of(h, x, c->tot);
+                    for (j = 0; j < h->nbind && keep; j++)
+                        keep = c->tot[j] <= h->cap;
+                }
+                if (keep) {
+                    moves++;
+                    continue;
+                }
+                for (j = 0; j < c->n; j++)
+                    x[c->list[j]] = c->old[c->list[j]];
+            }
+        }
+    return moves;
+}
+
+int
+as_heur_chain(const as_heur *h, size_t *x, int max_rounds)
+{
+    chain c = {0};
+    size_t moves = 0, m;
+    int r;
+
+    c.in = as_xcalloc(h->nu + 1, sizeof *c.in);
+    c.old = as_xcalloc(h->nu + 1, sizeof *c.old);
+    c.list = as_xcalloc(CHAIN_UNITS + 1, sizeof *c.list);
+    c.depth = as_xcalloc(CHAIN_UNITS + 1, sizeof *c.depth);
+    c.tot = as_xcalloc(h->nbind + 1, sizeof *c.tot);
+    for (r = 0; r < max_rounds; r++) {
+        m = chain_moves(h, x, &c);
+        moves += m;
+        if (m == 0)
+            break;
+        as_heur_improve(h, x, 20);
+    }
+    free(c.in);
+    free(c.old);
+    free(c.list);
+    free(c.depth);
+    free(c.tot);
+    return moves > 0;
 }
 
 int
@@ -437,15 +754,15 @@ as_heur_improve(const as_heur *h, size_t *x, int max_sweeps)
 int
 as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pairs)
 {
-    double *tot = as_xcalloc(h->nbind + 1, sizeof *tot);
-    size_t u, s, i, moves = 0;
+    double *mem = as_xcalloc(h->nbind + 1, sizeof *mem);
+    seg tree = {0}, *tot = &tree;
+    size_t u, s, moves = 0;
     int sweep, changed = 1, pairs = 0;
 
-    for (i = 0; i < h->nbind; i++)
-        tot[i] = h->base[i];
-    for (u = 0; u < h->nu; u++)
-        for (i = h->hstart[u]; i < h->hstart[u + 1]; i++)
-            tot[h->hm[i].point] += h->hm[i].dm[x[u]];
+    if (h->nbind > 0) {
+        memory_of(h, x, mem);
+        seg_init(tot, mem, h->nbind);
+    }
     for (sweep = 0; changed && sweep < max_sweeps; sweep++) {
         changed = 0;
         for (u = 0; u < h->nu; u++) {
@@ -476,6 +793,7 @@ as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pairs)
             changed = pm > 0;
         }
     }
-    free(tot);
+    seg_free(tot);
+    free(mem);
     return (int)(moves > 0);
 }

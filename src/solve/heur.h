@@ -36,6 +36,13 @@ typedef struct as_hmem {
     const double *dm; /**< k entries: bytes above the unit's cheapest strategy */
 } as_hmem;
 
+/** The same, as runs: the points [lo, hi) where a unit adds the same bytes (a weight
+    or an optimizer state is resident at every point: one run instead of thousands). */
+typedef struct as_hrun {
+    size_t lo, hi;
+    const double *dm; /**< k entries (shared with the first as_hmem of the run) */
+} as_hrun;
+
 typedef struct as_heur {
     const as_problem *p;
     size_t n, nu;          /**< nodes, units */
@@ -48,6 +55,8 @@ typedef struct as_heur {
     as_hlink *link;
     size_t *hstart;        /**< memory of unit u: hm[hstart[u] .. hstart[u+1]) */
     as_hmem *hm;
+    size_t *rstart;        /**< runs of unit u: run[rstart[u] .. rstart[u+1]) */
+    as_hrun *run;
     size_t nbind;          /**< liveness points that can bind */
     double *base;          /**< nbind: resident + the cheapest strategy of every entry */
     double cap;            /**< budget plus the tolerance as_problem_check allows; INFINITY
@@ -86,6 +95,23 @@ void as_heur_greedy(const as_heur *h, size_t *x, double lambda);
 int as_heur_improve(const as_heur *h, size_t *x, int max_sweeps);
 /** as_heur_improve with pair moves only if USE_PAIRS (single moves are much cheaper). */
 int as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pairs);
+
+/**
+ * The objective of the complete assignment X as the units see it (own costs plus every
+ * link once; the problem's constant not included), or INFINITY if an alias forbids it or
+ * a binding liveness point exceeds the budget.  TOT: nbind doubles of scratch (may be
+ * NULL without a budget).  O(units + links + memory entries): cheaper than
+ * as_problem_check on the expanded plan, which it agrees with up to the constant.
+ */
+double as_heur_eval(const as_heur *h, const size_t *x, double *tot);
+
+/**
+ * Chain moves: a unit takes another strategy and the units around it answer with their
+ * best strategies, breadth first over a few links; kept if cheaper and within the
+ * budget; each round followed by as_heur_improve, until a round keeps nothing or
+ * MAX_ROUNDS ran.  Never makes X dearer.  1 if X changed.
+ */
+int as_heur_chain(const as_heur *h, size_t *x, int max_rounds);
 
 /** Expand a unit assignment X into a node assignment CHOICE (n entries). */
 void as_heur_expand(const as_heur *h, const size_t *x, size_t *choice);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "solve/solver.h"
+#include "formulate/group.h"
 
 #define OBJ_RTOL 1e-6
 
@@ -660,6 +661,11 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
         rc = solve_trivial(p, rp, red, res, err);
     else
         rc = solve_loop(p, rp, red, o, t0, res, err); /* the limit covers the reductions */
+    if (rc == AS_OK && o->groups != NULL && res->nplans == 1) { /* k-best: plans stay apart */
+        as_plan *pl = &res->plans[0];
+        if (as_group_settle(o->groups, p, pl->choice, &pl->objective, &pl->peak) > 0)
+            pl->gap = as_rel_gap(pl->objective, pl->bound);
+    }
 out:
     res->total_s = as_now() - t0;
     if (rc != AS_OK)

@@ -120,6 +120,8 @@ typedef struct as_solve_opts {
     size_t top;                  /**< plans wanted (k-best), default 1 */
     const char *const *params;   /**< "solver/key=value" */
     size_t nparams;
+    struct as_group_result *groups; /**< tied classes of P: the plan is made uniform where
+                                         that costs nothing (as_group_settle); NULL = none */
 } as_solve_opts;
 
 void as_solve_opts_init(as_solve_opts *o);

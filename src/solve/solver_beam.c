@@ -521,6 +521,7 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
                 if (pass == 0 && data->polish) {
                     memcpy(xp, x, h.nu * sizeof *x);
                     as_heur_improve(&h, xp, 100);
+                    as_heur_chain(&h, xp, 5);
                     as_heur_expand(&h, xp, choice);
                 } else {
                     as_heur_expand(&h, x, choice);

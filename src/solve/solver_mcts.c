@@ -33,8 +33,9 @@ struct as_solver_data {
     double episodes; /**< "mcts/episodes", default 1000 */
     double c;        /**< "mcts/c": UCT exploration constant, default 0.2 */
     double eps;      /**< "mcts/eps": random choice in rollouts, default 0.02 */
-    int polish;      /**< "mcts/polish": 0 never, 1 plans better than any before, 2 every
-                          rollout; default (-1) 2 up to AUTO_UNITS units, else 1 */
+    int polish;      /**< "mcts/polish": 0 never; 1 plans better than any before (single
+                          and pair moves); 2 also every rollout (single moves); default
+                          (-1) 2 up to AUTO_UNITS units, else 1 */
 };
 
 static AS_DECL_SOLVER_NEW(mcts_new)
@@ -209,9 +210,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
     as_heur h;
     mcts m;
-    size_t u, s, d, ep, *x, *xd, *path, *choice, *choice2, *best = NULL;
+    size_t u, s, d, ep, *x, *xd, *path, *choice, *best = NULL;
     size_t nepi = (size_t)data->episodes;
-    double ref = 0, bestobj = INFINITY, bestraw = INFINITY, t0 = as_now(), *gshare, obj;
+    double ref = 0, bestobj = INFINITY, bestraw = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
+    double *tot;
     int pol;
 
     as_heur_init(&h, p);
@@ -240,9 +242,9 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     xd = as_xcalloc(h.nu + 1, sizeof *xd);
     path = as_xcalloc(m.ng + 2, sizeof *path);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
-    choice2 = as_xcalloc(h.n + 1, sizeof *choice2);
     pol = data->polish >= 0 ? data->polish : h.nu <= AUTO_UNITS ? 2 : 1;
     best = as_xcalloc(h.n + 1, sizeof *best);
+    tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
     for (ep = 0; ep < nepi; ep++) {
         size_t node = 0, np = 0;
@@ -291,40 +293,42 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
         rollout(&m, x, ep == 0 ? 0 : data->eps, 0);
         if (pol == 2)
-            as_heur_improve(&h, x, 20);
-        as_heur_expand(&h, x, choice);
-        r = 0;
-        if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK) {
+            as_heur_improve_ex(&h, x, 20, 1);
+        val = as_heur_eval(&h, x, tot);
+        if (!isfinite(val)) {
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
             rollout(&m, x, 0, INFINITY);
             if (pol == 2)
+                as_heur_improve_ex(&h, x, 20, 1);
+            val = as_heur_eval(&h, x, tot);
+        }
+        r = 0;
+        obj = INFINITY;
+        if (isfinite(val) && (isinf(bestraw) || val < bestraw - 1e-12 * fabs(bestraw))) {
+            /* better than any rollout before: polish (pair moves too) and check it on
+               the problem itself, which alone decides what becomes the plan */
+            bestraw = val;
+            if (pol > 0) {
                 as_heur_improve(&h, x, 20);
+                as_heur_chain(&h, x, 3);
+            }
             as_heur_expand(&h, x, choice);
             if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK)
                 obj = INFINITY;
-        }
-        if (pol == 1 && isfinite(obj) && obj < bestraw) {
-            /* better than any rollout before: worth polishing */
-            double o2;
-            bestraw = obj;
-            as_heur_improve(&h, x, 20);
-            as_heur_expand(&h, x, choice2);
-            if (as_problem_check(p, choice2, &o2, NULL, NULL) == AS_OK && o2 < obj) {
-                size_t *t = choice;
-                choice = choice2;
-                choice2 = t;
-                obj = o2;
+            else
+                off = obj - as_heur_eval(&h, x, tot);
+            if (isfinite(obj) && obj < bestobj) {
+                bestobj = obj;
+                memcpy(best, choice, h.n * sizeof *best);
             }
+        } else if (isfinite(val)) {
+            obj = val + off;
         }
         if (isfinite(obj)) {
             if (ref == 0)
                 ref = fmax(obj, 1e-300);
             r = ref / fmax(obj, 1e-300);
-            if (obj < bestobj) {
-                bestobj = obj;
-                memcpy(best, choice, h.n * sizeof *best);
-            }
         }
         for (u = 0; u < np; u++) {
             m.t[path[u]].n += 1;
@@ -337,6 +341,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         for (u = 0; u < h.n; u++)
             x[h.unit[u]] = best[u];
         as_heur_improve(&h, x, 50);
+        as_heur_chain(&h, x, 10);
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK && obj < bestobj) {
             bestobj = obj;
@@ -368,7 +373,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(x);
     free(path);
     free(choice);
-    free(choice2);
+    free(tot);
     free(best);
     as_heur_free(&h);
     return AS_OK;

@@ -310,6 +310,7 @@ typedef struct op_enum {
     as_shape *lin; /* [nin] scratch */
     /* matmul naming */
     int is_matmul, contract_a, contract_b, col_b;
+    int pass; /* rule id of the partial pass-through of a linear op (rs->nrules), or -1 */
 } op_enum;
 
 static int
@@ -430,7 +431,10 @@ strategy_name(const op_enum *e, const int *rule, int resolve, sbuf *s)
                 sb_put(&axes, "%s%s", l > k ? "," : "", as_mesh_axis_name(e->ctx->mesh, l));
         if (any++)
             sb_put(s, "+");
-        rule_label(e, &e->rs->rules[rule[k]], axes.b, s);
+        if (rule[k] == e->pass)
+            sb_put(s, "partial(%s)", axes.b);
+        else
+            rule_label(e, &e->rs->rules[rule[k]], axes.b, s);
     }
     if (!any)
         sb_put(s, "rep");
@@ -523,6 +527,28 @@ push_resolved(op_enum *e, const int *rule, const as_spec *in, const as_spec *out
     }
 }
 
+/*
+ * Ops linear in all their inputs together (f(a1 + a2, b1 + b2) = f(a1, b1) + f(a2, b2)):
+ * partial sums pass through them, so the sum of three partial input gradients (separate q,
+ * k, v projections) is resolved once, where a non-linear op needs it, as Alpa's
+ * associative-dot reassociation does.  bias_add's bias is made partial too (free: one device
+ * keeps it, the others hold zeros).
+ */
+static int
+op_linear(const as_opinfo *info)
+{
+    static const char *const lin[] = {"add", "sub", "bias_add", "neg", "identity", "scale",
+                                      "reshape", "transpose", "reduce_sum", "broadcast"};
+    size_t i;
+
+    if (info->nout != 1 && info->nout != 0)
+        return 0;
+    for (i = 0; i < sizeof lin / sizeof lin[0]; i++)
+        if (strcmp(info->def->name, lin[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* Build the strategy of assignment RULE (per axis), if valid. */
 static void
 enum_assignment(op_enum *e, const int *rule)
@@ -537,14 +563,19 @@ enum_assignment(op_enum *e, const int *rule)
 
     for (k = 0; k < naxes; k++)
         for (l = k + 1; l < naxes; l++)
-            if (rule[k] >= 0 && rule[l] >= 0 && rule[k] != rule[l] &&
+            if (rule[k] >= 0 && rule[l] >= 0 && rule[k] != rule[l] && rule[k] != e->pass &&
+                rule[l] != e->pass &&
                 !rules_compatible(e, &e->rs->rules[rule[k]], &e->rs->rules[rule[l]]))
                 return;
     for (j = 0; j < info->nin; j++) {
         as_spec_replicated(&in[j], info->in[j].rank, naxes);
         for (k = 0; k < naxes; k++)
-            if (rule[k] >= 0 && e->rs->rules[rule[k]].in_dim[j] >= 0)
+            if (rule[k] >= 0 && rule[k] == e->pass) {
+                in[j].axis[k] = AS_SPEC_P;
+                in[j].partial[k] = (uint8_t)AS_PARTIAL_SUM;
+            } else if (rule[k] >= 0 && e->rs->rules[rule[k]].in_dim[j] >= 0) {
                 in[j].axis[k] = e->rs->rules[rule[k]].in_dim[j];
+            }
         if (!as_spec_fits(&in[j], &info->in[j], m) ||
             (strat_space == AS_SPACE_ALPA && spec_multi_axis(&in[j])))
             return;
@@ -556,6 +587,11 @@ enum_assignment(op_enum *e, const int *rule)
             const as_combine *c;
             if (rule[k] < 0)
                 continue;
+            if (rule[k] == e->pass) { /* partial sums in, partial sums out */
+                out[o].axis[k] = AS_SPEC_P;
+                out[o].partial[k] = (uint8_t)AS_PARTIAL_SUM;
+                continue;
+            }
             c = &e->rs->rules[rule[k]].out[o];
             if (combine_is_reduce(c->kind)) {
                 out[o].axis[k] = AS_SPEC_P;
@@ -586,7 +622,7 @@ enum_assignment(op_enum *e, const int *rule)
     /* halo exchange: send the overlapping rows of every split input to a neighbour */
     for (k = 0; k < naxes; k++) {
         const as_shard_rule *r;
-        if (rule[k] < 0 || (r = &e->rs->rules[rule[k]])->halo <= 0)
+        if (rule[k] < 0 || rule[k] == e->pass || (r = &e->rs->rules[rule[k]])->halo <= 0)
             continue;
         for (j = 0; j < info->nin; j++) {
             int d = r->in_dim[j];
@@ -600,7 +636,8 @@ enum_assignment(op_enum *e, const int *rule)
     /* block outputs are gathered inside the op: one piece of each block is no spec */
     for (o = 0; o < e->nout; o++)
         for (k = naxes - 1; k >= 0; k--)
-            if (rule[k] >= 0 && e->rs->rules[rule[k]].out[o].kind == AS_COMBINE_BLOCK &&
+            if (rule[k] >= 0 && rule[k] != e->pass &&
+                e->rs->rules[rule[k]].out[o].kind == AS_COMBINE_BLOCK &&
                 out[o].axis[k] >= 0) {
                 comm += as_cost_collective(
                     e->ctx->cm, AS_COLL_ALL_GATHER,
@@ -661,6 +698,7 @@ as_strat_op(as_strat_ctx *ctx, const as_opinfo *info, const as_strategy_set **ou
         return as_errf(err, AS_EINTERNAL, "%s: rule set arity %d/%d differs from op %d/%d",
                        info->def->name, e.rs->nin, e.rs->nout, info->nin, e.nout);
     enum_matmul_dims(&e);
+    e.pass = op_linear(info) ? e.rs->nrules : -1;
     e.in = as_xcalloc((size_t)info->nin + 1, sizeof *e.in);
     e.lin = as_xcalloc((size_t)info->nin + 1, sizeof *e.lin);
     for (k = 0; k < naxes; k++)
@@ -668,7 +706,8 @@ as_strat_op(as_strat_ctx *ctx, const as_opinfo *info, const as_strategy_set **ou
     for (;;) {
         enum_assignment(&e, rule);
         for (k = naxes - 1; k >= 0; k--) {
-            if (as_mesh_axis_size(ctx->mesh, k) > 1 && rule[k] + 1 < e.rs->nrules) {
+            if (as_mesh_axis_size(ctx->mesh, k) > 1 &&
+                rule[k] + 1 < e.rs->nrules + (e.pass >= 0)) {
                 rule[k]++;
                 break;
             }

@@ -38,20 +38,23 @@ as solve "$T/gpt.asg" --mesh 2x2
 ok $(grep -Eq '^peak memory  .* per device \(budget none; ILP rows .*\)$' "$T/out" && echo 0 || echo 1) \
     "summary: the simulator's peak and the ILP rows' peak"
 
-# a budget below the unconstrained plan's peak: the resharded copies the first plan
-# makes go into the rows and the plan solved again fits when simulated
+# a budget below the unconstrained plan's peak (910.18 MiB since partial sums pass
+# through linear ops, 958.16 MiB before): the resharded copies the first plan makes go
+# into the rows and the plan solved again fits when simulated
 as gen gpt2-small --layers 2 --train --batch 8 --precision fp32 -o "$T/s2.asg"
-as solve "$T/s2.asg" --mesh 2x4 --memory 920MiB -o "$T/s2.json"
+as solve "$T/s2.asg" --mesh 2x4 -o "$T/s2u.json"
+u=$(plan_peak "$T/s2u.json")
+as solve "$T/s2.asg" --mesh 2x4 --memory 900MiB -o "$T/s2.json"
 s=$rc
 grep -q '^refit .*resharded copies now in [0-9]* more rows, solving again$' "$T/out" || s=1
 p=$(plan_peak "$T/s2.json")
-as simulate "$T/s2.asg" --plan "$T/s2.json" --json --capacity 964689920
+as simulate "$T/s2.asg" --plan "$T/s2.json" --json --capacity 943718400
 [ $rc -eq 0 ] || s=1
 grep -q '"oom": true' "$T/out" && s=1
 q=$(sim_peak)
 close "${p:-0}" "${q:-0}" || s=1
-awk -v q="${q:-1e99}" 'BEGIN{exit !(q <= 920*1048576)}' || s=1
-ok $s "budget 920 MiB: refit, and the plan fits when simulated (${q:-?} bytes)"
+awk -v q="${q:-1e99}" -v u="${u:-0}" 'BEGIN{exit !(q <= 900*1048576 && u > 900*1048576)}' || s=1
+ok $s "budget 900 MiB (unconstrained ${u:-?}): refit, and the plan fits when simulated (${q:-?} bytes)"
 
 # a budget no plan meets: exit 3, one line
 as solve "$T/s2.asg" --mesh 2x4 --memory 300MiB

@@ -60,7 +60,8 @@ a=$(grep '^objective' "$T/out" | awk '{print $2}')
 ok $([ $rc -eq 0 ] && awk "BEGIN{exit !($a >= $d)}" && echo 0 || echo 1) \
     "alpa's space is a subset: its optimum ($a) is no cheaper than the default's ($d)"
 as strategies "$T/g2.asg" --mesh 2x2 --strategy-space alpa
-ok $([ $rc -eq 0 ] && ! grep -q '(x,y)\|(y,x)' "$T/out" && echo 0 || echo 1) \
+# partial(x,y) (a partial sum over both axes passing through a linear op) splits no dim
+ok $([ $rc -eq 0 ] && ! sed 's/partial([xy,]*)//g' "$T/out" | grep -q '(x,y)\|(y,x)' && echo 0 || echo 1) \
     "strategies --strategy-space alpa: no dim over both axes"
 as strategies "$T/g2.asg" --mesh 2x2
 ok $([ $rc -eq 0 ] && grep -q '(x,y)' "$T/out" && echo 0 || echo 1) "the default space has them"

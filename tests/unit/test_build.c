@@ -585,6 +585,7 @@ test_group(void)
             continue;
         }
         ok(gt.groups != NULL && gt.groups->nclass == 1 && gt.groups->cls[0].nblocks == 3 &&
+               gt.groups->period == AS_GROUP_PERIOD && gt.groups->cls[0].sets == 2 &&
                strcmp(gt.groups->cls[0].first, "h.0") == 0 &&
                strcmp(gt.groups->cls[0].last, "h.2") == 0 && gt.groups->followers > 0,
            "mesh %s: the 3 layers h.0..h.2 are found and tied (%zu follow links)", meshes[m],
@@ -599,11 +600,19 @@ test_group(void)
                "mesh %s: tied, plain ILP with follow rows = reduced", meshes[m]);
 #endif
         as_solve_opts_init(&o);
+        o.groups = gt.groups;
         if (as_solve_problem(gt.p, &o, &r, &err) == AS_OK && r.nplans > 0) {
             int good = as_problem_check(gn.p, r.plans[0].choice, &obj, NULL, &err) == AS_OK;
+            const as_group_class *k = &gt.groups->cls[0];
+            size_t j, same = 0;
             ok(good && fabs(obj - tied) <= 1e-9 * fabs(tied),
                "mesh %s: the tied plan is a plan of the untied problem, objective %.12g",
                meshes[m], obj);
+            for (j = 0; j < k->nodes; j++)
+                same += r.plans[0].choice[k->lead[0][j]] == r.plans[0].choice[k->lead[1][j]];
+            ok(gt.groups->settled == 1 && same == k->nodes,
+               "mesh %s: even and odd layers settled to one plan (%zu of %zu nodes alike)",
+               meshes[m], same, k->nodes);
             as_solve_result_free(&r);
         } else {
             ok(0, "mesh %s: solve tied: %s", meshes[m], err.msg);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solve/heur.h"
 #include "solve/solver.h"
 #include "tap.h"
 
@@ -230,6 +231,56 @@ test_params(void)
     as_problem_free(p);
 }
 
+/*
+ * One truth: the units' view of a plan (as_heur_eval: costs, links, memory as runs of
+ * binding points) gives the problem's objective minus its offset, and calls a plan over
+ * the budget exactly when as_problem_check does; local improvement never makes a plan
+ * dearer or pushes it over the budget.
+ */
+static void
+test_eval(int i)
+{
+    as_problem *p = instance(i);
+    as_heur h;
+    size_t *x, *choice, u, t, agree = 0, same = 0, nfeas = 0, better = 0, tries = 200;
+    double *tot;
+    uint64_t r = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+
+    as_heur_init(&h, p);
+    x = calloc(h.nu + 1, sizeof *x);
+    choice = calloc(h.n + 1, sizeof *choice);
+    tot = calloc(h.nbind + 1, sizeof *tot);
+    for (t = 0; t < tries; t++) {
+        double v, obj = NAN, v2, obj2 = NAN;
+        int okc;
+        for (u = 0; u < h.nu; u++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            x[u] = (size_t)(r >> 33) % h.k[u];
+        }
+        v = as_heur_eval(&h, x, tot);
+        as_heur_expand(&h, x, choice);
+        okc = as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK;
+        agree += okc == (isfinite(v) != 0);
+        if (!okc)
+            continue;
+        nfeas++;
+        same += fabs(v + as_problem_offset(p) - obj) <= 1e-9 * fmax(1, fabs(obj));
+        as_heur_improve(&h, x, 20);
+        v2 = as_heur_eval(&h, x, tot);
+        as_heur_expand(&h, x, choice);
+        better += as_problem_check(p, choice, &obj2, NULL, NULL) == AS_OK && obj2 <= obj + 1e-9 &&
+                  fabs(v2 + as_problem_offset(p) - obj2) <= 1e-9 * fmax(1, fabs(obj2));
+    }
+    ok(agree == tries && same == nfeas && better == nfeas,
+       "instance %d: as_heur_eval = as_problem_check on %zu random plans (%zu fit: same "
+       "objective %zu, improved and still fitting %zu)", i, agree, nfeas, same, better);
+    free(x);
+    free(choice);
+    free(tot);
+    as_heur_free(&h);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -240,6 +291,7 @@ main(void)
         test_beam_exact(i, 0);
         test_beam_exact(i, AS_REDUCE_ALL);
         test_valid(i);
+        test_eval(i);
     }
     test_mcts_seed();
     test_megatron("mlp4l-alpa-m4.json");

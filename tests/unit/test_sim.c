@@ -327,6 +327,10 @@ test_deadlock(void)
     expect_error(order, 0, "line 2 's' waits for line 3 'c'", "one stream: program-order deadlock");
 }
 
+/* 60 more fields: 4 + 60 is the limit, so one more is too many */
+#define FIELDS10 " a a a a a a a a a a"
+#define FIELDS60 FIELDS10 FIELDS10 FIELDS10 FIELDS10 FIELDS10 FIELDS10 " a"
+
 static void
 test_parse_errors(void)
 {
@@ -360,6 +364,21 @@ test_parse_errors(void)
         {"program x devices=2\ne: compute dev=0 time=1 color=red\n", "unknown key 'color'"},
         {"program x devices=2\nresident 0 w\n", "expected 'resident DEVICES NAME BYTES'"},
         {"program x devices=2\ne: send dev=0->0 tensor=q bytes=1\n", "device 0 listed twice"},
+        /* the one-pass tokenizer: control characters, field limit, repeated values */
+        {"program x devices=2\ne: compute dev=0 time=1\001\n",
+         "t.prog:2:24: unexpected control character"},
+        {"program x devices=2\ne: compute\tdev=0 \b time=1 # \001\n",
+         "t.prog:2:18: unexpected control character"},
+        {"program x devices=2\ne: compute dev=0 time=1" FIELDS60 "\001\n",
+         "t.prog:2:146: unexpected control character"},
+        {"program x devices=2\ne: compute dev=0 time=1" FIELDS60 "\n",
+         "t.prog:2:1: too many fields on one line (at most 64)"},
+        {"program x devices=2\na: compute dev=0,1 time=1 writes=h:1\n"
+         "b: compute dev=1 time=1 writes=h:1\n",
+         "t.prog:3:4: tensor 'h' on device 1 is already written at line 2"},
+        {"program x devices=2\na: compute dev=0 time=1 writes=h:1\n"
+         "b: compute dev=0 time=1 reads=h\nc: compute dev=1 time=1 reads=h\n",
+         "t.prog:4:31: tensor 'h' on device 1 is never produced"},
     };
     size_t i;
 
@@ -372,6 +391,50 @@ test_parse_errors(void)
                 bad[i].want))
             diag("  rc %d, message '%s'", rc, err.msg);
         as_sim_prog_free(p);
+    }
+}
+
+/* Buffers by device: a tensor's row grows both ways, a sparse one moves to the hash. */
+static void
+test_buffer_index(void)
+{
+    const char *t = "program sp devices=1000\n"
+                    "a: compute dev=500 time=1 writes=h:8\n"
+                    "b: compute dev=3 time=1 writes=h:8\n"   /* below the row: sparse, hashed */
+                    "c: compute dev=999 time=1 writes=h:8\n"
+                    "d: compute dev=10 time=1 writes=k:8\n"
+                    "e: compute dev=9 time=1 writes=k:8\n"   /* the row grows down */
+                    "f: compute dev=40 time=1 writes=k:8\n"  /* and up */
+                    "g: compute dev=3 time=1 reads=h\n"
+                    "h: compute dev=999 time=1 reads=h\n"
+                    "i: compute dev=500 time=1 reads=h,k\n"  /* k is never produced on 500 */
+                    "j: compute dev=9 time=1 reads=k\n";
+    const char *u = "program sp devices=1000\n"
+                    "a: compute dev=500 time=1 writes=h:8\n"
+                    "b: compute dev=3 time=1 writes=h:8\n"
+                    "c: compute dev=999 time=1 writes=h:8\n"
+                    "d: compute dev=10 time=1 writes=k:8\n"
+                    "e: compute dev=9 time=1 writes=k:8\n"
+                    "f: compute dev=40 time=1 writes=k:8\n"
+                    "g: compute dev=3 time=1 reads=h\n"
+                    "h: compute dev=999 time=1 reads=h\n"
+                    "i: compute dev=40,9,10 time=2 reads=k\n"
+                    "j: compute dev=500 time=1 reads=h\n"
+                    "k: compute dev=3 time=1 writes=h:8\n";
+    as_err err = {0};
+
+    expect_error(t, 1, "t.prog:10:33: tensor 'k' on device 500 is never produced",
+                 "sparse and growing rows: a read nobody produces");
+    expect_error(u, 1, "t.prog:12:4: tensor 'h' on device 3 is already written at line 3",
+                 "hashed tensor: written twice on one device");
+    /* without the last line: every read finds its buffer */
+    {
+        char v[1024];
+        const char *end = strstr(u, "k: compute");
+
+        memcpy(v, u, (size_t)(end - u));
+        v[end - u] = '\0';
+        is_double(sim_time(v, 1, &err), 3.0, 1e-12, "sparse and growing rows: every read found");
     }
 }
 
@@ -542,6 +605,7 @@ main(void)
     test_memory();
     test_deadlock();
     test_parse_errors();
+    test_buffer_index();
     test_distir();
     test_cache();
     test_split();
