@@ -9,7 +9,8 @@
  * 512 runs without a budget.  Per run: ILP size before and after the
  * reductions, time to build and reduce, solve time, status and gap, for GLPK
  * and CBC at the command line's default gap (1e-4), and the process's peak
- * RSS so far (CBC with a time limit runs in a child, not counted).
+ * RSS so far, and the largest solver child's (GLPK and CBC with a time limit
+ * run in a forked child).
  *
  *   bench_solve [-t SECONDS] [-g GAP] [-m MESH] [-d] [-s CASE]
  *
@@ -31,6 +32,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "formulate/build.h"
@@ -46,6 +48,17 @@ static const char *const solvers[] = {"glpk",
                                       "cbc",
 #endif
                                       NULL};
+
+/* Peak RSS of the largest child waited for (GLPK and CBC under a time limit), bytes. */
+static double
+children_rss(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0)
+        return 0;
+    return (double)ru.ru_maxrss * 1024.0;
+}
 
 /* Solve P with SOLVER under TLIM, print one line; the plan's peak (or -1). */
 static double
@@ -76,8 +89,8 @@ bench_run(const as_problem *p, struct as_group_result *groups, const char *solve
                r.plans[0].peak / (1024.0 * 1024 * 1024));
         peak = r.plans[0].peak;
     }
-    printf("  (wall %.2f s, peak RSS so far %.0f MiB)\n", as_now() - t0,
-           (double)as_peak_rss() / 1048576.0);
+    printf("  (wall %.2f s, peak RSS so far %.0f MiB, solver children %.0f MiB)\n",
+           as_now() - t0, (double)as_peak_rss() / 1048576.0, children_rss() / 1048576.0);
     fflush(stdout);
     as_solve_result_free(&r);
     return peak;
