@@ -18,31 +18,6 @@ as_pipe_role(const as_graph *g, int32_t o)
     return (f & AS_OF_OPTIMIZER) ? AS_PIPE_OPT : (f & AS_OF_BACKWARD) ? AS_PIPE_BWD : AS_PIPE_FWD;
 }
 
-/* Length of the layer key "SEG.N" of NAME (its first "SEG.N." with SEG non-empty and N
- * digits; graph/recompute.c names layers the same way), or 0; *START gets its offset. */
-static size_t
-pipe_layer_key(const char *name, size_t *start)
-{
-    const char *p = name;
-
-    while (*p) {
-        const char *seg = p, *dot = strchr(p, '.'), *q;
-        if (dot == NULL)
-            return 0;
-        q = dot + 1;
-        if (dot > seg && isdigit((unsigned char)*q)) {
-            while (isdigit((unsigned char)*q))
-                q++;
-            if (*q == '.') {
-                *start = (size_t)(seg - name);
-                return (size_t)(q - seg);
-            }
-        }
-        p = dot + 1;
-    }
-    return 0;
-}
-
 /* Forward op whose output tensor NAME ("d.X", "grad.X", "X.1") names; -2 - t for a declared
  * tensor t; -1 for none. */
 static int32_t
@@ -99,7 +74,7 @@ as_pipe_units(const as_graph *g, int by_layer, int *unit, int *tunit, int *nunit
             unit[o] = nk++;
             continue;
         }
-        if ((len = pipe_layer_key(op->name, &st)) > 0) {
+        if ((len = as_graph_layer_key(op->name, &st)) > 0) {
             for (j = nk - 1; j >= 0; j--)
                 if (klen[j] == len && memcmp(keys[j], op->name + st, len) == 0)
                     break;

@@ -236,6 +236,13 @@ const char *as_graph_strdup(as_graph *g, const char *s);
  */
 int as_graph_microbatch(const as_graph *g, int k, const int *mbdim, as_graph **out, as_err *err);
 
+/**
+ * The layer key "SEG.N" of an op or tensor NAME: its first "SEG.N." with SEG non-empty and
+ * N digits.  Returns the key's length (0 if NAME has none) and its offset in *START.
+ * Recomputation and pipeline stages name layers by it.
+ */
+size_t as_graph_layer_key(const char *name, size_t *start);
+
 /* Activation recomputation (graph/recompute.c). */
 typedef enum as_recompute {
     AS_RECOMPUTE_NONE = 0,

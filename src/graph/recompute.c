@@ -42,10 +42,8 @@ as_recompute_parse(const char *s, as_recompute *out)
     return 1;
 }
 
-/* Length of the layer key "SEG.N" of NAME (its first "SEG.N." with SEG an identifier part
- * and N digits), or 0; *START gets its offset. */
-static size_t
-rc_layer(const char *name, size_t *start)
+size_t
+as_graph_layer_key(const char *name, size_t *start)
 {
     const char *p = name;
 
@@ -71,7 +69,7 @@ rc_layer(const char *name, size_t *start)
 static int
 rc_same_layer(const as_graph *g, int32_t o, const char *key, size_t len)
 {
-    size_t st, n = rc_layer(g->ops.v[o].name, &st);
+    size_t st, n = as_graph_layer_key(g->ops.v[o].name, &st);
 
     return n == len && memcmp(g->ops.v[o].name + st, key, len) == 0;
 }
@@ -95,7 +93,7 @@ rc_core(const as_graph *g, const as_op *op)
 static int
 rc_uses_copy(const as_graph *g, const as_op *o, int32_t p)
 {
-    size_t st, len = rc_layer(o->name, &st);
+    size_t st, len = as_graph_layer_key(o->name, &st);
 
     return len > 0 && rc_same_layer(g, p, o->name + st, len);
 }
@@ -122,7 +120,7 @@ as_graph_recompute(const as_graph *g, as_recompute mode, as_graph **out, int *nl
         size_t st;
         const as_op *op = &g->ops.v[i];
         at[i] = leader[i] = -1;
-        if (!rc_fwd(op) || op->nout == 0 || rc_layer(op->name, &st) == 0)
+        if (!rc_fwd(op) || op->nout == 0 || as_graph_layer_key(op->name, &st) == 0)
             continue;
         any_layer = 1;
         cand[i] = mode == AS_RECOMPUTE_FULL || (mode == AS_RECOMPUTE_SELECTIVE && rc_core(g, op));
@@ -145,7 +143,7 @@ as_graph_recompute(const as_graph *g, as_recompute mode, as_graph **out, int *nl
             size_t st, len;
             if (p < 0 || !cand[p])
                 continue;
-            len = rc_layer(op->name, &st);
+            len = as_graph_layer_key(op->name, &st);
             if (len == 0 || !rc_same_layer(g, p, op->name + st, len))
                 continue; /* another layer's backward keeps reading the original */
             need[p] = 1;
@@ -165,7 +163,7 @@ as_graph_recompute(const as_graph *g, as_recompute mode, as_graph **out, int *nl
             if (p < 0 || !need[p] || at[p] >= 0 || !rc_uses_copy(g, op, p))
                 continue;
             /* every needed op of P's layer is copied before op I */
-            len = rc_layer(g->ops.v[p].name, &st);
+            len = as_graph_layer_key(g->ops.v[p].name, &st);
             nl++;
             for (q = 0; q < (int64_t)nops; q++)
                 if (need[q] && at[q] < 0 && rc_same_layer(g, (int32_t)q, g->ops.v[p].name + st, len))
