@@ -1343,13 +1343,14 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
         if (c->o.lim.time_limit_s > 0) { /* the limit covers every round */
             o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - t0);
             if (o.lim.time_limit_s <= 0) {
-                fprintf(stderr, "autoshard: no plan found that fits in %s per device before the "
-                        "time limit (%g s): the best plan needs %s with its resharded copies "
-                        "and partial sums\n", as_fmt_bytes(budget, b1, sizeof b1),
-                        c->o.lim.time_limit_s, as_fmt_bytes(res->plans[0].peak, b2, sizeof b2));
+                fprintf(stderr, "autoshard: stopped at the time limit (%g s) before a plan "
+                        "that fits in %s per device: the best plan needs %s with its resharded "
+                        "copies and partial sums\n", c->o.lim.time_limit_s,
+                        as_fmt_bytes(budget, b1, sizeof b1),
+                        as_fmt_bytes(res->plans[0].peak, b2, sizeof b2));
                 as_problem_set_memory(gp->p, budget);
                 as_solve_result_free(res);
-                return AS_EXIT_INFEAS;
+                return AS_EXIT_RUNTIME; /* out of time: not proven that no plan fits */
             }
         }
         as_problem_set_memory(gp->p, rb);
@@ -1358,12 +1359,21 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
             as_problem_set_memory(gp->p, budget);
             return AS_EXIT_RUNTIME;
         }
+        if (res->nplans == 0 && res->outcome != AS_OUTCOME_INFEASIBLE) {
+            fprintf(stderr, "autoshard: stopped at the time limit (%g s) before a plan that "
+                    "fits in %s per device: with the ILP's rows tightened to %s to leave room "
+                    "for resharded copies and partial sums, the solver found no plan in time\n",
+                    c->o.lim.time_limit_s, as_fmt_bytes(budget, b1, sizeof b1),
+                    as_fmt_bytes(rb, b2, sizeof b2));
+            as_problem_set_memory(gp->p, budget);
+            as_solve_result_free(res);
+            return AS_EXIT_RUNTIME; /* out of time: not proven that no plan fits */
+        }
         if (res->nplans == 0) {
             fprintf(stderr, "autoshard: no plan fits in %s per device: with the ILP's rows "
                     "tightened to %s to leave room for resharded copies and partial sums, "
-                    "%s\n", as_fmt_bytes(budget, b1, sizeof b1), as_fmt_bytes(rb, b2, sizeof b2),
-                    res->outcome == AS_OUTCOME_INFEASIBLE ? "no plan fits the rows"
-                                                         : "the solver found no plan in time");
+                    "no plan fits the rows\n", as_fmt_bytes(budget, b1, sizeof b1),
+                    as_fmt_bytes(rb, b2, sizeof b2));
             as_problem_set_memory(gp->p, budget);
             as_solve_result_free(res);
             return AS_EXIT_INFEAS;
@@ -1401,6 +1411,14 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
         o.lim.time_limit_s *= 0.5; /* a budget: leave half for refit rounds (solve_fit) */
     if (as_solve_problem(gp->p, &o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
+    if (res.nplans == 0 && res.outcome == AS_OUTCOME_LIMIT && o.lim.time_limit_s > 0 &&
+        c->o.lim.time_limit_s - (as_now() - t0) > 1) {
+        /* no plan in the half kept for refits: a plan needs the rest more than a refit does */
+        as_solve_result_free(&res);
+        o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - t0);
+        if (as_solve_problem(gp->p, &o, &res, &err) != AS_OK)
+            return as_cmd_fail(&err);
+    }
     print_summary(fp, gp->p, as_graph_name(gp->g), c->o.reduce, &res);
     if (res.outcome == AS_OUTCOME_INFEASIBLE) {
         as_solve_result_free(&res);
@@ -1413,7 +1431,7 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
         return AS_EXIT_RUNTIME;
     }
     if ((rc = solve_fit(c, gp, &res, t0, &rows, fp, &err)) != AS_EXIT_OK)
-        return rc == AS_EXIT_RUNTIME ? as_cmd_fail(&err) : rc;
+        return rc == AS_EXIT_RUNTIME && err.msg[0] ? as_cmd_fail(&err) : rc; /* else said */
     print_graph_result(fp, c, gp, res.plans, res.nplans, c->o.solver, rows);
     rc = graph_plans(c, gp, res.plans, res.nplans, c->o.solver, &err);
     as_solve_result_free(&res);

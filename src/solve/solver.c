@@ -484,6 +484,39 @@ start_fits(const as_problem *p, const size_t *choice)
     return as_problem_check(p, choice, &obj, NULL, &e) == AS_OK;
 }
 
+/*
+ * A plan of RP that fits its budget from a quick beam search (at most a tenth of the time
+ * left), into START with its cost; 0 if the beam finds none.
+ */
+static int
+beam_start(const as_problem *rp, const as_solve_opts *o, double t0, size_t *start, double *cost)
+{
+    as_err e = {0};
+    const as_solver_ops *beam = as_solver_find("beam", &e);
+    as_limits bl = o->lim;
+    as_assignment a;
+    as_outcome out = AS_OUTCOME_LIMIT;
+    int ok = 0;
+
+    if (beam == NULL)
+        return 0;
+    bl.start = NULL;
+    bl.verbosity = 0;
+    if (o->lim.time_limit_s > 0) {
+        bl.time_limit_s = 0.1 * (o->lim.time_limit_s - (as_now() - t0));
+        if (bl.time_limit_s <= 0.05)
+            return 0;
+    }
+    if (as_solve(beam, rp, &bl, NULL, 0, &a, &out, &e) == AS_OK &&
+        (out == AS_OUTCOME_OPTIMAL || out == AS_OUTCOME_FEASIBLE) && start_fits(rp, a.choice)) {
+        memcpy(start, a.choice, as_problem_nnodes(rp) * sizeof *start);
+        *cost = as_problem_eval(rp, start);
+        ok = 1;
+    }
+    as_assignment_free(&a);
+    return ok;
+}
+
 /* The k-best loop on the (reduced, mutable) problem RP; the time limit counts from T0. */
 static int
 solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const as_solve_opts *o,
@@ -493,7 +526,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     as_limits lim = o->lim;
     as_assignment a;
     as_outcome outcome;
-    size_t i, nn = as_problem_nnodes(rp), *buf;
+    size_t i, nn = as_problem_nnodes(rp), *buf, *hstart;
     double lb = red != NULL ? as_reduction_stats(red)->lb : NAN, cost = HUGE_VAL;
     loop_cands lc;
     int rc = AS_OK;
@@ -501,6 +534,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     if (ops == NULL)
         return AS_EUSAGE;
     buf = as_xcalloc(nn + 1, sizeof *buf);
+    hstart = as_xcalloc(nn + 1, sizeof *hstart);
     /* a heuristic (beam, mcts) searches on its own: the reductions' plan is neither its start
        nor its answer, so its gap to the bound is its own */
     cands_init(&lc, rp, (ops->flags & AS_SOLVER_EXACT) ? red : NULL, buf);
@@ -508,6 +542,13 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         if (i > 0 && o->lim.time_limit_s > 0 && as_now() - t0 >= o->lim.time_limit_s)
             break; /* at the limit: the plans found so far */
         lim.start = cands_pick(&lc, nn, buf, &cost);
+        if (i == 0 && (ops->flags & AS_SOLVER_EXACT) && as_problem_memory(rp) > 0 &&
+            (lim.start == NULL || !start_fits(rp, lim.start)) &&
+            beam_start(rp, o, t0, hstart, &cost)) {
+            /* under a budget the reductions' plan may not fit: the ILP then starts from
+               nothing and can reach its limit without a plan; a quick beam gives it one */
+            lim.start = hstart;
+        }
         if (lim.start != NULL && isfinite(lb) && cost - lb <= o->lim.gap * fabs(cost)) {
             /* the reductions' bound (a bound for every plan) proves this one: no solve */
             as_assignment_init(&a, nn);
@@ -581,6 +622,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     }
     cands_free(&lc);
     free(buf);
+    free(hstart);
     return rc;
 }
 
