@@ -243,7 +243,8 @@ align(grouper *w)
                 loose++;
             }
         }
-        qsort(tmp.v, tmp.n, sizeof *tmp.v, rnode_cmp);
+        if (tmp.n > 1) /* none: tmp.v is NULL, which qsort may not be given */
+            qsort(tmp.v, tmp.n, sizeof *tmp.v, rnode_cmp);
         for (j = 0; j < tmp.n; j++) {
             b->nodes.v[j] = tmp.v[j].v;
             w->pos[tmp.v[j].v] = j;
