@@ -23,7 +23,7 @@
 #include "sweep/sweep.h"
 
 enum { OPT_DEV = 256, OPT_HW, OPT_BATCH, OPT_PIPE, OPT_MICRO, OPT_ACC, OPT_RECOMP, OPT_AXES,
-       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV };
+       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST };
 
 static int sweep_exec(int argc, char **argv);
 
@@ -59,6 +59,7 @@ const struct as_cmd as_cmd_sweep = {
             "  --top N              rows of the final table (default 10)\n"
             "  --csv FILE           every configuration of this sweep as CSV\n"
             "  -q, --quiet          no progress line on stderr\n"
+            "  --list               print the configurations, one a line, and stop\n"
             "\nConfigurations whose memory lower bound exceeds the device memory are pruned\n"
             "before any solve and counted.  Exit 2 for bad options or a JSONL written by\n"
             "another command line (graph, devices, hw, batch).\n",
@@ -238,19 +239,24 @@ sweep_exec(int argc, char **argv)
         {"tp-max", required_argument, NULL, OPT_TPMAX},
         {"time-limit", required_argument, NULL, OPT_TIME}, {"output", required_argument, NULL, 'o'},
         {"top", required_argument, NULL, OPT_TOP}, {"csv", required_argument, NULL, OPT_CSV},
-        {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0}};
+        {"quiet", no_argument, NULL, 'q'}, {"list", no_argument, NULL, OPT_LIST},
+        {NULL, 0, NULL, 0}};
     as_sweep_opts o;
     as_sweep_summary sum;
     as_graph *g = NULL;
     as_err err = {0};
     int64_t batch = 0;
-    int opt, rc;
+    int opt, rc, list = 0;
 
     as_sweep_opts_init(&o);
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "s:o:q", opts, NULL)) != -1) {
         if (opt == '?' || opt == ':')
             return as_cmd_usage(&as_cmd_sweep, "bad or incomplete option '%s'", argv[optind - 1]);
+        if (opt == OPT_LIST) {
+            list = 1;
+            continue;
+        }
         if ((rc = sweep_opt(&o, opt, &batch)) != AS_EXIT_OK)
             return rc;
     }
@@ -267,6 +273,11 @@ sweep_exec(int argc, char **argv)
         as_graph_free(g);
         fprintf(stderr, "autoshard: graph '%s' has no data input with a batch dim\n", o.source);
         return AS_EXIT_USAGE;
+    }
+    if (list) {
+        rc = as_sweep_list(g, &o, stdout, &err);
+        as_graph_free(g);
+        return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
     }
     rc = as_sweep_run(g, &o, stdout, &sum, &err);
     as_graph_free(g);

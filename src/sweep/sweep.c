@@ -168,6 +168,32 @@ as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_
     return AS_OK;
 }
 
+/* Layers of G (the units `solve --pipeline` cuts at; 0 = none). */
+static int
+graph_layers(const as_graph *g)
+{
+    int *unit = as_xmalloc(((size_t)as_graph_nops(g) + 1) * sizeof *unit);
+    int *tunit = as_xmalloc(((size_t)as_graph_ntensors(g) + 1) * sizeof *tunit), n;
+
+    as_pipe_units(g, 1, unit, tunit, &n);
+    free(unit);
+    free(tunit);
+    return n;
+}
+
+int
+as_sweep_list(const as_graph *g, const as_sweep_opts *o, FILE *fp, as_err *err)
+{
+    as_sweep_cfg *cfg;
+    size_t n, i;
+
+    AS_CHECK(as_sweep_enumerate(o, graph_layers(g), o->batch, &cfg, &n, err));
+    for (i = 0; i < n; i++)
+        fprintf(fp, "%s\n", cfg[i].key);
+    free(cfg);
+    return AS_OK;
+}
+
 /* ---- evaluation of one configuration ---- */
 
 typedef struct record {
@@ -180,7 +206,7 @@ typedef struct sweep_ctx {
     const as_graph *g;
     const as_sweep_opts *o;
     as_graph *rg[4];           /* per recompute mode, built once (NULL for none) */
-    int *unit, *tunit, nunits;
+    int nunits;
     double flops;              /* model FLOPs of one step (no recomputation) */
     as_dtype dtype;
 } sweep_ctx;
@@ -706,9 +732,7 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
     memset(&x, 0, sizeof x);
     x.g = g;
     x.o = o;
-    x.unit = as_xmalloc(((size_t)as_graph_nops(g) + 1) * sizeof *x.unit);
-    x.tunit = as_xmalloc(((size_t)as_graph_ntensors(g) + 1) * sizeof *x.tunit);
-    as_pipe_units(g, 1, x.unit, x.tunit, &x.nunits);
+    x.nunits = graph_layers(g);
     for (op = 0; op < as_graph_nops(g); op++)
         x.flops += as_graph_op_flops(g, op);
     x.dtype = AS_DT_F32;
@@ -789,8 +813,6 @@ out:
         close(fd);
     for (i = 0; i < 4; i++)
         as_graph_free(x.rg[i]);
-    free(x.unit);
-    free(x.tunit);
     free(cfg);
     free(recs);
     return rc;

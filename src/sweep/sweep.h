@@ -60,6 +60,9 @@ void as_sweep_opts_init(as_sweep_opts *o);
 int as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_cfg **cfg,
                        size_t *n, as_err *err);
 
+/** Print the configurations of O for G, one key a line, to FP (as_sweep_enumerate). */
+int as_sweep_list(const as_graph *g, const as_sweep_opts *o, FILE *fp, as_err *err);
+
 /** Summary of a run. */
 typedef struct as_sweep_summary {
     size_t total, skipped, done, pruned, failed, oom;
