@@ -104,7 +104,7 @@ int
 as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_cfg **cfg,
                    size_t *n, as_err *err)
 {
-    int ps[AS_SWEEP_MAX_LIST], np = 0, i, j, a, b, s;
+    int ps[AS_SWEEP_MAX_LIST], np = 0, i, j, a, b;
     size_t cap = 0, mi;
     meshes ms = {0};
     as_recompute none = AS_RECOMPUTE_NONE;
@@ -158,7 +158,6 @@ as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_
                         add_cfg(cfg, n, &cap, p, ks[j], ms.m[mi], rl[a], sl[b]);
     }
     free(ms.m);
-    (void)s;
     if (*n == 0) {
         free(*cfg);
         *cfg = NULL;
@@ -493,8 +492,8 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
                             json_string(as_outcome_name(E.res[c->p - 1].plans[0].status)));
         for (s = 0; s < c->p; s++)
             if (E.res[s].plans[0].status != AS_OUTCOME_OPTIMAL)
-                json_object_set(j, "solver_status",
-                                json_string(as_outcome_name(E.res[s].plans[0].status)));
+                json_object_set_new(j, "solver_status",
+                                    json_string(as_outcome_name(E.res[s].plans[0].status)));
         json_object_set_new(j, "objective", json_real(E.plan->objective));
         json_object_set_new(j, "stage_objective_sum", json_real(total));
         json_object_set_new(j, "bound", c->p == 1 ? num_or_null(bound) : json_null());
