@@ -284,7 +284,7 @@ sweep_exec(int argc, char **argv)
     as_rules_reset();
     if (rc != AS_OK)
         return as_cmd_fail(&err);
-    fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu solved now, %zu pruned by "
+    fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu run now, %zu pruned by "
             "the memory lower bound, %zu OOM, %zu failed, %.3f s (%.3g configurations/s)\n",
             sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.wall,
             sum.wall > 0 ? (double)sum.done / sum.wall : 0.0);

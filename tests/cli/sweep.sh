@@ -35,7 +35,7 @@ check "default K: 1 for P = 1, 2P else" \
 as sweep "$T/g.asg" --devices 4 -q -o "$T/s.jsonl" --csv "$T/s.csv" --top 3
 ok $rc "sweep on 4 devices"
 check "summary: 4 configurations, 4 solved" \
-    grep -q '^sweep: 4 configurations (0 done before), 4 solved now, 0 pruned' "$T/out"
+    grep -q '^sweep: 4 configurations (0 done before), 4 run now, 0 pruned' "$T/out"
 check "top table of 3 rows" test "$(grep -c '^[123]  *p=' "$T/out")" = 3
 check "JSONL: header + 4 lines, all parse" test "$(jq -c . "$T/s.jsonl" | wc -l)" = 5
 check "header names the command line" \
@@ -68,19 +68,19 @@ done
 head -3 "$T/s.jsonl" >"$T/r.jsonl"
 as sweep "$T/g.asg" --devices 4 -q -o "$T/r.jsonl"
 check "resume after deleting 2 lines: 2 done before kept, 2 solved" \
-    grep -q '^sweep: 4 configurations (2 done before), 2 solved now' "$T/out"
+    grep -q '^sweep: 4 configurations (2 done before), 2 run now' "$T/out"
 check "the same 4 configurations, none twice" \
     test "$(jq -r 'select(.config) | .config' "$T/r.jsonl" | sort -u | wc -l)$(wc -l <"$T/r.jsonl" | tr -d ' ')" = 45
 cp "$T/r.jsonl" "$T/before.jsonl"
 as sweep "$T/g.asg" --devices 4 -q -o "$T/r.jsonl"
 check "resume of a finished sweep solves nothing and leaves the file" \
-    sh -c "grep -q '(4 done before), 0 solved now' '$T/out' && cmp -s '$T/r.jsonl' '$T/before.jsonl'"
+    sh -c "grep -q '(4 done before), 0 run now' '$T/out' && cmp -s '$T/r.jsonl' '$T/before.jsonl'"
 # a cut last line (a kill in the middle of a write) is dropped and redone
 head -4 "$T/s.jsonl" >"$T/c.jsonl"
 tail -1 "$T/s.jsonl" | head -c 40 >>"$T/c.jsonl"
 as sweep "$T/g.asg" --devices 4 -q -o "$T/c.jsonl"
 check "cut last line: redone, every line parses" \
-    sh -c "grep -q '(3 done before), 1 solved now' '$T/out' && test \$(jq -c . '$T/c.jsonl' | wc -l) = 5"
+    sh -c "grep -q '(3 done before), 1 run now' '$T/out' && test \$(jq -c . '$T/c.jsonl' | wc -l) = 5"
 # kill -9 in the middle, then resume
 # (--max-axes 2: the 2x2x2 ILP alone takes a minute with glpk)
 $AUTOSHARD sweep "$T/g.asg" --devices 8 --max-axes 2 -q -o "$T/k.jsonl" >/dev/null 2>&1 &
@@ -101,7 +101,7 @@ as hw show a100-dgx
 sed 's/^memory *=.*/memory = 45MiB/; s/^name *=.*/name = small/' "$T/out" >"$T/small.hw"
 as sweep "$T/g.asg" --devices 4 --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl"
 check "45 MiB per device: 2 pruned by the memory lower bound, counted" \
-    grep -q '3 configurations (0 done before), 3 solved now, 2 pruned by the memory lower bound' "$T/out"
+    grep -q '3 configurations (0 done before), 3 run now, 2 pruned by the memory lower bound' "$T/out"
 p=$(jq -r 'select(.status == "pruned" and .lower_bound > .capacity) | .pipeline' "$T/m.jsonl" | tr '\n' ' ')
 check "P = 2 and P = 4 pruned (lower bound > capacity), P = 1 solved" test "$p" = "2 4 "
 
