@@ -1397,6 +1397,8 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
             return AS_EXIT_RUNTIME;
         }
     }
+    if (o.lim.time_limit_s > 0 && as_problem_memory(gp->p) > 0)
+        o.lim.time_limit_s *= 0.5; /* a budget: leave half for refit rounds (solve_fit) */
     if (as_solve_problem(gp->p, &o, &res, &err) != AS_OK)
         return as_cmd_fail(&err);
     print_summary(fp, gp->p, as_graph_name(gp->g), c->o.reduce, &res);

@@ -13,6 +13,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +47,10 @@ struct as_ilp {
     const size_t *k;        /**< strategies per node (borrowed from the build) */
     size_t *kk;
     AS_VEC(eblock) eb;      /**< e columns of each non-constant edge */
-    int count;              /**< sizes only: no names, no triplets (as_ilp_count) */
-    size_t nnz;             /**< non-zeros counted in that mode */
 };
 
-/* Format a column or row name into the local NAME, unless only counting. */
-#define NAMEF(ilp, ...) ((ilp)->count ? (void)0 : (void)snprintf(name, sizeof name, __VA_ARGS__))
+/* Format a column or row name into the local NAME. */
+#define NAMEF(ilp, ...) ((void)(ilp), (void)snprintf(name, sizeof name, __VA_ARGS__))
 
 void
 as_ilp_opts_init(as_ilp_opts *o)
@@ -66,8 +65,6 @@ add_col(as_ilp *ilp, const char *name, double obj, double ub, int integer)
     AS_VEC_PUSH(&ilp->clb, 0.0);
     AS_VEC_PUSH(&ilp->cub, ub);
     AS_VEC_PUSH(&ilp->cint, (unsigned char)integer);
-    if (ilp->count)
-        return;
     AS_VEC_PUSH(&ilp->cname, as_arena_strdup(ilp->arena, name));
     as_strmap_put(&ilp->names, ilp->cname.v[ilp->cname.n - 1], (int64_t)(ilp->cname.n - 1));
 }
@@ -105,10 +102,6 @@ row_end(as_ilp *ilp, const char *name, double lb, double ub)
     for (i = 0; i < n; i++) {
         if (ilp->pend.v[i].val == 0)
             continue;
-        if (ilp->count) {
-            ilp->nnz++;
-            continue;
-        }
         AS_VEC_PUSH(&ilp->ti, row);
         AS_VEC_PUSH(&ilp->tj, ilp->pend.v[i].col);
         AS_VEC_PUSH(&ilp->tv, ilp->pend.v[i].val);
@@ -116,8 +109,7 @@ row_end(as_ilp *ilp, const char *name, double lb, double ub)
     ilp->pend.n = 0;
     AS_VEC_PUSH(&ilp->rlb, lb);
     AS_VEC_PUSH(&ilp->rub, ub);
-    if (!ilp->count)
-        AS_VEC_PUSH(&ilp->rname, as_arena_strdup(ilp->arena, name));
+    AS_VEC_PUSH(&ilp->rname, as_arena_strdup(ilp->arena, name));
 }
 
 static int
@@ -365,7 +357,7 @@ forbid_huge(as_ilp *ilp)
 }
 
 static int
-ilp_build(const as_problem *p, const as_ilp_opts *o, int count, as_ilp **out, as_err *err)
+ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *err)
 {
     as_ilp *ilp;
     size_t v;
@@ -373,7 +365,6 @@ ilp_build(const as_problem *p, const as_ilp_opts *o, int count, as_ilp **out, as
     if (ilp_estimate(p) > (double)INT_MAX / 2)
         return as_errf(err, AS_EUSAGE, "ILP too large (about %.3g non-zeros)", ilp_estimate(p));
     ilp = as_xcalloc(1, sizeof *ilp);
-    ilp->count = count;
     ilp->arena = as_arena_new();
     as_strmap_init(&ilp->names);
     ilp->nnodes = as_problem_nnodes(p);
@@ -401,10 +392,7 @@ ilp_build(const as_problem *p, const as_ilp_opts *o, int count, as_ilp **out, as
     ilp->view.ti = ilp->ti.v;
     ilp->view.tj = ilp->tj.v;
     ilp->view.tv = ilp->tv.v;
-    if (count)
-        ilp->view.nnz = ilp->nnz;
-    else
-        build_csc(ilp);
+    build_csc(ilp);
     *out = ilp;
     return AS_OK;
 }
@@ -412,17 +400,171 @@ ilp_build(const as_problem *p, const as_ilp_opts *o, int count, as_ilp **out, as
 int
 as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *err)
 {
-    return ilp_build(p, o, 0, out, err);
+    return ilp_build(p, o, out, err);
 }
 
+/* ---- sizes without building (as_ilp_count) ---- */
+
+/* Bits of X with -0 as 0, so that equal values (==) hash alike. */
+static uint64_t
+dbits(double x)
+{
+    uint64_t b = 0;
+
+    if (x != 0)
+        memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+typedef struct hrow {
+    uint64_t h;
+    size_t i;
+} hrow;
+
+static int
+hrow_cmp(const void *a, const void *b)
+{
+    const hrow *x = a, *y = b;
+
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/*
+ * Number of distinct rows (BY_ROW) or columns of the KU x KV matrix R, as
+ * edge_classes counts them (== on every entry), by hashing: O(KU KV log).
+ * H has room for max(KU, KV) entries, REP for as many indices.
+ */
+static size_t
+count_classes(const double *r, size_t ku, size_t kv, int by_row, hrow *h, size_t *rep)
+{
+    size_t n = by_row ? ku : kv, len = by_row ? kv : ku, i, x, c, nc = 0, start = 0;
+
+    for (i = 0; i < n; i++) {
+        uint64_t a = 0x9e3779b97f4a7c15ull;
+        for (x = 0; x < len; x++) {
+            a ^= dbits(by_row ? r[i * kv + x] : r[x * kv + i]);
+            a *= 0x100000001b3ull;
+            a ^= a >> 29;
+        }
+        h[i].h = a;
+        h[i].i = i;
+    }
+    qsort(h, n, sizeof *h, hrow_cmp);
+    for (i = 0; i < n; i++) {
+        if (i > 0 && h[i].h != h[i - 1].h)
+            start = nc; /* classes of this hash start here */
+        for (c = start; c < nc; c++) {
+            for (x = 0; x < len; x++) {
+                double a = by_row ? r[h[i].i * kv + x] : r[x * kv + h[i].i];
+                double b = by_row ? r[rep[c] * kv + x] : r[x * kv + rep[c]];
+                if (a != b)
+                    break;
+            }
+            if (x == len)
+                break;
+        }
+        if (c == nc)
+            rep[nc++] = h[i].i;
+    }
+    return nc;
+}
+
+/*
+ * The sizes as_ilp_build gives, counted from P without building: the
+ * columns, rows and non-zeros of each part in the order build_nodes,
+ * build_edges and build_rows add them (row_end's merging of a column that
+ * appears twice in a row and dropping of zeros included).  test_ilp checks
+ * it against the built ILP.
+ */
 int
 as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
 {
-    as_ilp *ilp;
+    size_t n = as_problem_nnodes(p), v, j, t, i, s, q, kmax = 1, ks = 0, nr, nc;
+    size_t *scol, *rep, *touched, ntouched;
+    double mem = as_problem_memory(p), *acc;
+    hrow *h;
 
-    AS_CHECK(ilp_build(p, NULL, 1, &ilp, err));
-    as_ilp_stats_get(ilp, st);
-    as_ilp_free(ilp);
+    if (ilp_estimate(p) > (double)INT_MAX / 2)
+        return as_errf(err, AS_EUSAGE, "ILP too large (about %.3g non-zeros)", ilp_estimate(p));
+    memset(st, 0, sizeof *st);
+    scol = as_xcalloc(n + 1, sizeof *scol);
+    for (v = 0; v < n; v++) {
+        size_t k = as_problem_node(p, v)->k;
+        scol[v] = ks;
+        ks += k;
+        kmax = k > kmax ? k : kmax;
+    }
+    /* s columns, one_<id> rows */
+    st->cols = st->int_cols = ks;
+    st->rows = n;
+    st->nnz = ks;
+    /* e columns, eu / ev rows */
+    h = as_xcalloc(kmax + 1, sizeof *h);
+    rep = as_xcalloc(kmax + 1, sizeof *rep);
+    for (j = 0; j < as_problem_nedges(p); j++) {
+        const as_pedge *e = as_problem_edge(p, j);
+        size_t ku = as_problem_node(p, e->u)->k, kv = as_problem_node(p, e->v)->k;
+        if (is_const(e->r, ku * kv))
+            continue;
+        nr = count_classes(e->r, ku, kv, 1, h, rep);
+        nc = count_classes(e->r, ku, kv, 0, h, rep);
+        if (nr == 1 || nc == 1)
+            continue;
+        st->cols += nr * nc;
+        st->rows += nr + nc;
+        st->nnz += 2 * nr * nc + ku + kv;
+    }
+    free(h);
+    free(rep);
+    /* mem_<t>: the coefficients per s column, summed (a node live twice adds up) */
+    acc = as_xcalloc(ks + 1, sizeof *acc);
+    touched = as_xcalloc(ks + 1, sizeof *touched);
+    for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
+        const as_plive *l = as_problem_live(p, t);
+        if (!as_problem_live_binds(p, t))
+            continue;
+        st->rows++;
+        ntouched = 0;
+        for (i = 0; i < l->n; i++) {
+            size_t u = l->nodes[i];
+            for (s = 0; s < as_problem_node(p, u)->k; s++) {
+                double x = l->m[i][s] / mem;
+                if (x == 0)
+                    continue;
+                if (acc[scol[u] + s] == 0)
+                    touched[ntouched++] = scol[u] + s;
+                acc[scol[u] + s] += x;
+            }
+        }
+        for (i = 0; i < ntouched; i++) {
+            st->nnz += acc[touched[i]] != 0;
+            acc[touched[i]] = 0;
+        }
+    }
+    free(acc);
+    free(touched);
+    /* alias_<i>_<p>_<q>: one row per forbidden pair */
+    for (i = 0; i < as_problem_naliases(p); i++) {
+        const as_palias *a = as_problem_alias(p, i);
+        size_t ka = as_problem_node(p, a->a)->k, kb = as_problem_node(p, a->b)->k;
+        for (s = 0; s < ka; s++)
+            for (q = 0; q < kb; q++)
+                if (a->bad[s * kb + q]) {
+                    st->rows++;
+                    st->nnz += a->a == a->b && s == q ? 1 : 2;
+                }
+    }
+    /* fol_<id>_<p> and cut_<i> */
+    for (v = 0; v < n; v++)
+        if (as_problem_node(p, v)->follow != AS_NO_FOLLOW) {
+            st->rows += as_problem_node(p, v)->k;
+            st->nnz += 2 * as_problem_node(p, v)->k;
+        }
+    st->rows += as_problem_nnogoods(p);
+    st->nnz += as_problem_nnogoods(p) * n;
+    free(scol);
     return AS_OK;
 }
 

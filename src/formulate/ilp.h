@@ -67,7 +67,7 @@ void as_ilp_opts_init(as_ilp_opts *o);
  */
 int as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *err);
 void as_ilp_free(as_ilp *ilp);
-/** The sizes as_ilp_build would give, without names or matrix (faster; for reports). */
+/** The sizes as_ilp_build would give, counted without building (linear time; for reports). */
 int as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err);
 const as_ilp_view *as_ilp_data(const as_ilp *ilp);
 void as_ilp_stats_get(const as_ilp *ilp, as_ilp_stats *st);

@@ -559,13 +559,15 @@ elim_single(work *w, size_t x)
 static void
 work_pbqp(work *w)
 {
-    size_t n = as_problem_nnodes(w->p), x, deg, inc[3], y, z, i;
+    size_t n = as_problem_nnodes(w->p), x, deg, inc[3], y, z, i, steps = 0;
     AS_VEC(size_t) stack = {0};
 
     for (x = n; x-- > 0;)
         if (w->nodes[x].alive && !w->nodes[x].pinned)
             AS_VEC_PUSH(&stack, x);
     while (stack.n > 0) {
+        if ((++steps & 63) == 0 && past(w))
+            break; /* the time limit: every elimination so far is exact, the rest stay */
         x = stack.v[--stack.n];
         if (!w->nodes[x].alive || w->nodes[x].pinned)
             continue;
@@ -633,6 +635,8 @@ work_dominance(work *w)
     for (x = 0; x < n; x++) {
         wnode *nd = &w->nodes[x];
         size_t kx = kof(w, x);
+        if ((x & 63) == 63 && past(w))
+            break; /* the time limit: what was removed so far is exact */
         if (!nd->alive || nd->pinned || nd->nok < 2)
             continue;
         tr.n = 0; /* x's rows of the matrices where x is the v end, transposed */
@@ -1692,7 +1696,7 @@ work_simplify(work *w)
         if ((w->flags & AS_REDUCE_DOMINATED) && as_problem_nnogoods(w->p) == 0 &&
             work_dominance(w) > 0)
             more = 1;
-    } while (more);
+    } while (more && !past(w)); /* at the time limit: less reduced, still exact */
 }
 
 int

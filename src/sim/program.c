@@ -1145,6 +1145,15 @@ rd_devs(rd_state *r, const char *s, size_t len, int col, const char *key, as_err
     r->devs.n = 0;
     if (len == 0)
         return rd_err(r, col, err, "missing value for '%s'", key);
+    if (len <= 5 && r->p != NULL) { /* one device (every compute line of a lowered program) */
+        for (d = 0; q < end && *q >= '0' && *q <= '9'; q++)
+            d = d * 10 + (*q - '0');
+        if (q == end && d < r->p->ndev) {
+            AS_VEC_PUSH(&r->devs, (int)d);
+            return AS_OK;
+        }
+        q = s;
+    }
     while (q < end) {
         if (!rd_int(&q, end, &a))
             return rd_err(r, col + (int)(q - s), err, "bad device list '%.*s' for '%s'",
@@ -1568,7 +1577,6 @@ rd_event_key(rd_state *r, const rd_tok *t, as_sim_event_spec *s, const as_op_def
 {
     static const char *const keys[] = {"dev", "group", "time", "bytes", "op", "in",
                                        "reads", "writes", "tensor", "stream"};
-    static const unsigned char klens[] = {3, 5, 4, 5, 2, 2, 5, 6, 6, 6};
     const char *eq = memchr(t->s, '=', t->len);
     size_t kl = eq != NULL ? (size_t)(eq - t->s) : t->len, vl = eq ? t->len - kl - 1 : 0;
     const char *v = eq != NULL ? eq + 1 : NULL;
@@ -1579,9 +1587,33 @@ rd_event_key(rd_state *r, const rd_tok *t, as_sim_event_spec *s, const as_op_def
         return rd_err(r, t->col, err, "expected KEY=VALUE, got '%.*s'", (int)t->len, t->s);
     if (kl > 5 && memcmp(t->s, "attr.", 5) == 0)
         return rd_attr(r, t, kl, err);
-    for (k = 0; k < (int)(sizeof keys / sizeof keys[0]); k++)
-        if (klens[k] == kl && memcmp(keys[k], t->s, kl) == 0)
-            break;
+    /* by length, then fixed-size compares (inlined): no loop of library calls per key */
+    k = (int)(sizeof keys / sizeof keys[0]);
+    switch (kl) {
+    case 2:
+        k = memcmp(t->s, "op", 2) == 0 ? 4 : memcmp(t->s, "in", 2) == 0 ? 5 : k;
+        break;
+    case 3:
+        k = memcmp(t->s, "dev", 3) == 0 ? 0 : k;
+        break;
+    case 4:
+        k = memcmp(t->s, "time", 4) == 0 ? 2 : k;
+        break;
+    case 5:
+        k = memcmp(t->s, "group", 5) == 0   ? 1
+            : memcmp(t->s, "bytes", 5) == 0 ? 3
+            : memcmp(t->s, "reads", 5) == 0 ? 6
+                                            : k;
+        break;
+    case 6:
+        k = memcmp(t->s, "writes", 6) == 0   ? 7
+            : memcmp(t->s, "tensor", 6) == 0 ? 8
+            : memcmp(t->s, "stream", 6) == 0 ? 9
+                                             : k;
+        break;
+    default:
+        break;
+    }
     if (k == (int)(sizeof keys / sizeof keys[0]))
         return rd_err(r, t->col, err, "unknown key '%.*s' (known: dev, group, time, bytes, op, "
                       "in, attr.NAME, reads, writes, tensor, stream)", (int)kl, t->s);

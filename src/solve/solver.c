@@ -520,7 +520,10 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
             goto keep;
         }
         if (o->lim.time_limit_s > 0) {
-            lim.time_limit_s = o->lim.time_limit_s - (as_now() - t0);
+            /* what is left, less a reserve for recovering and checking the plan and for the
+               caller's own checks (the simulator's peak: 1.5 s on gpt3-13b) */
+            lim.time_limit_s = o->lim.time_limit_s - (as_now() - t0) -
+                               fmin(2.0, 0.05 * o->lim.time_limit_s);
             if (lim.time_limit_s <= 0.01 && lim.start == NULL) {
                 if (i == 0) /* the reductions used up the time: no solve ran */
                     res->outcome = AS_OUTCOME_LIMIT;

@@ -207,7 +207,7 @@ write_all(int fd, const void *buf, size_t n)
 static void
 cbc_forked(Cbc_Model *m, size_t ncols, double limit, cbc_result *r, double *x)
 {
-    double deadline = as_now() + limit * 1.05 + 1.0;
+    double deadline = as_now() + limit * 1.02 + 0.5; /* the limit covers the whole run */
     int fd[2], status;
     pid_t pid;
 
@@ -240,7 +240,8 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
 {
     as_ilp *ilp = NULL;
     const as_ilp_view *iv;
-    double scale, *x1;
+    double scale, *x1, t0 = as_now();
+    as_limits left = *lim; /* the limit covers building and loading the ILP */
     Cbc_Model *m;
     cbc_result res;
     int rc = AS_OK;
@@ -251,7 +252,9 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
     m = Cbc_newModel();
     scale = as_ilp_obj_scale(ilp);
     cbc_load(m, iv, scale); /* objective in O(1) units (as_ilp_obj_scale) */
-    cbc_limits(m, data, lim);
+    if (lim->time_limit_s > 0)
+        left.time_limit_s = fmax(lim->time_limit_s - (as_now() - t0), 0.001);
+    cbc_limits(m, data, &left);
     if (lim->start != NULL) { /* the reductions' plan as the first incumbent */
         double *x0 = as_xcalloc(iv->ncols + 1, sizeof *x0);
         int *idx = as_xcalloc(iv->ncols + 1, sizeof *idx);
@@ -264,7 +267,7 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
         free(idx);
     }
     if (lim->time_limit_s > 0)
-        cbc_forked(m, iv->ncols, lim->time_limit_s, &res, x1);
+        cbc_forked(m, iv->ncols, left.time_limit_s, &res, x1);
     else
         cbc_collect(m, iv->ncols, &res, x1);
     out->nodes = res.nodes;

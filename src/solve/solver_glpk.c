@@ -9,12 +9,24 @@
  * aborts on misuse, so every input is checked before a glp_* call
  * (as_ilp_load_glpk does that), and its return code and solution status are
  * mapped to as_status and as_outcome here only.
+ *
+ * Under a time limit the solve runs in a child process that the parent
+ * stops at the limit plus a grace: GLPK checks tm_lim only between simplex
+ * iterations, and its presolver and basis factorisation on a large LP took
+ * several seconds past it (gpt3-13b on 2x8 under a budget: 4.5 s).  The
+ * caller then keeps the reductions' plan (solver.c).
  */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <glpk.h>
 
@@ -89,7 +101,8 @@ glpk_ms(double seconds)
 
 /* LP relaxation: sets *outcome on infeasible/limit, *root to its value. */
 static int
-glpk_relax(glp_prob *lp, const as_limits *lim, double *root, as_outcome *outcome, as_err *err)
+glpk_relax(glp_prob *lp, const as_limits *lim, double t0, double *root, as_outcome *outcome,
+           as_err *err)
 {
     glp_smcp sm;
     int ret;
@@ -97,7 +110,8 @@ glpk_relax(glp_prob *lp, const as_limits *lim, double *root, as_outcome *outcome
     glp_init_smcp(&sm);
     sm.presolve = GLP_ON;
     sm.msg_lev = as_verbosity >= 2 ? GLP_MSG_ON : GLP_MSG_OFF;
-    sm.tm_lim = glpk_ms(lim->time_limit_s);
+    if (lim->time_limit_s > 0) /* what building and loading the ILP left */
+        sm.tm_lim = glpk_ms(fmax(lim->time_limit_s - (as_now() - t0), 0.001));
     ret = glp_simplex(lp, &sm);
     if (ret == GLP_ENOPFS || (ret == 0 && glp_get_status(lp) == GLP_NOFEAS)) {
         *outcome = AS_OUTCOME_INFEASIBLE;
@@ -137,12 +151,12 @@ glpk_mip_outcome(glp_prob *lp, int ret, as_outcome *outcome, as_err *err)
 }
 
 static int
-glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits *lim,
+glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits *lim, double t0,
          as_assignment *out, as_outcome *outcome, as_err *err)
 {
     const as_ilp_view *iv = as_ilp_data(ilp);
     glpk_cb_info ci = {-HUGE_VAL, 0, NULL};
-    double t0 = as_now(), root = -HUGE_VAL, *x, scale = as_ilp_obj_scale(ilp), *startx = NULL;
+    double root = -HUGE_VAL, *x, scale = as_ilp_obj_scale(ilp), *startx = NULL;
     glp_iocp io;
     size_t j;
     int ret;
@@ -151,7 +165,7 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
     for (j = 0; j < iv->ncols; j++)
         glp_set_obj_coef(lp, (int)j + 1, iv->obj[j] * scale);
     glp_set_obj_coef(lp, 0, iv->offset * scale);
-    AS_CHECK(glpk_relax(lp, lim, &root, outcome, err));
+    AS_CHECK(glpk_relax(lp, lim, t0, &root, outcome, err));
     root /= scale;
     if (*outcome != AS_OUTCOME_NOTRUN)
         return AS_OK;
@@ -200,7 +214,10 @@ glpk_run(as_solver_data *data, glp_prob *lp, const as_ilp *ilp, const as_limits 
     return AS_OK;
 }
 
-static AS_DECL_SOLVER_SOLVE(glpk_solve)
+/* Build and load the ILP of P, then solve it (T0: when the limit started). */
+static int
+glpk_whole(as_solver_data *data, const as_problem *p, const as_limits *lim, double t0,
+           as_assignment *out, as_outcome *outcome, as_err *err)
 {
     as_ilp *ilp = NULL;
     glp_prob *lp = NULL;
@@ -210,11 +227,131 @@ static AS_DECL_SOLVER_SOLVE(glpk_solve)
     AS_CHECK(as_ilp_build(p, NULL, &ilp, err));
     lp = glp_create_prob();
     AS_CHECK_GOTO(rc, as_ilp_load_glpk(ilp, lp, err), out);
-    rc = glpk_run(data, lp, ilp, lim, out, outcome, err);
+    rc = glpk_run(data, lp, ilp, lim, t0, out, outcome, err);
 out:
     glp_delete_prob(lp);
     as_ilp_free(ilp);
     return rc;
+}
+
+/* Read N bytes from FD into BUF before DEADLINE (as_now() seconds); 1 if all came. */
+static int
+read_until(int fd, void *buf, size_t n, double deadline)
+{
+    char *p = buf;
+
+    while (n > 0) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        double left = deadline - as_now();
+        ssize_t got;
+        int pr;
+        if (left <= 0)
+            return 0;
+        pr = poll(&pf, 1, (int)fmin(left * 1000 + 1, 1e9));
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            return 0;
+        got = read(fd, p, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return 0;
+        p += got;
+        n -= (size_t)got;
+    }
+    return 1;
+}
+
+static void
+write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+
+    while (n > 0) {
+        ssize_t put = write(fd, p, n);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0)
+            return;
+        p += put;
+        n -= (size_t)put;
+    }
+}
+
+/* What the child sends back before the choice vector. */
+typedef struct glpk_answer {
+    int rc;
+    as_outcome outcome;
+    double objective, bound;
+    long nodes;
+    as_err err;
+} glpk_answer;
+
+/*
+ * glpk_whole in a child killed at T0 + the limit + a grace (0.25 s); past it,
+ * or if the child dies, the outcome is LIMIT with no plan.  In-process when
+ * fork fails.
+ */
+static int
+glpk_forked(as_solver_data *data, const as_problem *p, const as_limits *lim, double t0,
+            as_assignment *out, as_outcome *outcome, as_err *err)
+{
+    double deadline = t0 + lim->time_limit_s + 0.25;
+    glpk_answer ans;
+    int fd[2], status;
+    pid_t pid;
+
+    fflush(NULL);
+    if (pipe(fd) != 0)
+        return glpk_whole(data, p, lim, t0, out, outcome, err);
+    if ((pid = fork()) < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return glpk_whole(data, p, lim, t0, out, outcome, err);
+    }
+    if (pid == 0) { /* child: solve, send, leave without running atexit handlers */
+        close(fd[0]);
+        memset(&ans, 0, sizeof ans);
+        ans.rc = glpk_whole(data, p, lim, t0, out, &ans.outcome, &ans.err);
+        ans.objective = out->objective;
+        ans.bound = out->bound;
+        ans.nodes = out->nodes;
+        write_all(fd[1], &ans, sizeof ans);
+        if (ans.rc == AS_OK)
+            write_all(fd[1], out->choice, out->n * sizeof *out->choice);
+        _exit(0);
+    }
+    close(fd[1]);
+    if (!read_until(fd[0], &ans, sizeof ans, deadline) ||
+        (ans.rc == AS_OK && !read_until(fd[0], out->choice, out->n * sizeof *out->choice,
+                                        deadline))) {
+        kill(pid, SIGKILL); /* past the limit (or the child died): no answer */
+        memset(&ans, 0, sizeof ans);
+        ans.outcome = AS_OUTCOME_LIMIT;
+        ans.bound = -HUGE_VAL;
+    }
+    close(fd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (ans.rc != AS_OK) {
+        *err = ans.err;
+        return ans.rc;
+    }
+    *outcome = ans.outcome;
+    out->objective = ans.objective;
+    out->bound = ans.bound;
+    out->nodes = ans.nodes;
+    return AS_OK;
+}
+
+static AS_DECL_SOLVER_SOLVE(glpk_solve)
+{
+    double t0 = as_now(); /* the limit covers building and loading the ILP */
+
+    if (lim->time_limit_s > 0)
+        return glpk_forked(data, p, lim, t0, out, outcome, err);
+    return glpk_whole(data, p, lim, t0, out, outcome, err);
 }
 
 const as_solver_ops as_solver_glpk = {

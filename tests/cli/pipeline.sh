@@ -90,6 +90,18 @@ as simulate "$T/g.asg" --plan "$T/s13.json" --json
 s=$rc
 close "$(stagepeak "$T/s13.json" 1)" "$(devpeak 2)" 0.01 || s=1
 ok $s "--stages 1,3: simulate cuts where the plan says (stage 1 peak agrees)"
+# one stage assignment: the lowering runs each layer on the stage the plan gives it
+placed() { # placed PROG: "L:DEV" for the first microbatch's fc1 matmul of each layer
+    sed -n 's/^h\.\([0-9]\)\.mlp\.fc1\.mm\/m0: compute dev=\([0-9]*\) .*/\1:\2/p' "$1" | tr '\n' ' '; }
+as lower "$T/g.asg" --plan "$T/s13.json" -o "$T/s13.prog"
+p13=$(placed "$T/s13.prog")
+p22=$(placed "$T/1f1b.prog")
+[ "$p13" = "0:0 1:2 2:2 3:2 " ] && [ "$p22" = "0:0 1:0 2:2 3:2 " ]
+ok $? "lower places layers where solve cut them (--stages 1,3: $p13; balanced: $p22)"
+as rank "$T/g.asg" --plans "$T/1f1b.json" "$T/gpipe.json" "$T/s13.json"
+s=$rc
+grep -q "over 3 plans" "$T/out" || s=1
+ok $s "rank: three pipeline plans, each simulated with its own recorded step"
 
 # ---- recomputation is recorded too ----
 as solve "$T/g.asg" --pipeline 2 --microbatches 4 --recompute full --mesh 2 -o "$T/rc.json"

@@ -39,6 +39,29 @@ st=0
 [ -n "$want" ] && [ "$want" = "$got" ] || st=1
 ok $st "mcts on the 4-layer MLP (alpa, mesh 4): $got = the optimum $want"
 
+# issue 15: on a BERT layer stack (1-D meshes of 4 and 8, alpa) mcts finds Megatron's pattern
+# for every seed 1..25: q, k, v and fc1 column parallel, the attention output and fc2 row
+# parallel, in both layers
+as gen bert --layers 2 --hidden 128 --heads 8 --seq 8 --batch 8 --vocab 512 --train -o "$T/b.asg"
+for m in 4 8; do
+    bad=""
+    for seed in $(seq 1 25); do
+        as solve "$T/b.asg" --mesh $m --cost-model alpa --solver mcts --seed $seed -o "$T/m.json"
+        [ "$rc" -eq 0 ] || { bad="$bad $seed(exit $rc)"; continue; }
+        for l in 0 1; do
+            for op in attn.q:column attn.k:column attn.v:column attn.out:row mlp.fc1:column \
+                      mlp.fc2:row; do
+                name="h.$l.${op%%:*}.mm"
+                grep -A2 "\"name\": \"$name\"," "$T/m.json" |
+                    grep -q "\"strategy\": \"${op#*:}(" || bad="$bad $seed:$name"
+            done
+        done
+    done
+    [ -z "$bad" ] || echo "# not Megatron's:$bad"
+    ok "$([ -z "$bad" ] && echo 0 || echo 1)" \
+        "mcts on a 2-layer BERT (alpa, mesh $m): column then row in every layer, seeds 1..25"
+done
+
 # usage errors: exit 2, the message on the first line (then the usage)
 expect_usage() {
     st=0

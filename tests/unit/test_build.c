@@ -11,6 +11,7 @@
 
 #include "formulate/build.h"
 #include "formulate/group.h"
+#include "formulate/ilp.h"
 #include "formulate/plan.h"
 #include "graph/autodiff.h"
 #include "graph/io.h"
@@ -640,6 +641,82 @@ test_group(void)
     }
 }
 
+/* as_ilp_count == the built ILP's size (one truth: the report's "ILP before" line). */
+static int
+count_matches(const as_problem *p, const char *what)
+{
+    as_ilp_stats a, b;
+    as_ilp *ilp = NULL;
+    as_err err = {0};
+    int good;
+
+    memset(&a, 0xff, sizeof a);
+    if (as_ilp_count(p, &a, &err) != AS_OK || as_ilp_build(p, NULL, &ilp, &err) != AS_OK) {
+        ok(0, "%s: count/build: %s", what, err.msg);
+        as_ilp_free(ilp);
+        return 0;
+    }
+    as_ilp_stats_get(ilp, &b);
+    good = a.cols == b.cols && a.int_cols == b.int_cols && a.rows == b.rows && a.nnz == b.nnz;
+    if (!good)
+        ok(0, "%s: counted %zu cols (%zu int), %zu rows, %zu nnz; built %zu (%zu), %zu, %zu",
+           what, a.cols, a.int_cols, a.rows, a.nnz, b.cols, b.int_cols, b.rows, b.nnz);
+    as_ilp_free(ilp);
+    return good;
+}
+
+static void
+test_ilp_count(void)
+{
+    static const char *const meshes[] = {"4", "2x2"};
+    size_t m, seed, good = 0, tried = 0;
+
+    for (m = 0; m < 2; m++) {
+        as_graph_setup su = {.mesh = meshes[m], .tie = 1};
+        as_graph_problem gp;
+        as_err err = {0};
+        char what[64];
+        size_t *choice;
+        as_build_opts_init(&su.build);
+        if (as_graph_problem_init(&gp, tiny_gpt(3), &su, &err) != AS_OK) {
+            ok(0, "count: problem: %s", err.msg);
+            continue;
+        }
+        snprintf(what, sizeof what, "gpt mesh %s tied", meshes[m]);
+        ok(count_matches(gp.p, what), "%s: as_ilp_count = built ILP", what);
+        as_problem_set_memory(gp.p, as_problem_peak_lower_bound(gp.p) * 1.05);
+        choice = calloc(as_problem_nnodes(gp.p) + 1, sizeof *choice);
+        as_problem_add_nogood(gp.p, choice, &err);
+        free(choice);
+        snprintf(what, sizeof what, "gpt mesh %s, budget and no-good", meshes[m]);
+        ok(count_matches(gp.p, what), "%s: as_ilp_count = built ILP", what);
+        as_graph_problem_free(&gp);
+    }
+    for (seed = 1; seed <= 60; seed++) {
+        as_random_opts o;
+        as_problem *p;
+        char what[64];
+        as_random_opts_init(&o);
+        o.seed = seed;
+        o.nodes = 5 + seed % 20;
+        o.edges = o.nodes + seed % 7;
+        o.kmin = 1 + seed % 3;
+        o.kmax = o.kmin + seed % 6;
+        o.follow = (seed % 4) * 0.1;
+        o.live_window = seed % 5;
+        o.aliases = seed % 3;
+        o.memory_frac = (seed % 3) * 0.3;
+        if ((p = as_problem_random(&o)) == NULL)
+            continue;
+        snprintf(what, sizeof what, "random seed %zu", seed);
+        tried++;
+        good += (size_t)count_matches(p, what);
+        as_problem_free(p);
+    }
+    ok(tried > 50 && good == tried, "as_ilp_count = built ILP on %zu of %zu random problems",
+       good, tried);
+}
+
 int
 main(void)
 {
@@ -649,6 +726,7 @@ main(void)
     test_real_graphs();
     test_alpa_patterns();
     test_group();
+    test_ilp_count();
     as_rules_reset();
     return done_testing();
 }
