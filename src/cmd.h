@@ -22,7 +22,8 @@ struct as_cmd {
 };
 
 extern const struct as_cmd as_cmd_gen, as_cmd_inspect, as_cmd_convert, as_cmd_hw, as_cmd_rules,
-    as_cmd_strategies, as_cmd_solve, as_cmd_export, as_cmd_lower, as_cmd_simulate, as_cmd_rank;
+    as_cmd_strategies, as_cmd_solve, as_cmd_export, as_cmd_lower, as_cmd_simulate, as_cmd_rank,
+    as_cmd_sweep;
 
 /** Print "autoshard: MSG" for ERR and return the matching exit code. */
 int as_cmd_fail(const as_err *err);

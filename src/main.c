@@ -17,7 +17,7 @@
 static const struct as_cmd *const cmd_table[] = {
     &as_cmd_gen,     &as_cmd_inspect,  &as_cmd_convert, &as_cmd_hw,    &as_cmd_rules,
     &as_cmd_strategies, &as_cmd_solve, &as_cmd_export,  &as_cmd_lower, &as_cmd_simulate,
-    &as_cmd_rank,    NULL,
+    &as_cmd_rank,    &as_cmd_sweep, NULL,
 };
 
 int

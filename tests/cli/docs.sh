@@ -31,7 +31,7 @@ ok $s "every file the docs name is in the repository ($(wc -l <"$T/refs") refere
 # The man page lists every long option of every command, the environment, exit codes.
 M=docs/autoshard.1
 s=0
-for c in gen inspect convert hw rules strategies solve export lower simulate rank; do
+for c in gen inspect convert hw rules strategies solve export lower simulate rank sweep; do
     "$AUTOSHARD" $c --help | grep -oE '^  +(-[a-zA-Z], )?--[a-z][a-z-]*' | grep -oE -- '--[a-z-]+' |
         sort -u >"$T/o"
     while read -r o; do

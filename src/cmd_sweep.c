@@ -1,0 +1,292 @@
+/* cmd_sweep.c -- `autoshard sweep`: options and the graph; the sweep is
+ * src/sweep/sweep.c (docs/sweep.md).
+ *
+ *   autoshard sweep GRAPH|PRESET --devices N [--hw H] [--batch B]
+ *                   [--pipeline 1,2,4] [--microbatches 1,2,4] [--accumulate]
+ *                   [--recompute none,full] [--solver glpk,beam] [--max-axes A]
+ *                   [--tp-max T] [--time-limit S] [-o FILE.jsonl] [--top N]
+ *                   [--csv FILE] [-q]
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "graph/autodiff.h"
+#include "graph/check.h"
+#include "graph/io.h"
+#include "graph/presets.h"
+#include "solve/solver.h"
+#include "spmd/rules.h"
+#include "sweep/sweep.h"
+
+enum { OPT_DEV = 256, OPT_HW, OPT_BATCH, OPT_PIPE, OPT_MICRO, OPT_ACC, OPT_RECOMP, OPT_AXES,
+       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST };
+
+static int sweep_exec(int argc, char **argv);
+
+const struct as_cmd as_cmd_sweep = {
+    .name = "sweep",
+    .args = "GRAPH|PRESET --devices N [--hw H] [--batch B] [--pipeline LIST] "
+            "[--microbatches LIST] [-o FILE.jsonl]",
+    .summary = "solve and simulate every mesh shape, pipeline degree, microbatch count, "
+               "recomputation and solver of a job",
+    .help = "GRAPH is a graph file (a training step); PRESET a preset name (`autoshard gen\n"
+            "--list`), built as `gen PRESET --batch B --train` does.  Every configuration is\n"
+            "solved as `solve GRAPH --pipeline P --microbatches K --mesh M --recompute R\n"
+            "--solver S --memory auto` (stages balanced by FLOPs, 1F1B) and simulated; one\n"
+            "JSON line per configuration goes to -o as soon as it is done (docs/sweep.md).\n"
+            "\nOptions:\n"
+            "  --devices N          devices in all (required)\n"
+            "  --hw NAME|FILE       hardware profile (default a100-dgx)\n"
+            "  --batch B            global batch of a PRESET (default the preset's)\n"
+            "  --pipeline LIST      pipeline degrees P (default every divisor of N up to the\n"
+            "                       layer count); each must divide N\n"
+            "  --microbatches LIST  microbatch counts K, each dividing the batch (default:\n"
+            "                       K = 1 for P = 1, else 2P (P, or B, if 2P does not divide B))\n"
+            "  --accumulate         the --microbatches list applies to P = 1 too (gradient\n"
+            "                       accumulation); else P = 1 runs K = 1\n"
+            "  --recompute LIST     none (default), full, selective\n"
+            "  -s, --solver LIST    glpk (default), cbc, brute, beam, mcts\n"
+            "  --max-axes A         mesh axes per stage, 1..3 (default 3): every ordered\n"
+            "                       factorisation of N/P into at most A factors >= 2\n"
+            "  --tp-max T           no mesh axis larger than T\n"
+            "  --time-limit S       seconds per configuration (build and solves)\n"
+            "  -o FILE.jsonl        append one JSON line per configuration; started again\n"
+            "                       with the same command it skips the configurations done\n"
+            "  --top N              rows of the final table (default 10)\n"
+            "  --csv FILE           every configuration of this sweep as CSV\n"
+            "  -q, --quiet          no progress line on stderr\n"
+            "  --list               print the configurations, one a line, and stop\n"
+            "\nConfigurations whose memory lower bound exceeds the device memory are pruned\n"
+            "before any solve and counted.  Exit 2 for bad options or a JSONL written by\n"
+            "another command line (graph, devices, hw, batch).\n",
+    .exec = sweep_exec,
+};
+
+/* Comma-separated positive integers into OUT[*N]. */
+static int
+parse_ints(const char *opt, const char *arg, int *out, int *n)
+{
+    const char *p = arg;
+    char *end;
+
+    *n = 0;
+    for (;;) {
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1 << 30 || (*end != ',' && *end != '\0') ||
+            *n == AS_SWEEP_MAX_LIST)
+            return as_cmd_usage(&as_cmd_sweep, "%s takes up to %d comma-separated positive "
+                                "integers, got '%s'", opt, AS_SWEEP_MAX_LIST, arg);
+        out[(*n)++] = (int)v;
+        if (*end == '\0')
+            return AS_EXIT_OK;
+        p = end + 1;
+    }
+}
+
+static int
+parse_words(char *arg, const char **out, int *n, int max)
+{
+    char *tok, *save = NULL;
+
+    *n = 0;
+    for (tok = strtok_r(arg, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == max)
+            return 0;
+        out[(*n)++] = tok;
+    }
+    return *n > 0;
+}
+
+static int
+sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
+{
+    const char *w[AS_SWEEP_MAX_LIST];
+    int n, i, x;
+    as_err err = {0};
+
+    switch (opt) {
+    case OPT_DEV:
+        return as_cmd_count_opt(&as_cmd_sweep, "devices", optarg, &o->devices);
+    case OPT_HW:
+        o->hw = optarg;
+        return AS_EXIT_OK;
+    case OPT_BATCH:
+        if (as_cmd_count_opt(&as_cmd_sweep, "batch", optarg, &x) != AS_EXIT_OK)
+            return AS_EXIT_USAGE;
+        *batch = x;
+        return AS_EXIT_OK;
+    case OPT_PIPE:
+        return parse_ints("--pipeline", optarg, o->pipeline, &o->npipeline);
+    case OPT_MICRO:
+        return parse_ints("--microbatches", optarg, o->micro, &o->nmicro);
+    case OPT_ACC:
+        o->accumulate = 1;
+        return AS_EXIT_OK;
+    case OPT_RECOMP:
+        if (!parse_words(optarg, w, &n, 3))
+            return as_cmd_usage(&as_cmd_sweep, "--recompute takes none, full, selective");
+        for (i = 0; i < n; i++)
+            if (!as_recompute_parse(w[i], &o->recompute[i]))
+                return as_cmd_usage(&as_cmd_sweep, "--recompute: unknown mode '%s' (none, full, "
+                                    "selective)", w[i]);
+        o->nrecompute = n;
+        return AS_EXIT_OK;
+    case 's':
+        if (!parse_words(optarg, o->solver, &o->nsolver, AS_SWEEP_MAX_LIST))
+            return as_cmd_usage(&as_cmd_sweep, "--solver takes a comma-separated list");
+        for (i = 0; i < o->nsolver; i++)
+            if (as_solver_find(o->solver[i], &err) == NULL)
+                return as_cmd_usage(&as_cmd_sweep, "%s", err.msg);
+        return AS_EXIT_OK;
+    case OPT_AXES:
+        if (as_cmd_count_opt(&as_cmd_sweep, "max-axes", optarg, &o->max_axes) != AS_EXIT_OK)
+            return AS_EXIT_USAGE;
+        if (o->max_axes > 3)
+            return as_cmd_usage(&as_cmd_sweep, "--max-axes must be 1, 2 or 3, got %d",
+                                o->max_axes);
+        return AS_EXIT_OK;
+    case OPT_TPMAX:
+        return as_cmd_count_opt(&as_cmd_sweep, "tp-max", optarg, &o->tp_max);
+    case OPT_TIME: {
+        char *end;
+        o->time_limit = strtod(optarg, &end);
+        if (end == optarg || *end != '\0' || !(o->time_limit >= 0) || o->time_limit > 1e9)
+            return as_cmd_usage(&as_cmd_sweep, "--time-limit must be a number >= 0, got '%s'",
+                                optarg);
+        return AS_EXIT_OK;
+    }
+    case OPT_TOP:
+        return as_cmd_count_opt(&as_cmd_sweep, "top", optarg, &o->top);
+    case OPT_CSV:
+        o->csv = optarg;
+        return AS_EXIT_OK;
+    case 'o':
+        o->out = optarg;
+        return AS_EXIT_OK;
+    case 'q':
+        o->quiet = 1;
+        return AS_EXIT_OK;
+    default:
+        return as_cmd_usage(&as_cmd_sweep, "unknown option");
+    }
+}
+
+/* Batch of a graph file: the batch dim of its first data input with one (0: none). */
+static int64_t
+graph_batch(const as_graph *g)
+{
+    int32_t t;
+
+    for (t = 0; t < as_graph_ntensors(g); t++) {
+        const as_tensor *x = as_graph_tensor(g, t);
+        if (x->kind == AS_TK_INPUT && x->batch_dim >= 0 && x->batch_dim < x->shape.rank)
+            return x->shape.dim[x->batch_dim];
+    }
+    return 0;
+}
+
+static int
+load_graph(const char *what, int64_t batch, as_graph **g, int64_t *gb, as_err *err)
+{
+    const as_preset *pr = as_preset_find(what);
+    as_preset_cfg cfg;
+    as_train_opts t;
+
+    *g = NULL;
+    if (pr == NULL) {
+        AS_CHECK(as_graph_read(what, g, err));
+        *gb = graph_batch(*g);
+        if (batch > 0 && batch != *gb) {
+            as_graph_free(*g);
+            *g = NULL;
+            return as_errf(err, AS_EUSAGE, "--batch %lld: graph '%s' has batch %lld (--batch "
+                           "is for presets; regenerate the graph)", (long long)batch, what,
+                           (long long)*gb);
+        }
+        return AS_OK;
+    }
+    cfg = pr->cfg;
+    if (batch > 0)
+        cfg.batch = batch;
+    AS_CHECK(as_preset_check(pr, &cfg, err));
+    AS_CHECK(as_preset_build(pr, &cfg, g, err));
+    as_train_opts_init(&t);
+    t.mixed = cfg.mixed;
+    if (as_autodiff(*g, &t, err) != AS_OK) {
+        as_graph_free(*g);
+        *g = NULL;
+        return err->code;
+    }
+    *gb = cfg.batch;
+    return AS_OK;
+}
+
+static int
+sweep_exec(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"devices", required_argument, NULL, OPT_DEV}, {"hw", required_argument, NULL, OPT_HW},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"pipeline", required_argument, NULL, OPT_PIPE},
+        {"microbatches", required_argument, NULL, OPT_MICRO},
+        {"accumulate", no_argument, NULL, OPT_ACC},
+        {"recompute", required_argument, NULL, OPT_RECOMP},
+        {"solver", required_argument, NULL, 's'}, {"max-axes", required_argument, NULL, OPT_AXES},
+        {"tp-max", required_argument, NULL, OPT_TPMAX},
+        {"time-limit", required_argument, NULL, OPT_TIME}, {"output", required_argument, NULL, 'o'},
+        {"top", required_argument, NULL, OPT_TOP}, {"csv", required_argument, NULL, OPT_CSV},
+        {"quiet", no_argument, NULL, 'q'}, {"list", no_argument, NULL, OPT_LIST},
+        {NULL, 0, NULL, 0}};
+    as_sweep_opts o;
+    as_sweep_summary sum;
+    as_graph *g = NULL;
+    as_err err = {0};
+    int64_t batch = 0;
+    int opt, rc, list = 0;
+
+    as_sweep_opts_init(&o);
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "s:o:q", opts, NULL)) != -1) {
+        if (opt == '?' || opt == ':')
+            return as_cmd_usage(&as_cmd_sweep, "bad or incomplete option '%s'", argv[optind - 1]);
+        if (opt == OPT_LIST) {
+            list = 1;
+            continue;
+        }
+        if ((rc = sweep_opt(&o, opt, &batch)) != AS_EXIT_OK)
+            return rc;
+    }
+    if (argc - optind != 1)
+        return as_cmd_usage(&as_cmd_sweep, "expected one GRAPH or PRESET, got %d", argc - optind);
+    if (o.devices < 1)
+        return as_cmd_usage(&as_cmd_sweep, "missing --devices N");
+    if (o.accumulate && o.nmicro == 0)
+        return as_cmd_usage(&as_cmd_sweep, "--accumulate needs --microbatches LIST");
+    o.source = argv[optind];
+    if (load_graph(o.source, batch, &g, &o.batch, &err) != AS_OK)
+        return as_cmd_fail(&err);
+    if (o.batch <= 0) {
+        as_graph_free(g);
+        fprintf(stderr, "autoshard: graph '%s' has no data input with a batch dim\n", o.source);
+        return AS_EXIT_USAGE;
+    }
+    if (list) {
+        rc = as_sweep_list(g, &o, stdout, &err);
+        as_graph_free(g);
+        return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+    }
+    rc = as_sweep_run(g, &o, stdout, &sum, &err);
+    as_graph_free(g);
+    as_rules_reset();
+    if (rc != AS_OK)
+        return as_cmd_fail(&err);
+    fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu run now, %zu pruned by "
+            "the memory lower bound, %zu OOM, %zu failed, %.3f s (%.3g configurations/s)\n",
+            sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.wall,
+            sum.wall > 0 ? (double)sum.done / sum.wall : 0.0);
+    return AS_EXIT_OK;
+}

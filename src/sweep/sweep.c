@@ -1,0 +1,818 @@
+/* sweep.c -- `autoshard sweep` (sweep.h, docs/sweep.md). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "formulate/build.h"
+#include "formulate/pipeline.h"
+#include "formulate/problem.h"
+#include "graph/check.h"
+#include "sim/lower.h"
+#include "solve/solver.h"
+#include "spmd/hw.h"
+#include "sweep/sweep.h"
+
+/* Re-solves of a stage whose simulated peak exceeds the budget (as cmd_pipeline.c). */
+#define SWEEP_FIT_ROUNDS 8
+
+void
+as_sweep_opts_init(as_sweep_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_axes = 3;
+    o->top = 10;
+}
+
+/* ---- enumeration ---- */
+
+typedef struct meshes {
+    char (*m)[64];
+    size_t n, cap;
+} meshes;
+
+/* Ordered factorisations of REM into at most LEFT more factors >= 2, each <= TPMAX. */
+static void
+factor_rec(meshes *ms, int rem, int left, int tpmax, char *prefix, size_t len)
+{
+    int f;
+
+    if (rem == 1) {
+        if (ms->n == ms->cap) {
+            ms->cap = ms->cap ? 2 * ms->cap : 16;
+            ms->m = as_xreallocarray(ms->m, ms->cap, sizeof *ms->m);
+        }
+        snprintf(ms->m[ms->n++], sizeof ms->m[0], "%.*s", (int)len, prefix);
+        return;
+    }
+    if (left == 0)
+        return;
+    for (f = 2; f <= rem; f++) {
+        int w;
+        if (rem % f != 0 || (tpmax > 0 && f > tpmax))
+            continue;
+        w = snprintf(prefix + len, 64 - len, "%s%d", len ? "x" : "", f);
+        if (w < 0 || (size_t)w >= 64 - len)
+            continue;
+        factor_rec(ms, rem / f, left - 1, tpmax, prefix, len + (size_t)w);
+    }
+}
+
+static void
+stage_meshes(int m, int max_axes, int tpmax, meshes *ms)
+{
+    char prefix[64];
+
+    ms->n = 0;
+    if (m == 1) {
+        factor_rec(ms, 1, 0, 0, prefix, 0);
+        snprintf(ms->m[0], sizeof ms->m[0], "1");
+        return;
+    }
+    factor_rec(ms, m, max_axes, tpmax, prefix, 0);
+}
+
+static void
+add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int p, int k, const char *mesh,
+        as_recompute r, const char *solver)
+{
+    as_sweep_cfg *c;
+
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 32;
+        *cfg = as_xreallocarray(*cfg, *cap, sizeof **cfg);
+    }
+    c = &(*cfg)[(*n)++];
+    memset(c, 0, sizeof *c);
+    c->p = p;
+    c->k = k;
+    snprintf(c->mesh, sizeof c->mesh, "%s", mesh);
+    c->recompute = r;
+    c->solver = solver;
+    snprintf(c->key, sizeof c->key, "p=%d,k=%d,mesh=%s,recompute=%s,solver=%s", p, k, mesh,
+             as_recompute_name(r), solver);
+}
+
+int
+as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_cfg **cfg,
+                   size_t *n, as_err *err)
+{
+    int ps[AS_SWEEP_MAX_LIST], np = 0, i, j, a, b;
+    size_t cap = 0, mi;
+    meshes ms = {0};
+    as_recompute none = AS_RECOMPUTE_NONE;
+    const as_recompute *rl = o->nrecompute ? o->recompute : &none;
+    int nr = o->nrecompute ? o->nrecompute : 1;
+    const char *glpk = "glpk";
+    const char *const *sl = o->nsolver ? o->solver : &glpk;
+    int ns = o->nsolver ? o->nsolver : 1;
+
+    *cfg = NULL;
+    *n = 0;
+    if (o->devices < 1)
+        return as_errf(err, AS_EUSAGE, "--devices must be at least 1, got %d", o->devices);
+    if (o->npipeline > 0) {
+        for (i = 0; i < o->npipeline; i++) {
+            if (o->pipeline[i] < 1 || o->devices % o->pipeline[i] != 0)
+                return as_errf(err, AS_EUSAGE, "--pipeline %d does not divide --devices %d",
+                               o->pipeline[i], o->devices);
+            if (o->pipeline[i] > 1 && o->pipeline[i] > nlayers)
+                return as_errf(err, AS_EUSAGE, "--pipeline %d: the graph has %d layers (a stage "
+                               "needs at least one)", o->pipeline[i], nlayers);
+            ps[np++] = o->pipeline[i];
+        }
+    } else {
+        for (i = 1; i <= o->devices && np < AS_SWEEP_MAX_LIST; i++)
+            if (o->devices % i == 0 && (i == 1 || i <= nlayers))
+                ps[np++] = i;
+    }
+    for (i = 0; i < o->nmicro; i++)
+        if (o->micro[i] < 1 || batch % o->micro[i] != 0)
+            return as_errf(err, AS_EUSAGE, "--microbatches %d does not divide the batch %lld",
+                           o->micro[i], (long long)batch);
+    for (i = 0; i < np; i++) {
+        int p = ps[i], ks[AS_SWEEP_MAX_LIST], nk = 0;
+        if (o->nmicro == 0 || (p == 1 && !o->accumulate)) {
+            int k = 1;
+            if (p > 1)
+                k = batch % (2 * p) == 0 ? 2 * p : batch % p == 0 ? p : (int)batch;
+            if (batch % k != 0)
+                continue;
+            ks[nk++] = k;
+        } else {
+            for (j = 0; j < o->nmicro; j++)
+                ks[nk++] = o->micro[j];
+        }
+        stage_meshes(o->devices / p, o->max_axes, o->tp_max, &ms);
+        for (j = 0; j < nk; j++)
+            for (mi = 0; mi < ms.n; mi++)
+                for (a = 0; a < nr; a++)
+                    for (b = 0; b < ns; b++)
+                        add_cfg(cfg, n, &cap, p, ks[j], ms.m[mi], rl[a], sl[b]);
+    }
+    free(ms.m);
+    if (*n == 0) {
+        free(*cfg);
+        *cfg = NULL;
+        return as_errf(err, AS_EUSAGE, "no configuration: nothing factors %d devices within "
+                       "the options (--pipeline, --max-axes, --tp-max)", o->devices);
+    }
+    return AS_OK;
+}
+
+/* Layers of G (the units `solve --pipeline` cuts at; 0 = none). */
+static int
+graph_layers(const as_graph *g)
+{
+    int *unit = as_xmalloc(((size_t)as_graph_nops(g) + 1) * sizeof *unit);
+    int *tunit = as_xmalloc(((size_t)as_graph_ntensors(g) + 1) * sizeof *tunit), n;
+
+    as_pipe_units(g, 1, unit, tunit, &n);
+    free(unit);
+    free(tunit);
+    return n;
+}
+
+int
+as_sweep_list(const as_graph *g, const as_sweep_opts *o, FILE *fp, as_err *err)
+{
+    as_sweep_cfg *cfg;
+    size_t n, i;
+
+    AS_CHECK(as_sweep_enumerate(o, graph_layers(g), o->batch, &cfg, &n, err));
+    for (i = 0; i < n; i++)
+        fprintf(fp, "%s\n", cfg[i].key);
+    free(cfg);
+    return AS_OK;
+}
+
+/* ---- evaluation of one configuration ---- */
+
+typedef struct record {
+    char key[AS_SWEEP_KEY_MAX];
+    char status[16];   /* ok, oom, pruned, infeasible, error */
+    double throughput, peak, time, objective;
+} record;
+
+typedef struct sweep_ctx {
+    const as_graph *g;
+    const as_sweep_opts *o;
+    as_graph *rg[4];           /* per recompute mode, built once (NULL for none) */
+    int nunits;
+    double flops;              /* model FLOPs of one step (no recomputation) */
+    as_dtype dtype;
+} sweep_ctx;
+
+static const as_graph *
+ctx_graph(sweep_ctx *x, as_recompute r, as_err *err)
+{
+    if (r == AS_RECOMPUTE_NONE)
+        return x->g;
+    if (x->rg[r] == NULL && as_graph_recompute(x->g, r, &x->rg[r], NULL, err) != AS_OK)
+        return NULL;
+    return x->rg[r];
+}
+
+typedef struct eval {
+    as_graph_problem *gp;
+    as_solve_result *res;
+    double *budget, *rb, *peak;
+    int *count, *stage, *tstage, *mbdim, *unit, *tunit;
+    as_graph *m;
+    as_sim_result *sim;
+    as_shard_plan *plan;
+    double solve_s, sim_s, lb, budget_max;
+    const char *status;        /* NULL = ok / oom */
+} eval;
+
+static int
+stage_solve(const as_sweep_cfg *c, eval *E, int s, double t0, double limit, as_err *err)
+{
+    as_solve_opts so;
+
+    as_solve_opts_init(&so);
+    so.solver = c->solver;
+    so.lim.gap = AS_DEFAULT_GAP;
+    if (limit > 0) {
+        so.lim.time_limit_s = limit - (as_now() - t0);
+        if (so.lim.time_limit_s <= 0)
+            return as_errf(err, AS_ESOLVER, "time limit (%g s) reached before stage %d was "
+                           "solved", limit, s);
+    }
+    as_solve_result_free(&E->res[s]);
+    memset(&E->res[s], 0, sizeof E->res[s]);
+    as_problem_set_memory(E->gp[s].p, E->rb[s]);
+    {
+        double t = as_now();
+        int rc = as_solve_problem(E->gp[s].p, &so, &E->res[s], err);
+        E->solve_s += as_now() - t;
+        as_problem_set_memory(E->gp[s].p, E->budget[s]);
+        if (rc != AS_OK)
+            return rc;
+    }
+    if (E->res[s].nplans == 0) {
+        if (E->res[s].outcome == AS_OUTCOME_INFEASIBLE) {
+            E->status = "infeasible";
+            return as_errf(err, AS_ESOLVER, "stage %d: no plan fits the memory budget", s);
+        }
+        return as_errf(err, AS_ESOLVER, "stage %d: the solver found no plan in time", s);
+    }
+    return AS_OK;
+}
+
+/* Merge the stage plans and simulate the pipeline: E->plan, E->sim, E->peak. */
+static int
+merge_sim(const sweep_ctx *x, const as_sweep_cfg *c, const as_graph *g, eval *E, as_err *err)
+{
+    as_shard_plan **sp = as_xcalloc((size_t)c->p, sizeof *sp);
+    double *tt = as_xcalloc((size_t)c->p, sizeof *tt), t;
+    as_lower_opts lo;
+    int s, d, n, rc = AS_OK;
+
+    for (s = 0; s < c->p && rc == AS_OK; s++) {
+        const as_plan *pl = &E->res[s].plans[0];
+        as_plan_source src = {c->solver, as_outcome_name(pl->status), pl->objective, pl->bound,
+                              pl->peak};
+        rc = as_plan_from_choice(E->gp[s].map, pl->choice, &src, &sp[s], err);
+        tt[s] = pl->objective;
+    }
+    as_shard_plan_free(E->plan);
+    E->plan = NULL;
+    as_sim_result_free(E->sim);
+    E->sim = NULL;
+    if (rc == AS_OK)
+        rc = as_pipe_merge(g, E->stage, E->tstage, sp, c->p, &E->plan, err);
+    if (rc == AS_OK) {
+        E->plan->objective = as_pipe_estimate(tt, c->p, c->k, NULL);
+        as_shard_plan_set_step(E->plan, c->p, c->k, as_sim_sched_name(AS_SIM_1F1B),
+                               as_recompute_name(c->recompute), E->count, NULL);
+        as_lower_opts_init(&lo);
+        lo.hw = x->o->hw;
+        lo.pipeline = c->p;
+        lo.nmicro = c->k;
+        lo.sched = AS_SIM_1F1B;
+        lo.given = AS_LOWER_GIVEN_PIPELINE | AS_LOWER_GIVEN_MICRO | AS_LOWER_GIVEN_SCHED;
+        t = as_now();
+        rc = as_sim_plan(g, E->plan, &lo, NULL, &E->sim, NULL, err);
+        E->sim_s += as_now() - t;
+        if (rc != AS_OK)
+            as_err_prefix(err, "simulating the pipeline plan: ");
+    }
+    if (rc == AS_OK) {
+        n = E->sim->ndevices / c->p;
+        E->plan->peak = 0;
+        for (s = 0; s < c->p; s++) {
+            E->peak[s] = 0;
+            for (d = s * n; d < (s + 1) * n; d++)
+                E->peak[s] = fmax(E->peak[s], E->sim->dev[d].peak);
+            E->plan->peak = fmax(E->plan->peak, E->peak[s]);
+        }
+    }
+    for (s = 0; s < c->p; s++)
+        as_shard_plan_free(sp[s]);
+    free(sp);
+    free(tt);
+    return rc;
+}
+
+/* Build, prune, solve, fit and simulate configuration C; AS_OK or the error (E->status). */
+static int
+eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
+{
+    const as_graph *g;
+    double t0 = as_now(), *cost;
+    int s, round, nunits;
+    size_t nops, nt;
+
+    if ((g = ctx_graph(x, c->recompute, err)) == NULL)
+        return err->code;
+    nops = (size_t)as_graph_nops(g) + 1;
+    nt = (size_t)as_graph_ntensors(g) + 1;
+    E->unit = as_xmalloc(nops * sizeof *E->unit);
+    E->tunit = as_xmalloc(nt * sizeof *E->tunit);
+    E->stage = as_xmalloc(nops * sizeof *E->stage);
+    E->tstage = as_xmalloc(nt * sizeof *E->tstage);
+    E->mbdim = as_xmalloc(nt * sizeof *E->mbdim);
+    E->count = as_xcalloc((size_t)c->p + 1, sizeof *E->count);
+    as_pipe_units(g, 1, E->unit, E->tunit, &nunits);
+    if (c->p > 1 && c->p > nunits)
+        return as_errf(err, AS_EUSAGE, "the graph has %d layers, fewer than %d stages", nunits,
+                       c->p);
+    if (nunits == 0) { /* no layers: one stage of every op */
+        as_pipe_units(g, 0, E->unit, E->tunit, &nunits);
+        if (nunits == 0)
+            return as_errf(err, AS_EUSAGE, "the graph has no forward ops");
+    }
+    cost = as_xcalloc((size_t)nunits, sizeof *cost);
+    as_pipe_unit_flops(g, E->unit, nunits, cost);
+    as_pipe_balance(cost, nunits, c->p, E->count);
+    free(cost);
+    as_pipe_stages(g, E->unit, E->tunit, c->p, E->count, E->stage, E->tstage);
+    if (as_sim_microbatch_dims(g, c->k, E->mbdim, err) != AS_OK)
+        return err->code;
+    if (c->k > 1 && as_graph_microbatch(g, c->k, E->mbdim, &E->m, err) != AS_OK)
+        return err->code;
+    E->gp = as_xcalloc((size_t)c->p, sizeof *E->gp);
+    E->res = as_xcalloc((size_t)c->p, sizeof *E->res);
+    E->budget = as_xcalloc((size_t)c->p, sizeof *E->budget);
+    E->rb = as_xcalloc((size_t)c->p, sizeof *E->rb);
+    E->peak = as_xcalloc((size_t)c->p, sizeof *E->peak);
+    /* build every stage and prune by the memory lower bound before any solve */
+    for (s = 0; s < c->p; s++) {
+        as_graph *sub = NULL;
+        as_graph_setup st;
+        double lb;
+        memset(&st, 0, sizeof st);
+        st.mesh = c->mesh;
+        st.hw = x->o->hw;
+        st.tie = 1;
+        as_build_opts_init(&st.build);
+        st.build.memory = -1; /* the profile's device memory */
+        st.build.microbatches = c->k;
+        st.build.inflight = c->k < c->p - s ? c->k : c->p - s; /* 1F1B */
+        if (x->o->time_limit > 0)
+            st.build.deadline = t0 + x->o->time_limit;
+        if (as_pipe_subgraph(E->m != NULL ? E->m : g, E->stage, s, E->mbdim, &sub, err) != AS_OK)
+            return err->code;
+        if (as_graph_problem_init(&E->gp[s], sub, &st, err) != AS_OK) {
+            as_err_prefix(err, "stage %d: ", s);
+            return err->code;
+        }
+        E->budget[s] = E->rb[s] = as_problem_memory(E->gp[s].p);
+        E->budget_max = fmax(E->budget_max, E->budget[s]);
+        lb = as_problem_peak_lower_bound(E->gp[s].p);
+        E->lb = fmax(E->lb, lb);
+        if (E->budget[s] > 0 && lb > E->budget[s] * (1 + 1e-9))
+            E->status = "pruned";
+    }
+    if (E->status != NULL)
+        return AS_OK;
+    for (s = 0; s < c->p; s++)
+        if (stage_solve(c, E, s, t0, x->o->time_limit, err) != AS_OK)
+            return err->code;
+    for (round = 0;; round++) {
+        int over = 0;
+        if (merge_sim(x, c, g, E, err) != AS_OK)
+            return err->code;
+        for (s = 0; s < c->p; s++) {
+            if (E->budget[s] <= 0 || E->peak[s] <= E->budget[s] * (1 + 1e-9))
+                continue;
+            over++;
+            E->rb[s] -= E->peak[s] - E->budget[s] + 0.005 * E->budget[s];
+            if (round + 1 >= SWEEP_FIT_ROUNDS || E->rb[s] <= 0) {
+                E->status = "infeasible";
+                return as_errf(err, AS_ESOLVER, "stage %d: no plan found that fits in the "
+                               "device memory with %d microbatches in flight", s,
+                               c->k < c->p - s ? c->k : c->p - s);
+            }
+            if (stage_solve(c, E, s, t0, x->o->time_limit, err) != AS_OK)
+                return err->code;
+        }
+        if (over == 0)
+            break;
+    }
+    return AS_OK;
+}
+
+static void
+eval_free(const as_sweep_cfg *c, eval *E)
+{
+    int s;
+
+    for (s = 0; E->gp != NULL && s < c->p; s++) {
+        as_solve_result_free(&E->res[s]);
+        as_graph_problem_free(&E->gp[s]);
+    }
+    free(E->gp);
+    free(E->res);
+    free(E->budget);
+    free(E->rb);
+    free(E->peak);
+    free(E->unit);
+    free(E->tunit);
+    free(E->count);
+    free(E->stage);
+    free(E->tstage);
+    free(E->mbdim);
+    as_sim_result_free(E->sim);
+    as_shard_plan_free(E->plan);
+    as_graph_free(E->m);
+}
+
+static json_t *
+num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* Solve and simulate C into a JSON line (new reference) and *R. */
+static json_t *
+eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
+{
+    eval E;
+    as_err err = {0};
+    json_t *j = json_object();
+    double t0 = as_now();
+    int rc;
+
+    memset(&E, 0, sizeof E);
+    rc = eval_run(x, c, &E, &err);
+    memset(r, 0, sizeof *r);
+    snprintf(r->key, sizeof r->key, "%s", c->key);
+    r->throughput = r->peak = r->time = r->objective = NAN;
+    json_object_set_new(j, "config", json_string(c->key));
+    json_object_set_new(j, "pipeline", json_integer(c->p));
+    json_object_set_new(j, "microbatches", json_integer(c->k));
+    json_object_set_new(j, "mesh", json_string(c->mesh));
+    json_object_set_new(j, "recompute", json_string(as_recompute_name(c->recompute)));
+    json_object_set_new(j, "solver", json_string(c->solver));
+    if (rc == AS_OK && E.status == NULL) {
+        double total = 0, bound = 0, tf;
+        int s, oom;
+        for (s = 0; s < c->p; s++) {
+            total += E.res[s].plans[0].objective;
+            bound = isfinite(bound) && isfinite(E.res[s].plans[0].bound)
+                        ? bound + E.res[s].plans[0].bound : -HUGE_VAL;
+        }
+        oom = E.sim->capacity > 0 && E.plan->peak > E.sim->capacity * (1 + 1e-9);
+        snprintf(r->status, sizeof r->status, "%s", oom ? "oom" : "ok");
+        r->throughput = E.sim->throughput;
+        r->peak = E.plan->peak;
+        r->time = E.sim->time;
+        r->objective = E.plan->objective;
+        json_object_set_new(j, "status", json_string(r->status));
+        json_object_set_new(j, "solver_status",
+                            json_string(as_outcome_name(E.res[c->p - 1].plans[0].status)));
+        for (s = 0; s < c->p; s++)
+            if (E.res[s].plans[0].status != AS_OUTCOME_OPTIMAL)
+                json_object_set_new(j, "solver_status",
+                                    json_string(as_outcome_name(E.res[s].plans[0].status)));
+        json_object_set_new(j, "objective", json_real(E.plan->objective));
+        json_object_set_new(j, "stage_objective_sum", json_real(total));
+        json_object_set_new(j, "bound", c->p == 1 ? num_or_null(bound) : json_null());
+        json_object_set_new(j, "time", json_real(E.sim->time));
+        json_object_set_new(j, "throughput", json_real(E.sim->throughput));
+        tf = E.sim->time > 0 ? x->flops / E.sim->time / E.sim->ndevices / 1e12 : 0;
+        json_object_set_new(j, "tflops_per_device", json_real(tf));
+        {
+            as_hw hw;
+            as_err e2 = {0};
+            double pk = as_hw_load(x->o->hw != NULL ? x->o->hw : "a100-dgx", &hw, &e2) == AS_OK
+                            ? as_hw_peak_flops(&hw, x->dtype) : 0;
+            json_object_set_new(j, "mfu", pk > 0 ? json_real(tf * 1e12 / pk) : json_null());
+        }
+        json_object_set_new(j, "peak_memory", json_real(E.plan->peak));
+        json_object_set_new(j, "capacity", json_real(E.sim->capacity));
+        json_object_set_new(j, "oom", json_boolean(oom));
+        json_object_set_new(j, "bubble", json_real(E.sim->bubble));
+    } else {
+        const char *st = E.status != NULL ? E.status : "error";
+        snprintf(r->status, sizeof r->status, "%s", st);
+        json_object_set_new(j, "status", json_string(st));
+        if (strcmp(st, "pruned") == 0) {
+            json_object_set_new(j, "lower_bound", json_real(E.lb));
+            json_object_set_new(j, "capacity", json_real(E.budget_max));
+        } else {
+            char line[512];
+            as_one_line(line, sizeof line, err.msg);
+            json_object_set_new(j, "error", json_string(line));
+        }
+    }
+    json_object_set_new(j, "solve_s", json_real(E.solve_s));
+    json_object_set_new(j, "simulate_s", json_real(E.sim_s));
+    json_object_set_new(j, "wall_s", json_real(as_now() - t0));
+    eval_free(c, &E);
+    return j;
+}
+
+/* ---- the JSONL ---- */
+
+static json_t *
+header_json(const as_sweep_opts *o)
+{
+    return json_pack("{s:{s:s,s:i,s:s,s:I}}", "sweep", "graph", o->source, "devices", o->devices,
+                     "hw", o->hw != NULL ? o->hw : "a100-dgx", "batch", (json_int_t)o->batch);
+}
+
+static void
+record_from_json(json_t *j, record *r)
+{
+    json_t *v;
+
+    memset(r, 0, sizeof *r);
+    snprintf(r->key, sizeof r->key, "%s", json_string_value(json_object_get(j, "config")));
+    snprintf(r->status, sizeof r->status, "%s",
+             json_string_value(json_object_get(j, "status")) ? json_string_value(json_object_get(
+                                                                     j, "status")) : "error");
+    r->throughput = (v = json_object_get(j, "throughput")) ? json_number_value(v) : NAN;
+    r->peak = (v = json_object_get(j, "peak_memory")) ? json_number_value(v) : NAN;
+    r->time = (v = json_object_get(j, "time")) ? json_number_value(v) : NAN;
+    r->objective = (v = json_object_get(j, "objective")) ? json_number_value(v) : NAN;
+}
+
+/* One write() of the whole line (O_APPEND): a kill leaves a whole line or a cut last one. */
+static int
+append_line(int fd, json_t *j, const char *path, as_err *err)
+{
+    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    size_t len;
+    ssize_t w;
+
+    if (s == NULL)
+        return as_errf(err, AS_EINTERNAL, "out of memory writing a line");
+    len = strlen(s);
+    s = as_xrealloc(s, len + 2);
+    s[len++] = '\n';
+    w = write(fd, s, len);
+    free(s);
+    if (w < 0 || (size_t)w != len)
+        return as_errf(err, AS_EIO, "%s: %s", path, w < 0 ? strerror(errno) : "short write");
+    return AS_OK;
+}
+
+/*
+ * Read the existing JSONL: check its header against O, collect the records
+ * of whole lines (a cut last line is dropped: the file is truncated to the
+ * last newline).  *FD gets the file open for appending (header written
+ * when new).
+ */
+static int
+jsonl_open(const as_sweep_opts *o, record **recs, size_t *nrec, int *fd, as_err *err)
+{
+    char *buf = NULL, *line, *nl;
+    size_t len = 0, cap = 0, keep = 0;
+    json_t *hdr = header_json(o);
+    int rc = AS_OK, first = 1;
+    struct stat sb;
+
+    *recs = NULL;
+    *nrec = 0;
+    *fd = -1;
+    if (stat(o->out, &sb) == 0 && as_read_file(o->out, &buf, &len, err) != AS_OK) {
+        json_decref(hdr);
+        return err->code;
+    }
+    for (line = buf; buf != NULL && line < buf + len && (nl = memchr(line, '\n', (size_t)(buf +
+         len - line))) != NULL; line = nl + 1) {
+        json_error_t je;
+        json_t *j = json_loadb(line, (size_t)(nl - line), 0, &je);
+        if (first) {
+            if (j == NULL || !json_equal(j, hdr)) {
+                rc = as_errf(err, AS_EUSAGE, "%s: written by another sweep (graph, devices, hw "
+                             "or batch differ); give another -o or remove it", o->out);
+                json_decref(j);
+                break;
+            }
+            first = 0;
+        } else if (j != NULL && json_is_string(json_object_get(j, "config"))) {
+            if (*nrec == cap) {
+                cap = cap ? 2 * cap : 64;
+                *recs = as_xreallocarray(*recs, cap, sizeof **recs);
+            }
+            record_from_json(j, &(*recs)[(*nrec)++]);
+        }
+        json_decref(j);
+        keep = (size_t)(nl + 1 - buf);
+    }
+    if (rc == AS_OK && buf != NULL && first && len > 0)
+        rc = as_errf(err, AS_EUSAGE, "%s: not a sweep's JSONL (no header line)", o->out);
+    free(buf);
+    if (rc == AS_OK) {
+        *fd = open(o->out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+        if (*fd < 0)
+            rc = as_errf(err, AS_EIO, "%s: %s", o->out, strerror(errno));
+        else if (ftruncate(*fd, (off_t)keep) != 0)
+            rc = as_errf(err, AS_EIO, "%s: %s", o->out, strerror(errno));
+        else if (keep == 0)
+            rc = append_line(*fd, hdr, o->out, err);
+    }
+    json_decref(hdr);
+    if (rc != AS_OK) {
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+        free(*recs);
+        *recs = NULL;
+        *nrec = 0;
+    }
+    return rc;
+}
+
+/* ---- output ---- */
+
+static int
+rec_cmp(const void *a, const void *b)
+{
+    const record *x = a, *y = b;
+    int fx = strcmp(x->status, "ok") == 0, fy = strcmp(y->status, "ok") == 0;
+
+    if (fx != fy)
+        return fy - fx;
+    if (x->throughput != y->throughput)
+        return x->throughput > y->throughput ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+static void
+print_table(FILE *fp, record *r, size_t n, int top)
+{
+    size_t i;
+    char b[32];
+
+    qsort(r, n, sizeof *r, rec_cmp);
+    fprintf(fp, "%-4s %-48s %12s %11s %12s %12s %s\n", "rank", "config", "samples/s", "peak/dev",
+            "time (s)", "objective", "status");
+    for (i = 0; i < n && i < (size_t)top; i++) {
+        if (strcmp(r[i].status, "ok") != 0 && strcmp(r[i].status, "oom") != 0)
+            break;
+        fprintf(fp, "%-4zu %-48s %12.4g %11s %12.6g %12.6g %s\n", i + 1, r[i].key,
+                r[i].throughput, as_fmt_bytes(r[i].peak, b, sizeof b), r[i].time,
+                r[i].objective, r[i].status);
+    }
+}
+
+static int
+write_csv(const char *path, const record *r, size_t n, as_err *err)
+{
+    size_t i, len = 0, cap = 256;
+    char *s = as_xmalloc(cap);
+    int rc;
+
+    len = (size_t)snprintf(s, cap, "config,status,throughput,peak_memory,time,objective\n");
+    for (i = 0; i < n; i++) {
+        int w;
+        for (;;) {
+            w = snprintf(s + len, cap - len, "\"%s\",%s,%.17g,%.17g,%.17g,%.17g\n", r[i].key,
+                         r[i].status, r[i].throughput, r[i].peak, r[i].time, r[i].objective);
+            if (w >= 0 && (size_t)w < cap - len)
+                break;
+            cap *= 2;
+            s = as_xrealloc(s, cap);
+        }
+        len += (size_t)w;
+    }
+    rc = as_write_file_atomic(path, s, len, err);
+    free(s);
+    return rc;
+}
+
+static int
+key_done(const record *r, size_t n, const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (strcmp(r[i].key, key) == 0)
+            return 1;
+    return 0;
+}
+
+int
+as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_summary *sum,
+             as_err *err)
+{
+    sweep_ctx x;
+    as_sweep_cfg *cfg = NULL;
+    size_t ncfg = 0, i, nrec = 0, nprev;
+    record *recs = NULL;
+    int fd = -1, rc, tty = !o->quiet && isatty(2), r;
+    int32_t op;
+    double t0 = as_now(), best = NAN;
+    char bestkey[AS_SWEEP_KEY_MAX] = "";
+
+    memset(sum, 0, sizeof *sum);
+    memset(&x, 0, sizeof x);
+    x.g = g;
+    x.o = o;
+    x.nunits = graph_layers(g);
+    for (op = 0; op < as_graph_nops(g); op++)
+        x.flops += as_graph_op_flops(g, op);
+    x.dtype = AS_DT_F32;
+    for (op = 0; op < as_graph_ntensors(g); op++)
+        if (as_graph_tensor(g, op)->kind == AS_TK_PARAM) {
+            x.dtype = as_graph_tensor(g, op)->shape.dtype;
+            break;
+        }
+    rc = as_sweep_enumerate(o, x.nunits, o->batch, &cfg, &ncfg, err);
+    if (rc == AS_OK && o->out != NULL)
+        rc = jsonl_open(o, &recs, &nrec, &fd, err);
+    if (rc != AS_OK)
+        goto out;
+    /* records of other configurations (another option list) stay in the file, not the table */
+    nprev = nrec;
+    {
+        record *keep = as_xcalloc(ncfg + 1, sizeof *keep);
+        size_t nk = 0;
+        for (i = 0; i < ncfg; i++) {
+            size_t q;
+            for (q = 0; q < nprev; q++)
+                if (strcmp(recs[q].key, cfg[i].key) == 0) {
+                    keep[nk++] = recs[q];
+                    break;
+                }
+        }
+        free(recs);
+        recs = as_xreallocarray(keep, ncfg + 1, sizeof *keep);
+        nrec = nk;
+    }
+    sum->total = ncfg;
+    sum->skipped = nrec;
+    for (i = 0; i < nrec; i++)
+        if (strcmp(recs[i].status, "ok") == 0 && !(recs[i].throughput <= best)) {
+            best = recs[i].throughput;
+            snprintf(bestkey, sizeof bestkey, "%s", recs[i].key);
+        }
+    for (i = 0; i < ncfg; i++) {
+        record rec;
+        json_t *j;
+        if (key_done(recs, nrec, cfg[i].key))
+            continue;
+        if (tty)
+            fprintf(stderr, "\rsweep: %zu/%zu done, best %s (%.4g samples/s); running %s\033[K",
+                    nrec, ncfg, bestkey[0] ? bestkey : "-", isnan(best) ? 0.0 : best, cfg[i].key);
+        j = eval_config(&x, &cfg[i], &rec);
+        if (fd >= 0)
+            r = append_line(fd, j, o->out, err);
+        else
+            r = AS_OK;
+        json_decref(j);
+        if (r != AS_OK) {
+            rc = r;
+            goto out;
+        }
+        recs[nrec++] = rec;
+        sum->done++;
+        if (strcmp(rec.status, "ok") == 0 && !(rec.throughput <= best)) {
+            best = rec.throughput;
+            snprintf(bestkey, sizeof bestkey, "%s", rec.key);
+        }
+    }
+    if (tty)
+        fprintf(stderr, "\r\033[K");
+    for (i = 0; i < nrec; i++) {
+        sum->pruned += strcmp(recs[i].status, "pruned") == 0;
+        sum->oom += strcmp(recs[i].status, "oom") == 0;
+        sum->failed += strcmp(recs[i].status, "error") == 0 ||
+                       strcmp(recs[i].status, "infeasible") == 0;
+    }
+    sum->wall = as_now() - t0;
+    if (o->csv != NULL && (rc = write_csv(o->csv, recs, nrec, err)) != AS_OK)
+        goto out;
+    if (table != NULL)
+        print_table(table, recs, nrec, o->top);
+out:
+    if (fd >= 0)
+        close(fd);
+    for (i = 0; i < 4; i++)
+        as_graph_free(x.rg[i]);
+    free(cfg);
+    free(recs);
+    return rc;
+}

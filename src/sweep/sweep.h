@@ -1,0 +1,82 @@
+/* sweep.h -- `autoshard sweep`: enumerate the configurations of a training
+ * job (pipeline degree P, microbatches K, mesh shapes of each stage's N/P
+ * devices, recomputation, solver), solve and simulate each in one process
+ * and append one JSON line per configuration (docs/sweep.md).
+ *
+ * Uses graph, spmd, formulate, solve and sim; nothing uses sweep.  Each
+ * configuration is solved like `solve GRAPH --pipeline P --microbatches K
+ * --mesh M --recompute R --solver S --memory auto` (stages balanced by
+ * FLOPs, 1F1B) and simulated like `simulate` on the merged plan.
+ */
+#ifndef AS_SWEEP_H
+#define AS_SWEEP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "autoshard.h"
+#include "graph/graph.h"
+
+#define AS_SWEEP_MAX_LIST 32
+#define AS_SWEEP_KEY_MAX 160
+
+/** One configuration. */
+typedef struct as_sweep_cfg {
+    int p, k;                  /**< pipeline stages, microbatches */
+    char mesh[64];             /**< one stage's mesh, "2x4" */
+    as_recompute recompute;
+    const char *solver;        /**< borrowed from the options */
+    char key[AS_SWEEP_KEY_MAX]; /**< canonical string "p=2,k=4,mesh=2x2,recompute=none,solver=glpk" */
+} as_sweep_cfg;
+
+typedef struct as_sweep_opts {
+    const char *source;        /**< graph path or preset name (the JSONL header) */
+    int devices;               /**< N */
+    const char *hw;            /**< profile (NULL = a100-dgx) */
+    int64_t batch;             /**< global batch of the graph */
+    int pipeline[AS_SWEEP_MAX_LIST], npipeline;  /**< 0 entries = every divisor of N */
+    int micro[AS_SWEEP_MAX_LIST], nmicro;        /**< 0 entries = 1 for P = 1, else 2P */
+    int accumulate;            /**< 1: the --microbatches list applies to P = 1 too */
+    as_recompute recompute[4]; int nrecompute;   /**< 0 entries = none */
+    const char *solver[AS_SWEEP_MAX_LIST]; int nsolver; /**< 0 entries = glpk */
+    int max_axes;              /**< mesh axes per stage, 1..3 (default 3) */
+    int tp_max;                /**< no mesh axis larger than this (0 = no limit) */
+    double time_limit;         /**< seconds per configuration (0 = none) */
+    const char *out;           /**< JSONL (NULL = none: nothing to resume) */
+    const char *csv;           /**< NULL = none */
+    int top;                   /**< rows of the final table */
+    int quiet;                 /**< no progress line */
+} as_sweep_opts;
+
+/** Defaults: max_axes 3, top 10, everything else 0. */
+void as_sweep_opts_init(as_sweep_opts *o);
+
+/**
+ * The configurations of O for a graph of NLAYERS layers and batch BATCH, in
+ * a fixed order (P, K, mesh, recompute, solver): *CFG (owned, free()) and
+ * *N.  AS_EUSAGE when a listed P does not divide N or exceeds NLAYERS, a
+ * listed K does not divide the batch, or nothing is left.
+ */
+int as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_cfg **cfg,
+                       size_t *n, as_err *err);
+
+/** Print the configurations of O for G, one key a line, to FP (as_sweep_enumerate). */
+int as_sweep_list(const as_graph *g, const as_sweep_opts *o, FILE *fp, as_err *err);
+
+/** Summary of a run. */
+typedef struct as_sweep_summary {
+    size_t total, skipped, done, pruned, failed, oom;
+    double wall;               /**< seconds of this run */
+} as_sweep_summary;
+
+/**
+ * Run the sweep of O on G (the training step, borrowed): resume from O->out
+ * when it exists (AS_EUSAGE when its header names another command line),
+ * solve and simulate every configuration not done, append its line, print
+ * the progress to stderr (a terminal, not quiet), then the top table to
+ * TABLE and the CSV.  A configuration that fails is recorded with its error.
+ */
+int as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_summary *sum,
+                 as_err *err);
+
+#endif /* AS_SWEEP_H */

@@ -1,0 +1,135 @@
+#!/bin/sh
+# sweep.sh -- `autoshard sweep` (docs/sweep.md): the enumeration matches a hand count,
+# hopeless configurations are pruned by the memory lower bound and counted, the JSONL
+# lines parse and agree with `solve --pipeline` + `simulate` run by hand (one truth),
+# resume redoes only what is missing (deleted lines, a kill -9, a cut last line), and bad
+# input gets one line and exit 2.
+. "${top_srcdir:-.}/tests/cli/lib.sh"
+
+command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
+close() { # close A B TOL: |A - B| <= TOL * |B|
+    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN{d=a-b; if(d<0)d=-d; if(b<0)b=-b; exit !(d<=t*b)}'; }
+count() { as sweep "$T/g.asg" --devices "$@" --list; [ $rc -eq 0 ] && wc -l <"$T/out" | tr -d ' '; }
+
+as gen gpt --layers 4 --hidden 64 --heads 4 --seq 16 --batch 16 --train -o "$T/g.asg"
+ok $rc "4-layer GPT, hidden 64, batch 16"
+
+# ---- enumeration, by hand: 4 layers, batch 16 ----
+# 8 devices, P in {1,2,4} (8 > 4 layers); ordered factorisations into <= 3 factors >= 2:
+# 8 -> 8 2x4 4x2 2x2x2 (4), 4 -> 4 2x2 (2), 2 -> 2 (1): 7
+check "8 devices: 7 configurations" test "$(count 8)" = 7
+check "--max-axes 2: 3 + 2 + 1 = 6" test "$(count 8 --max-axes 2)" = 6
+check "--tp-max 2: 2x2x2, 2x2, 2 = 3" test "$(count 8 --tp-max 2)" = 3
+# P = 1 keeps K = 1: 4 meshes x 2 recompute + P = 2: 2 K x 2 meshes x 2 + P = 4: 2 x 1 x 2
+check "--microbatches 2,4 --recompute none,full: 8 + 8 + 4 = 20" \
+    test "$(count 8 --microbatches 2,4 --recompute none,full)" = 20
+check "--accumulate: P = 1 takes the list too: 16 + 8 + 4 = 28" \
+    test "$(count 8 --microbatches 2,4 --recompute none,full --accumulate)" = 28
+check "--pipeline 2 --solver glpk,beam: 2 meshes x 2 solvers = 4" \
+    test "$(count 8 --pipeline 2 --solver glpk,beam)" = 4
+as sweep "$T/g.asg" --devices 8 --list
+check "default K: 1 for P = 1, 2P else" \
+    grep -qx 'p=4,k=8,mesh=2,recompute=none,solver=glpk' "$T/out"
+
+# Runs use --pipeline 1,2: with 4 layers, P = 4 puts one layer per stage, where
+# formulate/group.c's tying calls qsort(NULL, 0) (UBSan; `solve --pipeline 4` too).
+R="--devices 4 --pipeline 1,2"
+
+# ---- a sweep on 4 devices (4, 2x2; P = 2 on 2): JSONL, table, CSV ----
+as sweep "$T/g.asg" $R -q -o "$T/s.jsonl" --csv "$T/s.csv" --top 3
+ok $rc "sweep on 4 devices"
+check "summary: 3 configurations, 3 run" \
+    grep -q '^sweep: 3 configurations (0 done before), 3 run now, 0 pruned' "$T/out"
+check "top table of 3 rows" test "$(grep -c '^[123]  *p=' "$T/out")" = 3
+check "JSONL: header + 3 lines, all parse" test "$(jq -c . "$T/s.jsonl" | wc -l)" = 4
+check "header names the command line" \
+    test "$(head -1 "$T/s.jsonl" | jq -c .sweep.devices,.sweep.batch | tr '\n' ' ')" = "4 16 "
+check "every configuration ok with time, throughput, peak, TFLOP/s, MFU" \
+    test "$(jq -s '[.[1:][] | select(.status == "ok" and .time > 0 and .throughput > 0 and
+        .peak_memory > 0 and .tflops_per_device > 0 and .mfu > 0 and .oom == false)] | length' \
+        "$T/s.jsonl")" = 3
+check "CSV: header + 3 rows" test "$(wc -l <"$T/s.csv" | tr -d ' ')" = 4
+
+# ---- one truth: the same configuration by hand ----
+for cfg in "2 4 2" "1 1 2x2"; do
+    set -- $cfg
+    key="p=$1,k=$2,mesh=$3,recompute=none,solver=glpk"
+    if [ "$1" -gt 1 ]; then pipe="--pipeline $1 --microbatches $2"; else pipe=""; fi
+    as solve "$T/g.asg" $pipe --mesh "$3" --memory auto -o "$T/p.json"
+    s=$rc
+    as simulate "$T/g.asg" --plan "$T/p.json" --json
+    [ $rc -eq 0 ] || s=1
+    sim=$(jq .time "$T/out")
+    obj=$(jq .objective "$T/p.json")
+    swobj=$(jq -r "select(.config == \"$key\") | .objective" "$T/s.jsonl")
+    swsim=$(jq -r "select(.config == \"$key\") | .time" "$T/s.jsonl")
+    close "$swobj" "$obj" 1e-9 || s=1
+    close "$swsim" "$sim" 1e-9 || s=1
+    ok $s "$key: objective $swobj and simulated $swsim s = solve + simulate by hand"
+done
+
+# ---- resume ----
+head -3 "$T/s.jsonl" >"$T/r.jsonl"
+as sweep "$T/g.asg" $R -q -o "$T/r.jsonl"
+check "resume after deleting the last line: 2 done before kept, 1 run" \
+    grep -q '^sweep: 3 configurations (2 done before), 1 run now' "$T/out"
+check "the same 3 configurations, none twice" \
+    test "$(jq -r 'select(.config) | .config' "$T/r.jsonl" | sort -u | wc -l)$(wc -l <"$T/r.jsonl" | tr -d ' ')" = 34
+cp "$T/r.jsonl" "$T/before.jsonl"
+as sweep "$T/g.asg" $R -q -o "$T/r.jsonl"
+check "resume of a finished sweep solves nothing and leaves the file" \
+    sh -c "grep -q '(3 done before), 0 run now' '$T/out' && cmp -s '$T/r.jsonl' '$T/before.jsonl'"
+# a cut last line (a kill in the middle of a write) is dropped and redone
+head -3 "$T/s.jsonl" >"$T/c.jsonl"
+tail -1 "$T/s.jsonl" | head -c 40 >>"$T/c.jsonl"
+as sweep "$T/g.asg" $R -q -o "$T/c.jsonl"
+check "cut last line: redone, every line parses" \
+    sh -c "grep -q '(2 done before), 1 run now' '$T/out' && test \$(jq -c . '$T/c.jsonl' | wc -l) = 4"
+# kill -9 in the middle, then resume
+# (--max-axes 2: the 2x2x2 ILP alone takes a minute with glpk)
+$AUTOSHARD sweep "$T/g.asg" --devices 8 --pipeline 1,2 --max-axes 2 -q -o "$T/k.jsonl" >/dev/null 2>&1 &
+pid=$!
+i=0
+lines() { if [ -f "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
+while [ $i -lt 300 ] && [ "$(lines "$T/k.jsonl")" -lt 3 ]; do
+    sleep 0.1; i=$((i + 1)); done
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+check "killed in the middle: fewer than 5 configurations written" test "$(lines "$T/k.jsonl")" -lt 6
+as sweep "$T/g.asg" --devices 8 --pipeline 1,2 --max-axes 2 -q -o "$T/k.jsonl"
+n=$(jq -r 'select(.config) | .config' "$T/k.jsonl" | sort -u | wc -l | tr -d ' ')
+check "kill -9 then resume: 5 configurations (8 2x4 4x2; 4 2x2), each once" \
+    test "$n$(lines "$T/k.jsonl")" = 56
+
+# ---- pruning by the memory lower bound ----
+as hw show a100-dgx
+sed 's/^memory *=.*/memory = 45MiB/; s/^name *=.*/name = small/' "$T/out" >"$T/small.hw"
+as sweep "$T/g.asg" $R --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl"
+check "45 MiB per device: 1 pruned by the memory lower bound, counted" \
+    grep -q '2 configurations (0 done before), 2 run now, 1 pruned by the memory lower bound' "$T/out"
+p=$(jq -r 'select(.status == "pruned" and .lower_bound > .capacity) | .pipeline' "$T/m.jsonl" | tr '\n' ' ')
+q=$(jq -r 'select(.status == "ok" and .peak_memory <= .capacity) | .pipeline' "$T/m.jsonl")
+check "P = 2 pruned (lower bound > capacity), P = 1 solved and fits" test "$p$q" = "2 1"
+
+# ---- bad input: one "autoshard:" line (then the usage hint), exit 2 ----
+expect_fail() { # the usage hint follows usage errors: one error line, nothing else
+    local s=0
+    [ "$rc" -eq "$1" ] || s=1
+    [ "$(grep -c '^autoshard: ' "$T/err")" -eq 1 ] && grep -q -- "$2" "$T/err" || s=1
+    [ "$(grep -v -e '^usage: ' -e '^Try ' "$T/err" | grep -c .)" -eq 1 ] || s=1
+    if [ $s -ne 0 ]; then echo "# exit $rc, stderr:"; head -3 "$T/err" | sed 's/^/#   /'; fi
+    ok $s "$3"
+}
+as sweep "$T/g.asg" --devices 0
+expect_fail 2 'devices' "--devices 0"
+as sweep "$T/g.asg" --devices 4 --solver glpk,nosuch
+expect_fail 2 'nosuch' "unknown solver"
+as sweep "$T/g.asg" --devices 4 --pipeline 3
+expect_fail 2 'pipeline 3 does not divide --devices 4' "P not dividing N"
+as sweep "$T/g.asg" --devices 4 --microbatches 3 --pipeline 2
+expect_fail 2 'microbatches 3 does not divide the batch 16' "K not dividing the batch"
+as sweep "$T/g.asg" --devices 8 --pipeline 1,2 -q -o "$T/s.jsonl"
+expect_fail 2 'written by another sweep' "resume with another command line"
+check "the other sweep's JSONL is left alone" test "$(wc -l <"$T/s.jsonl" | tr -d ' ')" = 4
+
+done_testing
