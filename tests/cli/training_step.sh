@@ -98,6 +98,20 @@ as simulate "$T/g13.asg" --plan "$T/g13.json" --recompute full --microbatches 4 
 grep -q '"oom": true' "$T/out" && s=1
 ok $s "with --recompute full --microbatches 4: ${p2:-?} GiB, and simulated without OOM"
 
+# gpt3-13b, batch 16, on 2x8 A100-80GB (the issue's case: solve said 79.85 GiB, simulate
+# 92.79 GiB and OOM): the plan fits, and the simulator's peak is the solver's within 1 %
+as gen gpt3-13b --batch 16 --train -o "$T/g13b.asg"
+as solve "$T/g13b.asg" --mesh 2x8 --memory auto -o "$T/g13b.json"
+s=$rc
+p1=$(sed -n 's/^peak memory  \([0-9.]*\) GiB per device (budget 80.00 GiB.*/\1/p' "$T/out")
+[ -n "$p1" ] || s=1
+as simulate "$T/g13b.asg" --plan "$T/g13b.json" --json
+[ $rc -eq 0 ] || s=1
+grep -q '"oom": true' "$T/out" && s=1
+p2=$(simpeak)
+close "$(awk -v p="${p2:-0}" 'BEGIN{printf "%.6f", p / 1073741824}')" "${p1:-0}" 0.01 || s=1
+ok $s "gpt3-13b batch 16, 2x8 A100-80GB: fits (${p1:-?} GiB), simulated without OOM, same peak"
+
 # settings that cannot apply: one line, exit 2
 as solve "$T/m.asg" --mesh 1 --recompute selective
 expect_fail 2 "^autoshard: --recompute selective: nothing to recompute in graph 'mlp-1b' (no attention core" \
