@@ -227,8 +227,14 @@ as_oom(size_t n, const char *where)
 {
     const char *in = where != NULL ? " in " : "", *w = where != NULL ? where : "";
 
-    if (n == SIZE_MAX)
+    if (n == SIZE_MAX) {
+#ifdef AS_FUZZING
+        /* a size computed from unchecked input: a finding, which libFuzzer keeps only on abort() */
+        fprintf(stderr, "autoshard: out of memory (a size overflows)%s%s\n", in, w);
+        abort();
+#endif
         as_die("out of memory (a size overflows)%s%s", in, w);
+    }
     if (n == 0)
         as_die("out of memory%s%s", in, w);
     as_die("out of memory allocating %zu bytes%s%s", n, in, w);

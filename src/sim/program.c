@@ -741,6 +741,10 @@ as_sim_add(as_sim_prog *p, const as_sim_event_spec *s0, as_err *err)
                         AS_SIM_MAX_TIME);
     if (s.bytes > AS_SIM_MAX_BYTES)
         return spec_err(p, &s, s.col, err, "bytes must be <= %g", AS_SIM_MAX_BYTES);
+    for (int i = 0; s.wbytes != NULL && i < s.nwrites; i++)
+        if (s.wbytes[i] > AS_SIM_MAX_BYTES)
+            return spec_err(p, &s, s.col, err, "bytes of '%s' must be <= %g",
+                            p->tnames.v[s.writes[i]], AS_SIM_MAX_BYTES);
     if (s.kind == AS_SIM_COMPUTE && s.time < 0) {
         if (s.op_id >= 0 && (size_t)s.op_id < p->ops.n)
             op = s.op_id;
