@@ -80,6 +80,16 @@ p=$(sed -n 's/^peak memory  \([0-9.]*\) GiB per device (budget 80.00 GiB.*/\1/p'
 awk -v p="${p:-99}" 'BEGIN{exit !(p <= 80)}' || s=1
 ok $s "gpt3-1.3b batch 64, 2x4 A100-80GB, --recompute auto: fits (${p:-?} GiB, $(chosen) layers)"
 
+# --recompute full in a pipeline: each layer's recomputed copies ("rc.X") run in its own
+# stage (they once went to the last stage: 354 ops in stage 0, 453 in stage 1)
+as gen gpt2-small --layers 4 --seq 128 --batch 8 --vocab 2048 --train -o "$T/g4.asg"
+as solve "$T/g4.asg" --mesh 2 --pipeline 2 --microbatches 4 --recompute full
+s=$rc
+n0=$(sed -n 's/^stage 0 .* layers, \([0-9]*\) ops.*/\1/p' "$T/out")
+n1=$(sed -n 's/^stage 1 .* layers, \([0-9]*\) ops.*/\1/p' "$T/out")
+awk -v a="${n0:-0}" -v b="${n1:-999}" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(a > 0 && d <= 8)}' || s=1
+ok $s "pipeline 2 x 2 layers, --recompute full: stages of ${n0:-?} and ${n1:-?} ops"
+
 # bad input: one line, exit 2
 as solve "$T/g.asg" --mesh 2 --recompute auto --pipeline 2
 [ $rc -eq 2 ] && head -1 "$T/err" | grep -q "^autoshard: --recompute auto does not combine with --pipeline"
