@@ -346,7 +346,7 @@ as_train_pipeline_solve(as_train_cli *t, as_graph *g, const as_pipe_cli *c)
     S.sched = AS_SIM_1F1B;
     if (t->schedule != NULL)
         as_sim_sched_parse(t->schedule, &S.sched);
-    if (as_train_apply_recompute(t->recompute, &g, &err) != AS_OK) {
+    if (as_train_apply_recompute(t->recompute, NULL, &g, &err) != AS_OK) {
         as_graph_free(g);
         return as_cmd_fail(&err);
     }

@@ -199,6 +199,7 @@ rank_exec(int argc, char **argv)
     as_err err = {0};
     rank_cli c;
     as_recompute rm = AS_RECOMPUTE_NONE;
+    const char *rl = NULL;
     size_t i;
     int rc;
 
@@ -214,9 +215,9 @@ rank_exec(int argc, char **argv)
     for (i = 0; i < c.plans.n && rc == AS_OK; i++)
         rc = as_shard_plan_read(c.plans.v[i], &plans[i], &err);
     for (i = 0; i < c.plans.n && rc == AS_OK; i++) /* the step `solve --pipeline` recorded */
-        rc = as_train_plan_recompute(plans[i], c.plans.v[i], i > 0, &rm, &err);
+        rc = as_train_plan_recompute(plans[i], c.plans.v[i], i > 0, &rm, &rl, &err);
     if (rc == AS_OK)
-        rc = as_train_apply_recompute(rm, &g, &err);
+        rc = as_train_apply_recompute(rm, rl, &g, &err);
     names = as_xcalloc(c.plans.n + 1, sizeof *names);
     for (i = 0; i < c.plans.n; i++) /* shown by base name */
         names[i] = strrchr(c.plans.v[i], '/') ? strrchr(c.plans.v[i], '/') + 1 : c.plans.v[i];

@@ -130,7 +130,8 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
         if (!parse_words(optarg, w, &n, 3))
             return as_cmd_usage(&as_cmd_sweep, "--recompute takes none, full, selective");
         for (i = 0; i < n; i++)
-            if (!as_recompute_parse(w[i], &o->recompute[i]))
+            if (!as_recompute_parse(w[i], &o->recompute[i]) ||
+                o->recompute[i] == AS_RECOMPUTE_AUTO)
                 return as_cmd_usage(&as_cmd_sweep, "--recompute: unknown mode '%s' (none, full, "
                                     "selective)", w[i]);
         o->nrecompute = n;

@@ -18,7 +18,7 @@ as_pipe_role(const as_graph *g, int32_t o)
     return (f & AS_OF_OPTIMIZER) ? AS_PIPE_OPT : (f & AS_OF_BACKWARD) ? AS_PIPE_BWD : AS_PIPE_FWD;
 }
 
-/* Forward op whose output tensor NAME ("d.X", "grad.X", "X.1") names; -2 - t for a declared
+/* Forward op whose output tensor NAME ("d.X", "grad.X", "rc.X", "X.1") names; -2 - t for a declared
  * tensor t; -1 for none. */
 static int32_t
 pipe_fwd_of(const as_graph *g, const char *name)
@@ -31,6 +31,8 @@ pipe_fwd_of(const as_graph *g, const char *name)
         name += 2;
     else if (strncmp(name, "grad.", 5) == 0)
         name += 5;
+    else if (strncmp(name, "rc.", 3) == 0) /* a recomputed copy (graph/recompute.c) */
+        name += 3;
     else
         return -1;
     snprintf(buf, sizeof buf, "%s", name);

@@ -30,7 +30,7 @@ as_shard_plan_new(const char *mesh_spec, as_shard_plan **out, as_err *err)
     p->arena = as_arena_new();
     p->mesh = m;
     p->graph = p->hw = p->cost_model = p->solver = p->status = "";
-    p->schedule = p->recompute = "";
+    p->schedule = p->recompute = p->recompute_layers = "";
     p->bound = -HUGE_VAL;
     p->peak = -1;
     *out = p;
@@ -187,6 +187,8 @@ plan_json(const as_shard_plan *p)
             json_object_set_new(pj, "schedule", json_string(p->schedule));
         if (*p->recompute)
             json_object_set_new(pj, "recompute", json_string(p->recompute));
+        if (strcmp(p->recompute, "auto") == 0)
+            json_object_set_new(pj, "recompute_layers", json_string(p->recompute_layers));
         if (p->stage_layers != NULL && p->pipeline > 0) {
             json_t *a = json_array();
             for (i = 0; i < (size_t)p->pipeline; i++)
@@ -378,10 +380,24 @@ parse_step(as_shard_plan *p, json_t *pj, const char *name, as_err *err)
     if (json_object_get(pj, "recompute") != NULL) {
         AS_CHECK(get_str(p, pj, "pipeline", "recompute", &p->recompute, name, err));
         if (strcmp(p->recompute, "none") != 0 && strcmp(p->recompute, "full") != 0 &&
-            strcmp(p->recompute, "selective") != 0)
+            strcmp(p->recompute, "selective") != 0 && strcmp(p->recompute, "auto") != 0)
             return as_errf(err, AS_EPARSE, "%s: pipeline.recompute: expected \"none\", "
-                           "\"full\" or \"selective\", got \"%s\"", name, p->recompute);
+                           "\"full\", \"selective\" or \"auto\", got \"%s\"", name,
+                           p->recompute);
     }
+    if (json_object_get(pj, "recompute_layers") != NULL) {
+        const char *q;
+        AS_CHECK(get_str(p, pj, "pipeline", "recompute_layers", &p->recompute_layers, name,
+                         err));
+        for (q = p->recompute_layers; *q; q++)
+            if (*q == ' ' || (*q == ',' && (q == p->recompute_layers || q[1] == ',' || !q[1])))
+                return as_errf(err, AS_EPARSE, "%s: pipeline.recompute_layers: expected layer "
+                               "keys separated by commas (\"h.0,h.1\"), got \"%s\"", name,
+                               p->recompute_layers);
+    }
+    if (strcmp(p->recompute, "auto") == 0 && json_object_get(pj, "recompute_layers") == NULL)
+        return as_errf(err, AS_EPARSE, "%s: pipeline.recompute \"auto\" needs "
+                       "pipeline.recompute_layers (the layers it recomputes)", name);
     if ((a = json_object_get(pj, "layers")) != NULL) {
         if (!json_is_array(a) || np == 0 || json_array_size(a) != (size_t)np)
             return as_errf(err, AS_EPARSE, "%s: pipeline.layers: expected an array of %d "

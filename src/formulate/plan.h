@@ -52,7 +52,8 @@ typedef struct as_shard_plan {
     int pipeline;            /**< P stages of the plan's mesh each; 0 = not recorded */
     int microbatches;        /**< K; 0 = not recorded */
     const char *schedule;    /**< "1f1b" / "gpipe"; "" = not recorded */
-    const char *recompute;   /**< "none" / "full" / "selective"; "" = not recorded */
+    const char *recompute;   /**< "none" / "full" / "selective" / "auto"; "" = not recorded */
+    const char *recompute_layers; /**< "auto": the layers recomputed fully, comma-separated */
     int *stage_layers;       /**< [pipeline] layers per stage (arena), NULL = not recorded */
     double *stage_peak;      /**< [pipeline] peak per device of each stage (arena), or NULL */
 } as_shard_plan;

@@ -215,7 +215,7 @@ ctx_graph(sweep_ctx *x, as_recompute r, as_err *err)
 {
     if (r == AS_RECOMPUTE_NONE)
         return x->g;
-    if (x->rg[r] == NULL && as_graph_recompute(x->g, r, &x->rg[r], NULL, err) != AS_OK)
+    if (x->rg[r] == NULL && as_graph_recompute(x->g, r, NULL, &x->rg[r], NULL, err) != AS_OK)
         return NULL;
     return x->rg[r];
 }
