@@ -65,6 +65,7 @@ typedef struct wnode {
     size_t fixed;        /**< the one strategy it was eliminated with (RS), or NONE */
     int frozen;          /**< end of an unmerged follow link: strategies stay whole */
     int alive;
+    size_t k;            /**< strategies of the node in the problem (kof) */
     AS_VEC(size_t) adj;  /**< incident edge indices (dead ones skipped) */
 } wnode;
 
@@ -124,7 +125,7 @@ typedef struct work {
 static size_t
 kof(const work *w, size_t v)
 {
-    return as_problem_node(w->p, v)->k;
+    return w->nodes[v].k;
 }
 
 /* Strategy of original node V when its leader takes S. */
@@ -349,6 +350,8 @@ work_init(work *w, const as_problem *p)
     as_reduction *red = w->red;
 
     w->nodes = as_xcalloc(n, sizeof *w->nodes);
+    for (v = 0; v < n; v++)
+        w->nodes[v].k = as_problem_node(p, v)->k;
     red->map = as_xcalloc(n + 1, sizeof *red->map);
     for (v = 0; v < n; v++) {
         size_t l = v;
@@ -500,28 +503,46 @@ static void
 elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
 {
     size_t y = e1->u == x ? e1->v : e1->u, z = e2->u == x ? e2->v : e2->u;
-    size_t ky = kof(w, y), kz = kof(w, z), kx = kof(w, x), p, r, q;
+    size_t ky = kof(w, y), kz = kof(w, z), kx = kof(w, x), p, r, q, nq = 0, i;
     elim el = {.x = x, .y = y, .z = z, .deg = 2, .kz = kz};
     double *n = as_xcalloc(ky * kz, sizeof *n);
+    size_t *qs = as_xmalloc((kx + 1) * sizeof *qs);
+    double *a, *b;
 
+    /* dense copies over X's possible strategies: a[p][i] = R1 + c, b[r][i] = R2 */
+    for (q = 0; q < kx; q++)
+        if (w->nodes[x].ok[q])
+            qs[nq++] = q;
+    a = as_xmalloc((ky * nq + 1) * sizeof *a);
+    b = as_xmalloc((kz * nq + 1) * sizeof *b);
+    for (p = 0; p < ky; p++)
+        for (i = 0; w->nodes[y].ok[p] && i < nq; i++)
+            a[p * nq + i] = rget(w, e1, y, p, qs[i]) + w->nodes[x].cost[qs[i]];
+    for (r = 0; r < kz; r++)
+        for (i = 0; w->nodes[z].ok[r] && i < nq; i++)
+            b[r * nq + i] = rget(w, e2, z, r, qs[i]);
     el.best = as_xcalloc(ky * kz, sizeof *el.best);
     for (p = 0; p < ky; p++)
         for (r = 0; w->nodes[y].ok[p] && r < kz; r++) {
+            const double *ap = a + p * nq, *br = b + r * nq;
             double best = INFINITY;
+            size_t bi = 0;
             if (!w->nodes[z].ok[r])
                 continue;
-            for (q = 0; q < kx; q++) {
-                double v;
-                if (!w->nodes[x].ok[q])
-                    continue;
-                v = rget(w, e1, y, p, q) + w->nodes[x].cost[q] + rget(w, e2, z, r, q);
+            for (i = 0; i < nq; i++) {
+                double v = ap[i] + br[i];
                 if (v < best) {
                     best = v;
-                    el.best[p * kz + r] = q;
+                    bi = i;
                 }
             }
+            if (nq > 0)
+                el.best[p * kz + r] = qs[bi];
             n[p * kz + r] = best;
         }
+    free(a);
+    free(b);
+    free(qs);
     e1->alive = e2->alive = 0; /* before work_add_edge, which may move w->edges.v */
     AS_VEC_PUSH(&w->red->elims, el);
     w->red->stats.elim[2]++;
