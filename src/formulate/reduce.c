@@ -117,6 +117,7 @@ typedef struct work {
     size_t *cand_v, *cand_s;    /**< (leader, leader strategy), cheapest first */
     int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
     double deadline;            /**< as_now() after which the bound rounds stop; 0 = none */
+    double abort_at;            /**< as_now() after which the reductions give up; 0 = never */
     as_progress pg;             /**< progress line of the bound rounds */
     size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     as_reduction *red;
@@ -424,7 +425,8 @@ work_init(work *w, const as_problem *p)
         w->nodes[v].pinned = 1;
 }
 
-static void
+/* Copy P's edges into leader spaces; 1 when the abort time came first (edges left out). */
+static int
 work_edges(work *w)
 {
     const as_problem *p = w->p;
@@ -434,6 +436,8 @@ work_edges(work *w)
     for (j = 0; j < as_problem_nedges(p); j++) {
         const as_pedge *e = as_problem_edge(p, j);
         size_t kv = kof(w, e->v);
+        if ((j & 255) == 255 && w->abort_at > 0 && as_now() > w->abort_at)
+            return 1;
         a = red->leader[e->u];
         b = red->leader[e->v];
         ka = kof(w, a);
@@ -451,6 +455,7 @@ work_edges(work *w)
                     r[s * kb + q] = e->r[fmap(red, e->u, s) * kv + fmap(red, e->v, q)];
         work_add_edge(w, a, b, r);
     }
+    return 0;
 }
 
 /* ---- PBQP ---- */
@@ -1737,7 +1742,8 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     unsigned flags = o->top > 1 ? o->flags & ~(AS_REDUCE_PBQP | AS_REDUCE_DOMINATED) : o->flags;
     work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
-              .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline};
+              .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline,
+              .abort_at = o->abort_at};
     double t0 = as_now();
 #define DBG(what)                                                                                 \
     do {                                                                                          \
@@ -1745,7 +1751,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
             fprintf(stderr, "reduce: %s %.3f s\n", what, as_now() - t0);                          \
     } while (0)
     as_reduction *red;
-    int round;
+    int round, rc = AS_OK;
 
     AS_CHECK(as_problem_validate(p, err));
     red = as_xcalloc(1, sizeof *red);
@@ -1756,7 +1762,11 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     w.red = red;
     work_init(&w, p);
     DBG("init");
-    work_edges(&w);
+    if (work_edges(&w) != 0) {
+        rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (edges), "
+                     "no plan");
+        goto done;
+    }
     DBG("edges");
     work_simplify(&w);
     DBG("simplify");
@@ -1779,6 +1789,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         red->stats.timed_out = 1;
     *out = work_output(&w);
     *redp = red;
+done:
     for (v = 0; v < n; v++) {
         free(w.nodes[v].cost);
         free(w.nodes[v].ok);
@@ -1799,7 +1810,9 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     AS_VEC_FREE(&w.kept_alias);
     AS_VEC_FREE(&w.edges);
     free(w.nodes);
-    return AS_OK;
+    if (rc != AS_OK)
+        as_reduction_free(red);
+    return rc;
 }
 
 size_t
