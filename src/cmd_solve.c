@@ -371,8 +371,11 @@ solve_parse(int argc, char **argv, solve_cli *c)
 static void
 print_sizes(FILE *fp, const char *what, const as_ilp_stats *st)
 {
-    fprintf(fp, "%-13s%zu variables (%zu binary), %zu rows, %zu non-zeros\n", what, st->cols,
-            st->int_cols, st->rows, st->nnz);
+    if (st->uncounted)
+        fprintf(fp, "%-13snot counted (too large, or no time left under --time-limit)\n", what);
+    else
+        fprintf(fp, "%-13s%zu variables (%zu binary), %zu rows, %zu non-zeros\n", what,
+                st->cols, st->int_cols, st->rows, st->nnz);
 }
 
 static void
