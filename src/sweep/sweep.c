@@ -4,9 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #include <jansson.h>
@@ -452,6 +458,18 @@ num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* The configuration's fields of its line. */
+static void
+cfg_json(json_t *j, const as_sweep_cfg *c)
+{
+    json_object_set_new(j, "config", json_string(c->key));
+    json_object_set_new(j, "pipeline", json_integer(c->p));
+    json_object_set_new(j, "microbatches", json_integer(c->k));
+    json_object_set_new(j, "mesh", json_string(c->mesh));
+    json_object_set_new(j, "recompute", json_string(as_recompute_name(c->recompute)));
+    json_object_set_new(j, "solver", json_string(c->solver));
+}
+
 /* Solve and simulate C into a JSON line (new reference) and *R. */
 static json_t *
 eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
@@ -467,12 +485,7 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
     memset(r, 0, sizeof *r);
     snprintf(r->key, sizeof r->key, "%s", c->key);
     r->throughput = r->peak = r->time = r->objective = NAN;
-    json_object_set_new(j, "config", json_string(c->key));
-    json_object_set_new(j, "pipeline", json_integer(c->p));
-    json_object_set_new(j, "microbatches", json_integer(c->k));
-    json_object_set_new(j, "mesh", json_string(c->mesh));
-    json_object_set_new(j, "recompute", json_string(as_recompute_name(c->recompute)));
-    json_object_set_new(j, "solver", json_string(c->solver));
+    cfg_json(j, c);
     if (rc == AS_OK && E.status == NULL) {
         double total = 0, bound = 0, tf;
         int s, oom;
@@ -557,24 +570,41 @@ record_from_json(json_t *j, record *r)
     r->objective = (v = json_object_get(j, "objective")) ? json_number_value(v) : NAN;
 }
 
-/* One write() of the whole line (O_APPEND): a kill leaves a whole line or a cut last one. */
-static int
-append_line(int fd, json_t *j, const char *path, as_err *err)
+static char *
+line_text(json_t *j)
 {
     char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    size_t len;
-    ssize_t w;
 
     if (s == NULL)
-        return as_errf(err, AS_EINTERNAL, "out of memory writing a line");
-    len = strlen(s);
-    s = as_xrealloc(s, len + 2);
-    s[len++] = '\n';
-    w = write(fd, s, len);
-    free(s);
+        as_oom(0, "a sweep line");
+    return s;
+}
+
+/* One write() of the line S and its newline (O_APPEND): a kill leaves a whole line or a cut last one. */
+static int
+append_text(int fd, const char *s, const char *path, as_err *err)
+{
+    size_t len = strlen(s);
+    char *b = as_xmalloc(len + 1);
+    ssize_t w;
+
+    memcpy(b, s, len);
+    b[len++] = '\n';
+    w = write(fd, b, len);
+    free(b);
     if (w < 0 || (size_t)w != len)
         return as_errf(err, AS_EIO, "%s: %s", path, w < 0 ? strerror(errno) : "short write");
     return AS_OK;
+}
+
+static int
+append_line(int fd, json_t *j, const char *path, as_err *err)
+{
+    char *s = line_text(j);
+    int rc = append_text(fd, s, path, err);
+
+    free(s);
+    return rc;
 }
 
 /*
@@ -714,21 +744,370 @@ key_done(const record *r, size_t n, const char *key)
     return 0;
 }
 
+/* ---- running the configurations: in this process (--jobs 1) or in forked workers ---- */
+
+typedef struct run {
+    sweep_ctx *x;
+    const as_sweep_opts *o;
+    const as_sweep_cfg *cfg;
+    size_t *todo, ntodo;       /* indices into cfg of the configurations to run, in order */
+    char **line;               /* per todo: its JSON line once received */
+    size_t got, written;       /* lines received; lines appended (a prefix of todo) */
+    size_t total;              /* configurations of the sweep */
+    record *recs;
+    size_t nrec;
+    int fd;                    /* the JSONL (-1: none) */
+    int tty;
+    double t0, best;
+    char bestkey[AS_SWEEP_KEY_MAX];
+    int running;
+} run;
+
+/* The line of todo T (owned text): record it, append every line now in order. */
+static int
+run_got(run *R, size_t t, char *text, as_err *err)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    record *rec = &R->recs[R->nrec];
+
+    if (j == NULL || !json_is_object(j)) { /* a worker's line is ours: cannot happen */
+        json_decref(j);
+        free(text);
+        return as_errf(err, AS_EINTERNAL, "a sweep worker sent a bad line");
+    }
+    record_from_json(j, rec);
+    json_decref(j);
+    R->nrec++;
+    R->line[t] = text;
+    R->got++;
+    if (strcmp(rec->status, "ok") == 0 && !(rec->throughput <= R->best)) {
+        R->best = rec->throughput;
+        snprintf(R->bestkey, sizeof R->bestkey, "%s", rec->key);
+    }
+    /* in enumeration order, so --jobs N writes the file --jobs 1 writes */
+    while (R->written < R->ntodo && R->line[R->written] != NULL) {
+        if (R->fd >= 0 && append_text(R->fd, R->line[R->written], R->o->out, err) != AS_OK)
+            return err->code;
+        free(R->line[R->written]);
+        R->line[R->written] = NULL;
+        R->written++;
+    }
+    return AS_OK;
+}
+
+static void
+run_progress(const run *R, const char *running)
+{
+    double el = as_now() - R->t0;
+    size_t done = R->nrec;
+    char eta[32] = "-";
+
+    if (!R->tty)
+        return;
+    if (R->got > 0) {
+        double left = el / (double)R->got * (double)(R->ntodo - R->got);
+        snprintf(eta, sizeof eta, "%.0f s", left);
+    }
+    fprintf(stderr, "\rsweep: %zu/%zu done, %d running, best %s (%.4g samples/s), ETA %s%s%s"
+            "\033[K", done, R->total, R->running,
+            R->bestkey[0] ? R->bestkey : "-", isnan(R->best) ? 0.0 : R->best, eta,
+            running != NULL ? "; running " : "", running != NULL ? running : "");
+}
+
+/* A line for configuration C that could not be evaluated (its worker died). */
+static char *
+failed_text(const as_sweep_cfg *c, const char *why, double wall)
+{
+    json_t *j = json_object();
+    char *s;
+
+    cfg_json(j, c);
+    json_object_set_new(j, "status", json_string("error"));
+    json_object_set_new(j, "error", json_string(why));
+    json_object_set_new(j, "solve_s", json_real(0));
+    json_object_set_new(j, "simulate_s", json_real(0));
+    json_object_set_new(j, "wall_s", json_real(wall));
+    s = line_text(j);
+    json_decref(j);
+    return s;
+}
+
+static int
+run_serial(run *R, as_err *err)
+{
+    size_t t;
+
+    for (t = 0; t < R->ntodo; t++) {
+        const as_sweep_cfg *c = &R->cfg[R->todo[t]];
+        record rec;
+        json_t *j;
+        R->running = 1;
+        run_progress(R, c->key);
+        j = eval_config(R->x, c, &rec);
+        R->running = 0;
+        if (run_got(R, t, line_text(j), err) != AS_OK) {
+            json_decref(j);
+            return err->code;
+        }
+        json_decref(j);
+    }
+    return AS_OK;
+}
+
+typedef struct worker {
+    pid_t pid;                 /* 0: none */
+    int task, result;          /* our ends: configuration indices out, lines in */
+    long busy;                 /* todo index running, -1 idle */
+    double started;
+    int timed_out;
+} worker;
+
+static int
+write_full(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return 0;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 1;
+}
+
+static int
+read_full(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 1;
+}
+
+/* A worker: read configuration indices, answer each with its line (length, text); EOF ends. */
+_Noreturn static void
+worker_main(run *R, int task, int result)
+{
+    const char *crash = getenv("AUTOSHARD_SWEEP_CRASH"); /* tests: a worker that dies */
+    uint64_t i;
+
+    while (read_full(task, &i, sizeof i)) {
+        const as_sweep_cfg *c = &R->cfg[i];
+        record rec;
+        json_t *j;
+        char *s;
+        uint64_t len;
+        if (crash != NULL && strcmp(crash, c->key) == 0)
+            raise(SIGKILL);
+        j = eval_config(R->x, c, &rec);
+        s = line_text(j);
+        json_decref(j);
+        len = strlen(s);
+        if (!write_full(result, &len, sizeof len) || !write_full(result, s, len))
+            _exit(1);
+        free(s);
+    }
+    _exit(0);
+}
+
+static int
+worker_start(run *R, worker *w, worker *all, int n, as_err *err)
+{
+    int tp[2], rp[2], k;
+    pid_t pid;
+
+    if (pipe(tp) != 0)
+        return as_errf(err, AS_EIO, "sweep --jobs: pipe: %s", strerror(errno));
+    if (pipe(rp) != 0) {
+        close(tp[0]);
+        close(tp[1]);
+        return as_errf(err, AS_EIO, "sweep --jobs: pipe: %s", strerror(errno));
+    }
+    fflush(NULL);
+    if ((pid = fork()) < 0) {
+        close(tp[0]);
+        close(tp[1]);
+        close(rp[0]);
+        close(rp[1]);
+        return as_errf(err, AS_EIO, "sweep --jobs: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+#ifdef __linux__
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the sweep was killed: stop too */
+        if (getppid() == 1)
+            _exit(1);
+#endif
+        signal(SIGPIPE, SIG_DFL);
+        for (k = 0; k < n; k++) /* the other workers' pipes: their EOF must be theirs */
+            if (all[k].pid > 0) {
+                close(all[k].task);
+                close(all[k].result);
+            }
+        if (R->fd >= 0)
+            close(R->fd);
+        close(tp[1]);
+        close(rp[0]);
+        worker_main(R, tp[0], rp[1]);
+    }
+    close(tp[0]);
+    close(rp[1]);
+    w->pid = pid;
+    w->task = tp[1];
+    w->result = rp[0];
+    w->busy = -1;
+    w->timed_out = 0;
+    return AS_OK;
+}
+
+/* Reap W (closing its pipes); *WHY: how it ended. */
+static void
+worker_end(worker *w, int kill_it, char *why, size_t n)
+{
+    int st = 0;
+
+    close(w->task);
+    close(w->result);
+    if (kill_it && w->pid > 0)
+        kill(w->pid, SIGKILL);
+    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (why != NULL) {
+        if (w->timed_out)
+            snprintf(why, n, "the worker was killed: over the time limit");
+        else if (WIFSIGNALED(st))
+            snprintf(why, n, "the worker died: %s", strsignal(WTERMSIG(st)));
+        else
+            snprintf(why, n, "the worker exited with status %d", WEXITSTATUS(st));
+    }
+    w->pid = 0;
+    w->busy = -1;
+}
+
+static int
+run_parallel(run *R, int jobs, as_err *err)
+{
+    worker *w = as_xcalloc((size_t)jobs, sizeof *w);
+    struct pollfd *pf = as_xcalloc((size_t)jobs, sizeof *pf);
+    int *who = as_xcalloc((size_t)jobs, sizeof *who);
+    size_t next = 0;
+    int k, rc = AS_OK;
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+    /* a worker past its --time-limit (the solve's own limit failed) is killed */
+    double hard = R->o->time_limit > 0 ? 2 * R->o->time_limit + 5 : 0;
+
+    for (k = 0; k < jobs; k++)
+        w[k].busy = -1;
+
+    while (rc == AS_OK && R->got < R->ntodo) {
+        int np = 0;
+        const char *shown = NULL;
+        for (k = 0; k < jobs && rc == AS_OK; k++) {
+            uint64_t i;
+            if (w[k].busy >= 0 || next >= R->ntodo)
+                continue;
+            if (w[k].pid == 0 && (rc = worker_start(R, &w[k], w, jobs, err)) != AS_OK)
+                break;
+            i = R->todo[next];
+            if (!write_full(w[k].task, &i, sizeof i)) { /* died idle: start another */
+                worker_end(&w[k], 1, NULL, 0);
+                k--;
+                continue;
+            }
+            w[k].busy = (long)next++;
+            w[k].started = as_now();
+            R->running++;
+        }
+        if (rc != AS_OK)
+            break;
+        for (k = 0; k < jobs; k++)
+            if (w[k].busy >= 0) {
+                pf[np].fd = w[k].result;
+                pf[np].events = POLLIN;
+                pf[np].revents = 0;
+                who[np++] = k;
+                if (shown == NULL)
+                    shown = R->cfg[R->todo[w[k].busy]].key;
+            }
+        run_progress(R, R->running == 1 ? shown : NULL);
+        if (poll(pf, (nfds_t)np, 250) < 0 && errno != EINTR) {
+            rc = as_errf(err, AS_EIO, "sweep --jobs: poll: %s", strerror(errno));
+            break;
+        }
+        for (k = 0; k < np && rc == AS_OK; k++) {
+            worker *x = &w[who[k]];
+            size_t t = (size_t)x->busy;
+            uint64_t len;
+            char *text = NULL;
+            if (pf[k].revents == 0) {
+                if (hard > 0 && as_now() - x->started > hard && x->pid > 0) {
+                    x->timed_out = 1;
+                    kill(x->pid, SIGKILL);
+                }
+                continue;
+            }
+            if (read_full(x->result, &len, sizeof len) && len < ((uint64_t)1 << 32)) {
+                text = as_xmalloc((size_t)len + 1);
+                if (!read_full(x->result, text, (size_t)len)) {
+                    free(text);
+                    text = NULL;
+                } else {
+                    text[len] = '\0';
+                }
+            }
+            if (text == NULL) { /* the worker died with the configuration */
+                char why[128];
+                double wall = as_now() - x->started;
+                worker_end(x, 1, why, sizeof why);
+                text = failed_text(&R->cfg[R->todo[t]], why, wall);
+            } else {
+                x->busy = -1;
+            }
+            R->running--;
+            rc = run_got(R, t, text, err);
+        }
+    }
+    for (k = 0; k < jobs; k++)
+        if (w[k].pid > 0)
+            worker_end(&w[k], rc != AS_OK, NULL, 0);
+    signal(SIGPIPE, old_pipe);
+    free(w);
+    free(pf);
+    free(who);
+    return rc;
+}
+
 int
 as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_summary *sum,
              as_err *err)
 {
     sweep_ctx x;
     as_sweep_cfg *cfg = NULL;
-    size_t ncfg = 0, i, nrec = 0, nprev;
-    record *recs = NULL;
-    int fd = -1, rc, tty = !o->quiet && isatty(2), r;
+    size_t ncfg = 0, i, nprev;
+    run R;
+    int rc;
     int32_t op;
-    double t0 = as_now(), best = NAN;
-    char bestkey[AS_SWEEP_KEY_MAX] = "";
 
     memset(sum, 0, sizeof *sum);
     memset(&x, 0, sizeof x);
+    memset(&R, 0, sizeof R);
+    R.fd = -1;
+    R.t0 = as_now();
+    R.best = NAN;
+    R.tty = !o->quiet && isatty(2);
+    R.x = &x;
+    R.o = o;
     x.g = g;
     x.o = o;
     x.nunits = graph_layers(g);
@@ -742,77 +1121,69 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
         }
     rc = as_sweep_enumerate(o, x.nunits, o->batch, &cfg, &ncfg, err);
     if (rc == AS_OK && o->out != NULL)
-        rc = jsonl_open(o, &recs, &nrec, &fd, err);
+        rc = jsonl_open(o, &R.recs, &R.nrec, &R.fd, err);
     if (rc != AS_OK)
         goto out;
+    R.cfg = cfg;
     /* records of other configurations (another option list) stay in the file, not the table */
-    nprev = nrec;
+    nprev = R.nrec;
     {
         record *keep = as_xcalloc(ncfg + 1, sizeof *keep);
         size_t nk = 0;
         for (i = 0; i < ncfg; i++) {
             size_t q;
             for (q = 0; q < nprev; q++)
-                if (strcmp(recs[q].key, cfg[i].key) == 0) {
-                    keep[nk++] = recs[q];
+                if (strcmp(R.recs[q].key, cfg[i].key) == 0) {
+                    keep[nk++] = R.recs[q];
                     break;
                 }
         }
-        free(recs);
-        recs = as_xreallocarray(keep, ncfg + 1, sizeof *keep);
-        nrec = nk;
+        free(R.recs);
+        R.recs = keep;
+        R.nrec = nk;
     }
-    sum->total = ncfg;
-    sum->skipped = nrec;
-    for (i = 0; i < nrec; i++)
-        if (strcmp(recs[i].status, "ok") == 0 && !(recs[i].throughput <= best)) {
-            best = recs[i].throughput;
-            snprintf(bestkey, sizeof bestkey, "%s", recs[i].key);
+    sum->total = R.total = ncfg;
+    sum->skipped = R.nrec;
+    for (i = 0; i < R.nrec; i++)
+        if (strcmp(R.recs[i].status, "ok") == 0 && !(R.recs[i].throughput <= R.best)) {
+            R.best = R.recs[i].throughput;
+            snprintf(R.bestkey, sizeof R.bestkey, "%s", R.recs[i].key);
         }
-    for (i = 0; i < ncfg; i++) {
-        record rec;
-        json_t *j;
-        if (key_done(recs, nrec, cfg[i].key))
-            continue;
-        if (tty)
-            fprintf(stderr, "\rsweep: %zu/%zu done, best %s (%.4g samples/s); running %s\033[K",
-                    nrec, ncfg, bestkey[0] ? bestkey : "-", isnan(best) ? 0.0 : best, cfg[i].key);
-        j = eval_config(&x, &cfg[i], &rec);
-        if (fd >= 0)
-            r = append_line(fd, j, o->out, err);
-        else
-            r = AS_OK;
-        json_decref(j);
-        if (r != AS_OK) {
-            rc = r;
-            goto out;
-        }
-        recs[nrec++] = rec;
-        sum->done++;
-        if (strcmp(rec.status, "ok") == 0 && !(rec.throughput <= best)) {
-            best = rec.throughput;
-            snprintf(bestkey, sizeof bestkey, "%s", rec.key);
-        }
-    }
-    if (tty)
+    R.todo = as_xcalloc(ncfg + 1, sizeof *R.todo);
+    for (i = 0; i < ncfg; i++)
+        if (!key_done(R.recs, R.nrec, cfg[i].key))
+            R.todo[R.ntodo++] = i;
+    R.line = as_xcalloc(R.ntodo + 1, sizeof *R.line);
+    if (o->jobs > 1 && R.ntodo > 1)
+        rc = run_parallel(&R, o->jobs < (int)R.ntodo ? o->jobs : (int)R.ntodo, err);
+    else
+        rc = run_serial(&R, err);
+    if (R.tty)
         fprintf(stderr, "\r\033[K");
-    for (i = 0; i < nrec; i++) {
-        sum->pruned += strcmp(recs[i].status, "pruned") == 0;
-        sum->oom += strcmp(recs[i].status, "oom") == 0;
-        sum->failed += strcmp(recs[i].status, "error") == 0 ||
-                       strcmp(recs[i].status, "infeasible") == 0;
+    if (rc != AS_OK)
+        goto out;
+    sum->done = R.got;
+    for (i = 0; i < R.nrec; i++) {
+        sum->pruned += strcmp(R.recs[i].status, "pruned") == 0;
+        sum->oom += strcmp(R.recs[i].status, "oom") == 0;
+        sum->failed += strcmp(R.recs[i].status, "error") == 0 ||
+                       strcmp(R.recs[i].status, "infeasible") == 0;
     }
-    sum->wall = as_now() - t0;
-    if (o->csv != NULL && (rc = write_csv(o->csv, recs, nrec, err)) != AS_OK)
+    sum->wall = as_now() - R.t0;
+    if (o->csv != NULL && (rc = write_csv(o->csv, R.recs, R.nrec, err)) != AS_OK)
         goto out;
     if (table != NULL)
-        print_table(table, recs, nrec, o->top);
+        print_table(table, R.recs, R.nrec, o->top);
 out:
-    if (fd >= 0)
-        close(fd);
+    if (R.fd >= 0)
+        close(R.fd);
     for (i = 0; i < 4; i++)
         as_graph_free(x.rg[i]);
+    for (i = 0; R.line != NULL && i < R.ntodo; i++)
+        free(R.line[i]);
+    free(R.line);
+    free(R.todo);
     free(cfg);
-    free(recs);
+    free(R.recs);
     return rc;
 }

@@ -101,6 +101,46 @@ n=$(jq -r 'select(.config) | .config' "$T/k.jsonl" | sort -u | wc -l | tr -d ' '
 check "kill -9 then resume: 5 configurations (8 2x4 4x2; 4 2x2), each once" \
     test "$n$(lines "$T/k.jsonl")" = 56
 
+# ---- --jobs N: forked workers write the file --jobs 1 writes ----
+untimed() { jq -c 'del(.solve_s, .simulate_s, .wall_s)' "$1"; }
+as sweep "$T/g.asg" $R -q --jobs 3 -o "$T/j.jsonl"
+ok $rc "--jobs 3"
+check "--jobs 3: the same lines as --jobs 1 (timing fields aside), in the same order" \
+    sh -c "[ \"\$(jq -c 'del(.solve_s, .simulate_s, .wall_s)' '$T/j.jsonl')\" = \
+            \"\$(jq -c 'del(.solve_s, .simulate_s, .wall_s)' '$T/s.jsonl')\" ]"
+check "--jobs 3: the set of lines equals --jobs 1's" \
+    test "$(untimed "$T/j.jsonl" | sort | md5sum)" = "$(untimed "$T/s.jsonl" | sort | md5sum)"
+check "--jobs 3: the same top table" \
+    test "$(grep -c '^[123]  *p=' "$T/out")" = 3
+# a worker that dies (the test hook kills it on one configuration): recorded, the sweep goes on
+key='p=2,k=4,mesh=2,recompute=none,solver=glpk'
+AUTOSHARD_SWEEP_CRASH=$key as sweep "$T/g.asg" $R -q --jobs 2 -o "$T/x.jsonl"
+ok $rc "--jobs 2 with a worker killed on $key: exit 0"
+check "the dead worker's configuration is failed with its error, the 2 others ok" \
+    sh -c "grep -q '3 run now, 0 pruned by the memory lower bound, 0 OOM, 1 failed' '$T/out' &&
+        test \"\$(jq -r 'select(.config == \"$key\") | .status + \": \" + .error' '$T/x.jsonl')\" = 'error: the worker died: Killed' &&
+        test \"\$(jq -r 'select(.status == \"ok\") | .config' '$T/x.jsonl' | wc -l)\" = 2"
+grep -v "$key" "$T/x.jsonl" >"$T/x2.jsonl"
+as sweep "$T/g.asg" $R -q --jobs 2 -o "$T/x2.jsonl"
+check "resume redoes it: then the file equals --jobs 1's" \
+    test "$(untimed "$T/x2.jsonl" | sort | md5sum)" = "$(untimed "$T/s.jsonl" | sort | md5sum)"
+as sweep "$T/g.asg" $R -q --jobs 2 --time-limit 0.001 -o "$T/tl.jsonl"
+check "--jobs 2 --time-limit 0.001: every configuration failed on its time limit, exit 0" \
+    sh -c "[ $rc -eq 0 ] && test \"\$(jq -r 'select(.config) | .error' '$T/tl.jsonl' | grep -c 'time limit')\" = 3"
+# the progress line: on a terminal only (script(1) gives one), not with -q
+if command -v script >/dev/null 2>&1; then
+    rm -f "$T/t.jsonl"
+    script -qec "$AUTOSHARD sweep $T/g.asg $R --jobs 2 -o $T/t.jsonl >/dev/null" /dev/null >"$T/tty" 2>&1 || true
+    check "progress on a terminal: done/total, running, best so far, ETA" \
+        sh -c "tr '\\r' '\\n' <'$T/tty' | grep -q '^sweep: [0-3]/3 done, [0-2] running, best .* ETA '"
+    rm -f "$T/t.jsonl"
+    script -qec "$AUTOSHARD sweep $T/g.asg $R --jobs 2 -q -o $T/t.jsonl >/dev/null" /dev/null >"$T/tty" 2>&1 || true
+    check "-q: no progress line" test ! -s "$T/tty"
+else
+    echo "ok $((tap_n + 1)) # SKIP script(1) not installed"; tap_n=$((tap_n + 1))
+    echo "ok $((tap_n + 1)) # SKIP script(1) not installed"; tap_n=$((tap_n + 1))
+fi
+
 # ---- pruning by the memory lower bound ----
 as hw show a100-dgx
 sed 's/^memory *=.*/memory = 45MiB/; s/^name *=.*/name = small/' "$T/out" >"$T/small.hw"
@@ -124,6 +164,8 @@ as sweep "$T/g.asg" --devices 0
 expect_fail 2 'devices' "--devices 0"
 as sweep "$T/g.asg" --devices 4 --solver glpk,nosuch
 expect_fail 2 'nosuch' "unknown solver"
+as sweep "$T/g.asg" --devices 4 --jobs 0
+expect_fail 2 'jobs' "--jobs 0"
 as sweep "$T/g.asg" --devices 4 --pipeline 3
 expect_fail 2 'pipeline 3 does not divide --devices 4' "P not dividing N"
 as sweep "$T/g.asg" --devices 4 --microbatches 3 --pipeline 2
