@@ -5,7 +5,7 @@
  *                   [--pipeline 1,2,4] [--microbatches 1,2,4] [--accumulate]
  *                   [--recompute none,full] [--solver glpk,beam] [--max-axes A]
  *                   [--tp-max T] [--time-limit S] [-o FILE.jsonl] [--top N]
- *                   [--csv FILE] [-j N] [-q]
+ *                   [--csv FILE] [--plans DIR] [-j N] [-q]
  */
 #include "config.h"
 
@@ -24,6 +24,7 @@
 
 enum { OPT_DEV = 256, OPT_HW, OPT_BATCH, OPT_PIPE, OPT_MICRO, OPT_ACC, OPT_RECOMP, OPT_AXES,
        OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG };
+
 
 static int sweep_exec(int argc, char **argv);
 
@@ -58,6 +59,8 @@ const struct as_cmd as_cmd_sweep = {
             "                       with the same command it skips the configurations done\n"
             "  --top N              rows of the final table (default 10)\n"
             "  --csv FILE           every configuration of this sweep as CSV\n"
+            "  --plans DIR          write each configuration's plan to DIR (made if missing);\n"
+            "                       its line gives the path\n"
             "  -j, --jobs N         run configurations in N worker processes (default 1);\n"
             "                       the JSONL is the same as with one (in enumeration order)\n"
             "  -q, --quiet          no progress line on stderr\n"
@@ -172,6 +175,9 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
         if (o->jobs > 1024)
             return as_cmd_usage(&as_cmd_sweep, "--jobs must be at most 1024, got %d", o->jobs);
         return AS_EXIT_OK;
+    case OPT_PLANS:
+        o->plans = optarg;
+        return AS_EXIT_OK;
     case 'o':
         o->out = optarg;
         return AS_EXIT_OK;
@@ -247,7 +253,7 @@ sweep_exec(int argc, char **argv)
         {"tp-max", required_argument, NULL, OPT_TPMAX},
         {"time-limit", required_argument, NULL, OPT_TIME}, {"output", required_argument, NULL, 'o'},
         {"top", required_argument, NULL, OPT_TOP}, {"csv", required_argument, NULL, OPT_CSV},
-        {"jobs", required_argument, NULL, 'j'},
+        {"jobs", required_argument, NULL, 'j'}, {"plans", required_argument, NULL, OPT_PLANS},
         {"quiet", no_argument, NULL, 'q'}, {"list", no_argument, NULL, OPT_LIST},
         {NULL, 0, NULL, 0}};
     as_sweep_opts o;

@@ -470,6 +470,19 @@ cfg_json(json_t *j, const as_sweep_cfg *c)
     json_object_set_new(j, "solver", json_string(c->solver));
 }
 
+/* DIR/p-2_k-4_mesh-2x2_recompute-none_solver-glpk.json: the plan file of KEY. */
+static void
+plan_path(const char *dir, const char *key, char *buf, size_t n)
+{
+    size_t len, i;
+
+    snprintf(buf, n, "%s/", dir);
+    len = strlen(buf);
+    for (i = 0; key[i] != '\0' && len + 6 < n; i++)
+        buf[len++] = key[i] == ',' ? '_' : key[i] == '=' ? '-' : key[i];
+    snprintf(buf + len, n - len, ".json");
+}
+
 /* Solve and simulate C into a JSON line (new reference) and *R. */
 static json_t *
 eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
@@ -525,6 +538,21 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "capacity", json_real(E.sim->capacity));
         json_object_set_new(j, "oom", json_boolean(oom));
         json_object_set_new(j, "bubble", json_real(E.sim->bubble));
+        if (x->o->plans != NULL) {
+            char path[4096];
+            as_err e2 = {0};
+            plan_path(x->o->plans, c->key, path, sizeof path);
+            /* written (atomically) before the line: a line's plan file exists */
+            if (as_shard_plan_write(E.plan, path, &e2) == AS_OK) {
+                json_object_set_new(j, "plan", json_string(path));
+            } else {
+                char line[512];
+                as_one_line(line, sizeof line, e2.msg);
+                snprintf(r->status, sizeof r->status, "error");
+                json_object_set_new(j, "status", json_string("error"));
+                json_object_set_new(j, "error", json_string(line));
+            }
+        }
     } else {
         const char *st = E.status != NULL ? E.status : "error";
         snprintf(r->status, sizeof r->status, "%s", st);
@@ -1088,6 +1116,19 @@ run_parallel(run *R, int jobs, as_err *err)
     return rc;
 }
 
+/* --plans DIR: made when missing; AS_EUSAGE when it is not a directory. */
+static int
+plans_dir(const char *dir, as_err *err)
+{
+    struct stat sb;
+
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return as_errf(err, AS_EUSAGE, "--plans %s: %s", dir, strerror(errno));
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return as_errf(err, AS_EUSAGE, "--plans %s: not a directory", dir);
+    return AS_OK;
+}
+
 int
 as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_summary *sum,
              as_err *err)
@@ -1120,6 +1161,8 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
             break;
         }
     rc = as_sweep_enumerate(o, x.nunits, o->batch, &cfg, &ncfg, err);
+    if (rc == AS_OK && o->plans != NULL)
+        rc = plans_dir(o->plans, err);
     if (rc == AS_OK && o->out != NULL)
         rc = jsonl_open(o, &R.recs, &R.nrec, &R.fd, err);
     if (rc != AS_OK)

@@ -141,6 +141,69 @@ else
     echo "ok $((tap_n + 1)) # SKIP script(1) not installed"; tap_n=$((tap_n + 1))
 fi
 
+# ---- --plans DIR: one plan file per configuration, named in its line ----
+as sweep "$T/g.asg" $R -q --jobs 2 --plans "$T/plans" -o "$T/pl.jsonl"
+ok $rc "--plans DIR (made when missing)"
+p1=$(jq -r 'select(.config == "p=1,k=1,mesh=2x2,recompute=none,solver=glpk") | .plan' "$T/pl.jsonl")
+check "each line names its plan file, which exists" \
+    sh -c "test \"\$(jq -r 'select(.config) | .plan' '$T/pl.jsonl' | xargs -n1 test -s && echo y)\" = y &&
+        test \"$p1\" = '$T/plans/p-1_k-1_mesh-2x2_recompute-none_solver-glpk.json'"
+as simulate "$T/g.asg" --plan "$p1" --json
+check "the plan file simulates to the line's time" \
+    close "$(jq .time "$T/out")" "$(jq -r 'select(.plan == "'"$p1"'") | .time' "$T/pl.jsonl")" 1e-12
+echo x >"$T/notdir"
+as sweep "$T/g.asg" $R -q --plans "$T/notdir" -o "$T/pl2.jsonl"
+expect_fail 2 'not a directory' "--plans FILE: not a directory"
+
+# ---- kill -9 at 20 random moments, started again each time with the same command ----
+# A 4-layer MLP on 8 devices: 60 short configurations, with --plans.  Each run is killed
+# a random 0..20 ms after its first new line (at most 2 s), so the kills spread over the
+# sweep, in the middle of its writes, whatever the start-up takes.  20 kills with
+# --jobs 1, then 6 with --jobs 2 (whose lines come in bursts, in enumeration order).
+as gen mlp --layers 4 --hidden 64 --batch 16 --train -o "$T/m.asg"
+K="$T/m.asg --devices 8 --max-axes 1 --solver glpk,beam --microbatches 1,2,4,8,16 --accumulate"
+K="$K --recompute none,full -q"
+as sweep $K -o "$T/k1.jsonl"
+ok $rc "the kill test's sweep, uninterrupted: 60 configurations"
+rnd() { awk -v s="$1" -v lo="$2" -v w="$3" 'BEGIN { srand(s); printf "%.3f", lo + rand() * w }'; }
+kills() { # kills JOBS COUNT FILE: kill the sweep COUNT times, then run it to the end
+    local i=0 cut=0 torn=0 bad=0 t0 n n0 w pid f=$3
+    t0=$(date +%s)
+    while [ $i -lt $2 ]; do
+        n0=$(lines "$f")
+        $AUTOSHARD sweep $K --jobs $1 --plans "$T/kp$1" -o "$f" >/dev/null 2>&1 &
+        pid=$!
+        w=0
+        while [ $w -lt 200 ] && [ "$(lines "$f")" -le $n0 ] && kill -0 $pid 2>/dev/null; do
+            sleep 0.01; w=$((w + 1)); done
+        sleep "$(rnd "$i$$" 0 0.02)"
+        kill -9 $pid 2>/dev/null || true
+        wait $pid 2>/dev/null || true
+        n=$(lines "$f")
+        [ "$n" -lt 61 ] && cut=$((cut + 1))
+        # every line but the last parses (the last may be torn: the next run repairs it)
+        if [ "$n" -gt 1 ]; then head -n $((n - 1)) "$f" | jq -e . >/dev/null 2>&1 || bad=$((bad + 1)); fi
+        if [ -s "$f" ] && [ "$(tail -c 1 "$f" | od -An -c | tr -d ' ')" != '\n' ]; then
+            torn=$((torn + 1)); fi
+        i=$((i + 1))
+    done
+    echo "# --jobs $1: $cut of $2 kills interrupted the sweep ($(lines "$f") lines then)," \
+        "$torn left a torn last line; $(($(date +%s) - t0)) s"
+    check "--jobs $1, killed $2 times: $cut kills interrupted it, whole lines before the last ($bad bad)" \
+        test "$cut" -ge $(($2 / 4)) -a "$bad" -eq 0
+    as sweep $K --jobs $1 --plans "$T/kp$1" -o "$f"
+    ok $rc "--jobs $1: started again to the end"
+    check "--jobs $1: no configuration lost or done twice: 60 distinct in 60 lines + header" \
+        test "$(jq -r 'select(.config) | .config' "$f" | sort -u | wc -l | tr -d ' ')/$(lines "$f")" = 60/61
+    check "--jobs $1: no partial line: every line parses" test "$(jq -c . "$f" | wc -l | tr -d ' ')" = 61
+    check "--jobs $1: the lines equal the uninterrupted run's (timing fields aside)" \
+        test "$(untimed "$f" | jq -c 'del(.plan)' | sort | md5sum)" = "$(untimed "$T/k1.jsonl" | sort | md5sum)"
+    check "--jobs $1: every line's plan file exists" \
+        test "$(jq -r 'select(.config) | .plan' "$f" | xargs -n1 test -s && echo y)" = y
+}
+kills 1 20 "$T/kk1.jsonl"
+kills 2 6 "$T/kk2.jsonl"
+
 # ---- pruning by the memory lower bound ----
 as hw show a100-dgx
 sed 's/^memory *=.*/memory = 45MiB/; s/^name *=.*/name = small/' "$T/out" >"$T/small.hw"
