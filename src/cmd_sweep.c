@@ -5,7 +5,7 @@
  *                   [--pipeline 1,2,4] [--microbatches 1,2,4] [--accumulate]
  *                   [--recompute none,full] [--solver glpk,beam] [--max-axes A]
  *                   [--tp-max T] [--time-limit S] [-o FILE.jsonl] [--top N]
- *                   [--csv FILE] [--plans DIR] [-j N] [-q]
+ *                   [--csv FILE] [--svg FILE] [--plans DIR] [-j N] [-q]
  */
 #include "config.h"
 
@@ -59,6 +59,7 @@ const struct as_cmd as_cmd_sweep = {
             "                       with the same command it skips the configurations done\n"
             "  --top N              rows of the final table (default 10)\n"
             "  --csv FILE           every configuration of this sweep as CSV\n"
+            "  --svg FILE           Pareto chart: peak memory per device vs throughput\n"
             "  --plans DIR          write each configuration's plan to DIR (made if missing);\n"
             "                       its line gives the path\n"
             "  -j, --jobs N         run configurations in N worker processes (default 1);\n"
@@ -178,6 +179,9 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
     case OPT_PLANS:
         o->plans = optarg;
         return AS_EXIT_OK;
+    case OPT_SVG:
+        o->svg = optarg;
+        return AS_EXIT_OK;
     case 'o':
         o->out = optarg;
         return AS_EXIT_OK;
@@ -254,6 +258,7 @@ sweep_exec(int argc, char **argv)
         {"time-limit", required_argument, NULL, OPT_TIME}, {"output", required_argument, NULL, 'o'},
         {"top", required_argument, NULL, OPT_TOP}, {"csv", required_argument, NULL, OPT_CSV},
         {"jobs", required_argument, NULL, 'j'}, {"plans", required_argument, NULL, OPT_PLANS},
+        {"svg", required_argument, NULL, OPT_SVG},
         {"quiet", no_argument, NULL, 'q'}, {"list", no_argument, NULL, OPT_LIST},
         {NULL, 0, NULL, 0}};
     as_sweep_opts o;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -205,6 +206,7 @@ typedef struct record {
     char key[AS_SWEEP_KEY_MAX];
     char status[16];   /* ok, oom, pruned, infeasible, error */
     double throughput, peak, time, objective;
+    double lb;         /* pruned: the memory lower bound */
 } record;
 
 typedef struct sweep_ctx {
@@ -596,6 +598,7 @@ record_from_json(json_t *j, record *r)
     r->peak = (v = json_object_get(j, "peak_memory")) ? json_number_value(v) : NAN;
     r->time = (v = json_object_get(j, "time")) ? json_number_value(v) : NAN;
     r->objective = (v = json_object_get(j, "objective")) ? json_number_value(v) : NAN;
+    r->lb = (v = json_object_get(j, "lower_bound")) ? json_number_value(v) : NAN;
 }
 
 static char *
@@ -758,6 +761,173 @@ write_csv(const char *path, const record *r, size_t n, as_err *err)
     }
     rc = as_write_file_atomic(path, s, len, err);
     free(s);
+    return rc;
+}
+
+/* ---- the Pareto chart ---- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+} sbuf;
+
+static void
+sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+sb_printf(sbuf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        int w;
+        va_start(ap, fmt);
+        w = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (w < 0)
+            return;
+        if ((size_t)w < b->cap - b->len) {
+            b->len += (size_t)w;
+            return;
+        }
+        b->cap = 2 * b->cap + (size_t)w + 1;
+        b->s = as_xrealloc(b->s, b->cap);
+    }
+}
+
+/* A tick step of about RANGE / 5: 1, 2 or 5 times a power of ten. */
+static double
+nice_step(double range)
+{
+    double raw = range / 5, p = pow(10, floor(log10(raw))), f = raw / p;
+
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+static int
+pareto_cmp(const void *a, const void *b)
+{
+    const record *x = *(const record *const *)a, *y = *(const record *const *)b;
+
+    if (x->peak != y->peak)
+        return x->peak < y->peak ? -1 : 1;
+    if (x->throughput != y->throughput)
+        return x->throughput > y->throughput ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+static int
+plotted(const record *r)
+{
+    return (strcmp(r->status, "ok") == 0 || strcmp(r->status, "oom") == 0) &&
+           isfinite(r->peak) && isfinite(r->throughput);
+}
+
+/*
+ * Peak memory per device (x) against throughput (y): configurations that fit
+ * (status ok) as blue dots, those that do not (oom: red dots; pruned: red
+ * crosses on the x axis at their memory lower bound), the Pareto front of the
+ * fitting ones (no other has less memory and more throughput) joined by a line.
+ */
+static int
+write_svg(const char *path, const as_sweep_opts *o, const record *r, size_t n, as_err *err)
+{
+    enum { W = 760, H = 520, L = 90, RM = 30, TOP = 70, BOT = 70 };
+    const double pw = W - L - RM, ph = H - TOP - BOT;
+    sbuf b = {as_xmalloc(4096), 0, 4096};
+    const record **f = as_xcalloc(n + 1, sizeof *f);
+    double xmax = 0, ymax = 0, unit, xs, ys, v, best = -HUGE_VAL;
+    const char *uname;
+    size_t i, nf = 0, nfront = 0;
+    int rc;
+
+    for (i = 0; i < n; i++) {
+        if (plotted(&r[i])) {
+            xmax = fmax(xmax, r[i].peak);
+            ymax = fmax(ymax, r[i].throughput);
+        } else if (strcmp(r[i].status, "pruned") == 0 && isfinite(r[i].lb)) {
+            xmax = fmax(xmax, r[i].lb);
+        }
+        if (plotted(&r[i]) && strcmp(r[i].status, "ok") == 0)
+            f[nf++] = &r[i];
+    }
+    unit = xmax >= (double)(1 << 30) ? (double)(1 << 30) : (double)(1 << 20);
+    uname = unit > (double)(1 << 20) ? "GiB" : "MiB";
+    xmax = xmax > 0 ? xmax * 1.05 / unit : 1;
+    ymax = ymax > 0 ? ymax * 1.05 : 1;
+    xs = nice_step(xmax);
+    ys = nice_step(ymax);
+    xmax = ceil(xmax / xs) * xs;
+    ymax = ceil(ymax / ys) * ys;
+#define PX(m) (L + (m) / unit / xmax * pw)
+#define PY(t) (TOP + ph - (t) / ymax * ph)
+    sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+              "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+              "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
+    sb_printf(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\" text-anchor=\"middle\">sweep: %d "
+              "devices, batch %lld, %zu configurations</text>\n", W / 2, o->devices,
+              (long long)o->batch, n);
+    /* axes, ticks and grid */
+    sb_printf(&b, "<g class=\"axes\" stroke=\"black\" fill=\"none\">\n"
+              "<line x1=\"%d\" y1=\"%g\" x2=\"%g\" y2=\"%g\"/>\n"
+              "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%g\"/>\n</g>\n", L, TOP + ph, L + pw,
+              TOP + ph, L, TOP, L, TOP + ph);
+    for (v = 0; v <= xmax * (1 + 1e-9); v += xs) {
+        double x = L + v / xmax * pw;
+        sb_printf(&b, "<line class=\"xtick\" x1=\"%.2f\" y1=\"%g\" x2=\"%.2f\" y2=\"%g\" "
+                  "stroke=\"black\"/><line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%g\" "
+                  "stroke=\"#ddd\"/><text x=\"%.2f\" y=\"%g\" text-anchor=\"middle\">%g</text>\n",
+                  x, TOP + ph, x, TOP + ph + 5, x, TOP, x, TOP + ph, x, TOP + ph + 20, v);
+    }
+    for (v = 0; v <= ymax * (1 + 1e-9); v += ys) {
+        double y = TOP + ph - v / ymax * ph;
+        sb_printf(&b, "<line class=\"ytick\" x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" "
+                  "stroke=\"black\"/><line x1=\"%d\" y1=\"%.2f\" x2=\"%g\" y2=\"%.2f\" "
+                  "stroke=\"#ddd\"/><text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%g</text>\n",
+                  L - 5, y, L, y, L, y, L + pw, y, L - 8, y + 4, v);
+    }
+    sb_printf(&b, "<text x=\"%g\" y=\"%d\" text-anchor=\"middle\">peak memory per device "
+              "(%s)</text>\n", L + pw / 2, H - 22, uname);
+    sb_printf(&b, "<text x=\"22\" y=\"%g\" text-anchor=\"middle\" transform=\"rotate(-90 22 %g)\">"
+              "throughput (samples/s)</text>\n", TOP + ph / 2, TOP + ph / 2);
+    /* the Pareto front of the configurations that fit */
+    qsort(f, nf, sizeof *f, pareto_cmp);
+    sb_printf(&b, "<polyline class=\"front\" fill=\"none\" stroke=\"#2a7\" stroke-width=\"2\" "
+              "points=\"");
+    for (i = 0; i < nf; i++)
+        if (f[i]->throughput > best) {
+            best = f[i]->throughput;
+            sb_printf(&b, "%s%.2f,%.2f", nfront++ ? " " : "", PX(f[i]->peak),
+                      PY(f[i]->throughput));
+        }
+    sb_printf(&b, "\"/>\n");
+    for (i = 0; i < n; i++) {
+        int fit = strcmp(r[i].status, "ok") == 0;
+        char mb[32];
+        if (plotted(&r[i]))
+            sb_printf(&b, "<circle class=\"%s\" cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"%s\">"
+                      "<title>%s: %.4g samples/s, %s</title></circle>\n", fit ? "fit" : "nofit",
+                      PX(r[i].peak), PY(r[i].throughput), fit ? "#1f5fbf" : "#d62728",
+                      r[i].key, r[i].throughput, as_fmt_bytes(r[i].peak, mb, sizeof mb));
+        else if (strcmp(r[i].status, "pruned") == 0 && isfinite(r[i].lb))
+            sb_printf(&b, "<path class=\"nofit\" d=\"M%.2f %.2fl8 8m0 -8l-8 8\" stroke=\"#d62728\" "
+                      "stroke-width=\"2\"><title>%s: pruned, lower bound %s</title></path>\n",
+                      PX(r[i].lb) - 4, PY(0) - 4, r[i].key,
+                      as_fmt_bytes(r[i].lb, mb, sizeof mb));
+    }
+#undef PX
+#undef PY
+    /* legend, between the title and the plot */
+    sb_printf(&b, "<g class=\"legend\" transform=\"translate(%d,46)\">\n"
+              "<circle cx=\"0\" cy=\"0\" r=\"4\" fill=\"#1f5fbf\"/><text x=\"10\" y=\"4\">fits"
+              "</text>\n<circle cx=\"70\" cy=\"0\" r=\"4\" fill=\"#d62728\"/><text x=\"80\" "
+              "y=\"4\">does not fit (x: pruned, at its memory lower bound)</text>\n"
+              "<line x1=\"394\" y1=\"0\" x2=\"406\" y2=\"0\" stroke=\"#2a7\" stroke-width=\"2\"/>"
+              "<text x=\"412\" y=\"4\">Pareto front (%zu configurations)</text>\n</g>\n</svg>\n",
+              L, nfront);
+    rc = as_write_file_atomic(path, b.s, b.len, err);
+    free(b.s);
+    free(f);
     return rc;
 }
 
@@ -1214,6 +1384,8 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
     }
     sum->wall = as_now() - R.t0;
     if (o->csv != NULL && (rc = write_csv(o->csv, R.recs, R.nrec, err)) != AS_OK)
+        goto out;
+    if (o->svg != NULL && (rc = write_svg(o->svg, o, R.recs, R.nrec, err)) != AS_OK)
         goto out;
     if (table != NULL)
         print_table(table, R.recs, R.nrec, o->top);

@@ -214,6 +214,39 @@ p=$(jq -r 'select(.status == "pruned" and .lower_bound > .capacity) | .pipeline'
 q=$(jq -r 'select(.status == "ok" and .peak_memory <= .capacity) | .pipeline' "$T/m.jsonl")
 check "P = 2 pruned (lower bound > capacity), P = 1 solved and fits" test "$p$q" = "2 1"
 
+# ---- --svg: the Pareto chart ----
+wellformed() {
+    if command -v xmllint >/dev/null 2>&1; then xmllint --noout "$1"
+    else python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$1"; fi; }
+front() { # the Pareto front of the fitting configurations of a JSONL, by jq
+    jq -s '[.[1:][] | select(.status == "ok")] | sort_by(.peak_memory, -.throughput) |
+        reduce .[] as $r ({b: -1, n: 0}; if $r.throughput > .b then {b: $r.throughput, n: (.n + 1)}
+        else . end) | .n' "$1"; }
+as sweep "$T/g.asg" $R -q -o "$T/s.jsonl" --svg "$T/s.svg"
+ok $rc "--svg on a finished sweep"
+check "the SVG is well-formed XML" wellformed "$T/s.svg"
+check "one blue dot per configuration that fits (3), none red" \
+    test "$(grep -c 'class="fit"' "$T/s.svg")/$(grep -c 'class="nofit"' "$T/s.svg")" = 3/0
+as sweep $K -o "$T/k1.jsonl" --svg "$T/k.svg"
+nfront=$(grep -o 'class="front"[^>]*points="[^"]*"' "$T/k.svg" | sed 's/.*points="//' | tr ' ' '\n' | grep -c ,)
+check "the MLP sweep's front joins its Pareto-optimal configurations ($nfront; jq finds $(front "$T/k1.jsonl"))" \
+    sh -c "test '$nfront' = '$(front "$T/k1.jsonl")' && test '$nfront' -ge 2"
+check "axis labels and ticks" \
+    sh -c "grep -q 'peak memory per device (MiB)' '$T/s.svg' && grep -q 'throughput (samples/s)' '$T/s.svg' &&
+        test \$(grep -c 'class=\"xtick\"' '$T/s.svg') -ge 3 && test \$(grep -c 'class=\"ytick\"' '$T/s.svg') -ge 3"
+as sweep "$T/g.asg" $R --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl" --svg "$T/m.svg"
+check "45 MiB: the pruned configuration in red, the other in blue" \
+    test "$(grep -c 'class="fit"' "$T/m.svg")/$(grep -c 'class="nofit"' "$T/m.svg")" = 1/1
+if command -v rsvg-convert >/dev/null 2>&1; then
+    check "rsvg-convert renders it to a PNG" \
+        sh -c "rsvg-convert -o '$T/s.png' '$T/s.svg' && test \"\$(head -c 4 '$T/s.png' | od -An -c | tr -d ' ')\" = 211PNG"
+else
+    tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP rsvg-convert not installed (Debian librsvg2-bin)"
+fi
+as sweep "$T/g.asg" $R -q -o "$T/s.jsonl" --svg "$T/nodir/s.svg"
+check "an SVG that cannot be written: exit 1, one line, no file" \
+    sh -c "[ $rc -ne 0 ] && [ \$(grep -c . '$T/err') -eq 1 ] && test ! -e '$T/nodir/s.svg'"
+
 # ---- bad input: one "autoshard:" line (then the usage hint), exit 2 ----
 expect_fail() { # the usage hint follows usage errors: one error line, nothing else
     local s=0
