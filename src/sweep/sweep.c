@@ -374,7 +374,6 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
     E->peak = as_xcalloc((size_t)c->p, sizeof *E->peak);
     /* build every stage and prune by the memory lower bound before any solve */
     for (s = 0; s < c->p; s++) {
-        as_graph *sub = NULL;
         as_graph_setup st;
         double lb;
         memset(&st, 0, sizeof st);
@@ -383,16 +382,11 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         st.tie = 1;
         as_build_opts_init(&st.build);
         st.build.memory = -1; /* the profile's device memory */
-        st.build.microbatches = c->k;
-        st.build.inflight = c->k < c->p - s ? c->k : c->p - s; /* 1F1B */
         if (x->o->time_limit > 0)
             st.build.deadline = t0 + x->o->time_limit;
-        if (as_pipe_subgraph(E->m != NULL ? E->m : g, E->stage, s, E->mbdim, &sub, err) != AS_OK)
+        if (as_pipe_stage_problem(E->m != NULL ? E->m : g, E->stage, s, E->mbdim, &st, c->k,
+                                  as_pipe_inflight(c->p, c->k, s, 0), &E->gp[s], err) != AS_OK)
             return err->code;
-        if (as_graph_problem_init(&E->gp[s], sub, &st, err) != AS_OK) {
-            as_err_prefix(err, "stage %d: ", s);
-            return err->code;
-        }
         E->budget[s] = E->rb[s] = as_problem_memory(E->gp[s].p);
         E->budget_max = fmax(E->budget_max, E->budget[s]);
         lb = as_problem_peak_lower_bound(E->gp[s].p);
@@ -413,12 +407,12 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
             if (E->budget[s] <= 0 || E->peak[s] <= E->budget[s] * (1 + 1e-9))
                 continue;
             over++;
-            E->rb[s] -= E->peak[s] - E->budget[s] + 0.005 * E->budget[s];
+            E->rb[s] = as_pipe_refit_budget(E->rb[s], E->peak[s], E->budget[s]);
             if (round + 1 >= SWEEP_FIT_ROUNDS || E->rb[s] <= 0) {
                 E->status = "infeasible";
                 return as_errf(err, AS_ESOLVER, "stage %d: no plan found that fits in the "
                                "device memory with %d microbatches in flight", s,
-                               c->k < c->p - s ? c->k : c->p - s);
+                               as_pipe_inflight(c->p, c->k, s, 0));
             }
             if (stage_solve(c, E, s, t0, x->o->time_limit, err) != AS_OK)
                 return err->code;
