@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formulate/build.h"
 #include "formulate/pipeline.h"
 #include "graph/check.h"
 
@@ -417,4 +418,34 @@ as_pipe_estimate(const double *t, int p, int k, double *bubble)
     if (bubble != NULL)
         *bubble = est > 0 ? 1 - sum / p / est : 0;
     return est;
+}
+
+int
+as_pipe_inflight(int p, int k, int s, int gpipe)
+{
+    return gpipe ? k : k < p - s ? k : p - s;
+}
+
+int
+as_pipe_stage_problem(const as_graph *g, const int *stage, int s, const int *mbdim,
+                      const as_graph_setup *setup, int k, int inflight, as_graph_problem *gp,
+                      as_err *err)
+{
+    as_graph *sub = NULL;
+    as_graph_setup st = *setup;
+
+    st.build.microbatches = k;
+    st.build.inflight = inflight;
+    AS_CHECK(as_pipe_subgraph(g, stage, s, mbdim, &sub, err));
+    if (as_graph_problem_init(gp, sub, &st, err) != AS_OK) {
+        as_err_prefix(err, "stage %d: ", s);
+        return err->code;
+    }
+    return AS_OK;
+}
+
+double
+as_pipe_refit_budget(double rb, double peak, double budget)
+{
+    return rb - (peak - budget + 0.005 * budget);
 }

@@ -509,6 +509,48 @@ as_shard_plan_read(const char *path, as_shard_plan **out, as_err *err)
     return rc;
 }
 
+int
+as_shard_plan_read_list(const char *path, as_shard_plan ***out, size_t *n, as_err *err)
+{
+    char *buf;
+    size_t len, i, k;
+    json_error_t je;
+    json_t *o;
+    int rc = AS_OK;
+
+    *out = NULL;
+    *n = 0;
+    AS_CHECK(as_read_file(path, &buf, &len, err));
+    o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (o == NULL) {
+        rc = as_errf(err, AS_EPARSE, "%s:%d:%d: %s", path, je.line > 0 ? je.line : 1,
+                     je.column > 0 ? je.column : 1, je.text);
+    } else if (!json_is_array(o)) {
+        *out = as_xcalloc(1, sizeof **out);
+        rc = plan_from_json(o, path, &(*out)[0], err);
+        *n = rc == AS_OK;
+    } else if ((k = json_array_size(o)) == 0) {
+        rc = as_errf(err, AS_EPARSE, "%s:1:1: an empty array of plans", path);
+    } else { /* `solve --top K -o`: an array of plans */
+        *out = as_xcalloc(k, sizeof **out);
+        for (i = 0; i < k && rc == AS_OK; i++)
+            if ((rc = plan_from_json(json_array_get(o, i), path, &(*out)[i], err)) == AS_OK)
+                (*n)++;
+    }
+    if (rc != AS_OK && o != NULL)
+        as_err_json_pos(err, path, buf, len);
+    json_decref(o);
+    free(buf);
+    if (rc != AS_OK) {
+        for (i = 0; i < *n; i++)
+            as_shard_plan_free((*out)[i]);
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
 /* ---- framework text ---- */
 
 /* NAME as a Python string literal. */

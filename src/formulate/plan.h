@@ -98,6 +98,11 @@ int as_shard_plan_parse(const char *text, size_t len, const char *name, as_shard
                         as_err *err);
 /** Read a plan file ("-" = stdin). */
 int as_shard_plan_read(const char *path, as_shard_plan **out, as_err *err);
+/**
+ * Read a plan file or the JSON array of plans `solve --top K -o` writes:
+ * *OUT (owned, each as_shard_plan_free, then free) and *N (>= 1).
+ */
+int as_shard_plan_read_list(const char *path, as_shard_plan ***out, size_t *n, as_err *err);
 
 /* Framework text. */
 /**
