@@ -1014,9 +1014,11 @@ js_skip(const char *t, size_t n, size_t *i)
                 return 0;
             depth--;
             (*i)++;
-        } else {
-            while (*i < n && strchr(",:]} \t\r\n", t[*i]) == NULL)
+        } else { /* a scalar: at least one byte (a stray one, a NUL, makes progress too) */
+            do
                 (*i)++;
+            while (*i < n && t[*i] != ',' && t[*i] != ':' && t[*i] != ']' && t[*i] != '}' &&
+                   t[*i] != ' ' && t[*i] != '\t' && t[*i] != '\r' && t[*i] != '\n');
         }
         if (depth > 0) { /* inside a container: skip separators, stop at closers */
             js_ws(t, n, i);

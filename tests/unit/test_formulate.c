@@ -161,6 +161,13 @@ test_json_pos(void)
            "'%s' at %d:%d (want %d:%d)", cases[i].path, line, col, cases[i].line, cases[i].col);
     }
     ok(!as_json_locate(text, sizeof text - 1, "node 'a'", &line, &col), "a phrase is not a path");
+    {
+        /* jansson ends a number at a NUL byte; the scan must step over it (a fuzz finding: hang) */
+        static const char nul[] = "{\"a\": [80\0], \"b\": 2}";
+
+        ok(as_json_locate(nul, sizeof nul - 1, "b", &line, &col) && line == 1 && col == 19,
+           "a NUL byte after a number is stepped over");
+    }
     memset(&err, 0, sizeof err);
     as_problem_parse(text, sizeof text - 1, "<t>", &p, &err);
     is_str(err.msg, "<t>:6:13: memory: expected bytes >= 0", "the reader's message has it");
