@@ -216,7 +216,13 @@ set_store(as_strat_ctx *ctx, const char *key, int nin, int nout, const as_shape 
 
 /* ---- declared tensors ---- */
 
-/* Alpa's replicated penalty, shared among the axes of size > 1 that replicate S. */
+/*
+ * Alpa's replicated penalty, shared among the axes of size > 1 that replicate S.
+ * In Alpa's space it is Alpa's rule instead: the whole penalty for a tensor
+ * replicated over every axis of size > 1, nothing for one split on some axis
+ * (auto_sharding.cc, kParameter: split strategies cost 0, AddReplicatedStrategy
+ * charges replicated_penalty).
+ */
 static double
 tensor_penalty(const as_strat_ctx *ctx, const as_spec *s)
 {
@@ -225,6 +231,12 @@ tensor_penalty(const as_strat_ctx *ctx, const as_spec *s)
 
     if (total <= 0)
         return 0;
+    if (strat_space == AS_SPACE_ALPA) {
+        for (k = 0; k < s->naxes; k++)
+            if (as_mesh_axis_size(ctx->mesh, k) > 1 && s->axis[k] != AS_SPEC_R)
+                return 0;
+        return total;
+    }
     for (k = 0; k < s->naxes; k++) {
         double w;
         if (as_mesh_axis_size(ctx->mesh, k) < 2)
@@ -247,6 +259,20 @@ spec_memory(const as_strat_ctx *ctx, const as_spec *s, const as_shape *shape)
 }
 
 static const char *const kind_names[] = {"act", "input", "param", "state", "const"};
+
+/*
+ * Which declared tensors pay the replicated penalty: parameters; in Alpa's
+ * space also inputs and optimizer states, which are parameters of Alpa's
+ * training step like the weights (its data-parallel test expects
+ * replicated_penalty * (len(params) + len(opt_state))).
+ */
+static int
+tensor_pays_penalty(as_tensor_kind kind)
+{
+    if (kind == AS_TK_PARAM)
+        return 1;
+    return strat_space == AS_SPACE_ALPA && (kind == AS_TK_INPUT || kind == AS_TK_STATE);
+}
 
 const as_strategy_set *
 as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, double mem_factor)
@@ -277,7 +303,7 @@ as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, d
             for (k = 0; k < AS_MESH_MAX_AXES; k++)
                 st.rule[k] = -1;
             st.resolve = AS_RESOLVE_NONE;
-            st.compute = kind == AS_TK_PARAM ? tensor_penalty(ctx, &sp) : 0;
+            st.compute = tensor_pays_penalty(kind) ? tensor_penalty(ctx, &sp) : 0;
             st.mem = spec_memory(ctx, &sp, shape) * mem_factor;
             AS_VEC_PUSH(&v, st);
         }
@@ -748,7 +774,7 @@ as_strat_reshard_matrix(as_strat_ctx *ctx, const as_strategy_set *u, int out_idx
 {
     sbuf key = {.n = 0};
     int64_t idx;
-    int p, q, nu = 0, nv = 0, *pu, *qv;
+    int p, q, nu = 0, nv = 0, *pu, *qv, follow;
     as_spec *su, *sv;
     double *r, *pair;
 
@@ -766,9 +792,13 @@ as_strat_reshard_matrix(as_strat_ctx *ctx, const as_strategy_set *u, int out_idx
     for (q = 0; q < v->n; q++)
         qv[q] = spec_index(sv, &nv, &v->s[q].in[in_idx]);
     pair = as_xmalloc((size_t)nu * (size_t)nv * sizeof *pair);
+    follow = strat_space == AS_SPACE_ALPA && v->nin == 1;
     for (p = 0; p < nu; p++)
         for (q = 0; q < nv; q++)
-            pair[p * nv + q] = as_reshard_cost(ctx->cm, &u->out_shape[out_idx], &su[p], &sv[q]);
+            pair[p * nv + q] =
+                follow && !as_spec_equal(&su[p], &sv[q])
+                    ? AS_STRAT_INFINITY_COST
+                    : as_reshard_cost(ctx->cm, &u->out_shape[out_idx], &su[p], &sv[q]);
     r = as_arena_alloc(ctx->arena, (size_t)u->n * (size_t)v->n * sizeof *r);
     for (p = 0; p < u->n; p++)
         for (q = 0; q < v->n; q++)

@@ -72,6 +72,15 @@ typedef enum as_strat_space {
     AS_SPACE_DEFAULT = 0, /* a dim may split over several axes; all-to-all resharding */
     AS_SPACE_ALPA         /* Alpa's: one axis per dim; no all-to-all on meshes of 2+ axes */
 } as_strat_space;
+/**
+ * Alpa's INFINITY_COST (auto_sharding.py): in Alpa's space, the entries of a
+ * resharding matrix into an op of one input where the specs differ.  Alpa
+ * makes such an op (elementwise, reduce, broadcast, reshape, transpose)
+ * follow its operand: one strategy per operand strategy, with the same
+ * layout (FollowInsCostVector), so nothing is resharded on that edge.  The
+ * ILP drops choices costing this much (AS_ILP_FORBIDDEN_COST).
+ */
+#define AS_STRAT_INFINITY_COST 1e13
 /** Set the strategy space for every later enumeration (process-wide; not thread-safe). */
 void as_strat_set_space(as_strat_space space);
 as_strat_space as_strat_get_space(void);
@@ -97,7 +106,8 @@ int as_strat_op(as_strat_ctx *ctx, const as_opinfo *info, const as_strategy_set 
  * spec.  MEM_FACTOR multiplies the local bytes (a parameter: 2 + its number
  * of optimizer states, for the value, its gradient and its states);
  * parameters pay the model's replicated penalty (as compute) in proportion
- * to the axes they are replicated over.
+ * to the axes they are replicated over; in Alpa's space parameters, states
+ * and inputs pay all of it when replicated over every axis, else nothing.
  */
 const as_strategy_set *as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape,
                                        as_tensor_kind kind, double mem_factor);
