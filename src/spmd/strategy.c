@@ -274,8 +274,38 @@ tensor_pays_penalty(as_tensor_kind kind)
     return strat_space == AS_SPACE_ALPA && (kind == AS_TK_INPUT || kind == AS_TK_STATE);
 }
 
+/*
+ * Alpa's space: may a declared tensor (an entry parameter of Alpa's step)
+ * take SP?  EnumerateAll1DPartition: one dim over one mesh axis at most.
+ * On a mesh whose axes 0 and 1 both have more than one device, Alpa forces
+ * the batch dim to mesh axis 0 (auto_sharding.py: force_batch_dim_to_mesh_dim
+ * = 0 "in 2d mesh"; FilterStrategy keeps the strategies tiling BATCH_DIM on
+ * that axis).
+ */
+static int
+alpa_tensor_ok(const as_strat_ctx *ctx, const as_spec *sp, int batch_dim)
+{
+    int k, split = 0;
+
+    for (k = 0; k < sp->naxes; k++)
+        split += as_mesh_axis_size(ctx->mesh, k) > 1 && sp->axis[k] != AS_SPEC_R;
+    if (split > 1)
+        return 0;
+    if (batch_dim >= 0 && sp->naxes >= 2 && as_mesh_axis_size(ctx->mesh, 0) > 1 &&
+        as_mesh_axis_size(ctx->mesh, 1) > 1)
+        return sp->axis[0] == batch_dim;
+    return 1;
+}
+
 const as_strategy_set *
 as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, double mem_factor)
+{
+    return as_strat_tensor_batch(ctx, shape, kind, mem_factor, -1);
+}
+
+const as_strategy_set *
+as_strat_tensor_batch(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind,
+                      double mem_factor, int batch_dim)
 {
     AS_VEC(as_strategy) v = {0};
     int naxes = as_mesh_naxes(ctx->mesh), choice[AS_MESH_MAX_AXES], k;
@@ -283,8 +313,10 @@ as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, d
     char sh[96], txt[AS_SPEC_TEXT_MAX];
     sbuf key = {.n = 0};
 
-    sb_put(&key, "%stensor|%s|%s|%.17g", strat_space == AS_SPACE_ALPA ? "alpa:" : "",
-           kind_names[kind], as_shape_str(shape, sh, sizeof sh), mem_factor);
+    if (strat_space != AS_SPACE_ALPA || kind != AS_TK_INPUT)
+        batch_dim = -1;
+    sb_put(&key, "%stensor|%s|%s|%.17g|%d", strat_space == AS_SPACE_ALPA ? "alpa:" : "",
+           kind_names[kind], as_shape_str(shape, sh, sizeof sh), mem_factor, batch_dim);
     if ((set = set_lookup(ctx, key.b)) != NULL)
         return set;
     for (k = 0; k < naxes; k++)
@@ -295,7 +327,8 @@ as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, d
         for (k = 0; k < naxes; k++)
             sp.axis[k] = (int8_t)choice[k];
         if (as_spec_fits(&sp, shape, ctx->mesh) &&
-            !(strat_space == AS_SPACE_ALPA && spec_multi_axis(&sp))) {
+            !(strat_space == AS_SPACE_ALPA &&
+              (spec_multi_axis(&sp) || !alpa_tensor_ok(ctx, &sp, batch_dim)))) {
             as_strategy st;
             memset(&st, 0, sizeof st);
             st.out = as_arena_memdup(ctx->arena, &sp, sizeof sp);
@@ -751,6 +784,31 @@ as_strat_op(as_strat_ctx *ctx, const as_opinfo *info, const as_strategy_set **ou
     free(e.in);
     free(e.lin);
     return rc;
+}
+
+void
+as_strat_batch_dims(const as_strategy_set *set, const int *in_batch, int *out_batch)
+{
+    int o, i, j, k;
+
+    for (o = 0; o < set->nout; o++)
+        out_batch[o] = -1;
+    for (i = 0; i < set->n; i++)
+        for (j = 0; j < set->nin; j++)
+            for (k = 0; in_batch[j] >= 0 && k < set->s[i].in[j].naxes; k++) {
+                if (set->s[i].in[j].axis[k] != in_batch[j])
+                    continue;
+                for (o = 0; o < set->nout; o++)
+                    if (out_batch[o] < 0 && set->s[i].out[o].axis[k] >= 0)
+                        out_batch[o] = set->s[i].out[o].axis[k];
+            }
+}
+
+int
+as_strat_alpa_batch_forced(const as_strat_ctx *ctx)
+{
+    return strat_space == AS_SPACE_ALPA && as_mesh_naxes(ctx->mesh) >= 2 &&
+           as_mesh_axis_size(ctx->mesh, 0) > 1 && as_mesh_axis_size(ctx->mesh, 1) > 1;
 }
 
 /* ---- resharding matrices ---- */

@@ -111,6 +111,30 @@ int as_strat_op(as_strat_ctx *ctx, const as_opinfo *info, const as_strategy_set 
  */
 const as_strategy_set *as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape,
                                        as_tensor_kind kind, double mem_factor);
+/**
+ * as_strat_tensor for a data input whose dim BATCH_DIM is the batch (-1:
+ * none).  In Alpa's space a declared tensor splits over one mesh axis at
+ * most, and on a mesh whose axes 0 and 1 both have more than one device an
+ * input's batch dim is split over axis 0 (Alpa's force_batch_dim_to_mesh_dim).
+ */
+const as_strategy_set *as_strat_tensor_batch(as_strat_ctx *ctx, const as_shape *shape,
+                                             as_tensor_kind kind, double mem_factor,
+                                             int batch_dim);
+/**
+ * Batch dims of SET's outputs (OUT_BATCH[nout], -1 for none) from those of
+ * its inputs (IN_BATCH[nin], -1 for none): output dim d is the batch when
+ * some strategy splits an input's batch dim and d over the same mesh axis
+ * (Alpa's InstructionBatchDimMap, propagated forward).
+ */
+void as_strat_batch_dims(const as_strategy_set *set, const int *in_batch, int *out_batch);
+/**
+ * 1 when Alpa would force batch dims onto mesh axis 0: Alpa's space on a mesh
+ * whose axes 0 and 1 both have more than one device (auto_sharding.py sets
+ * force_batch_dim_to_mesh_dim = 0 there; FilterStrategy then keeps, for the
+ * entry parameters and the dots that carry a batch dim, the strategies that
+ * split it over axis 0).
+ */
+int as_strat_alpa_batch_forced(const as_strat_ctx *ctx);
 /** Index of the strategy of SET whose name is NAME, or -1. */
 int as_strat_find(const as_strategy_set *set, const char *name);
 /**

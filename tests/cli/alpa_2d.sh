@@ -52,4 +52,29 @@ got=$(obj)
 ok $([ $rc -eq 0 ] && within "$mp" "$got" 0.001 && echo 0 || echo 1) \
     "Alpa's model-parallel MLP on 4: $got within 0.1% of Alpa's expected $mp"
 
+# test_bert_layer_2d_mesh (tests/shard_parallel/test_bert.py): 2 BERT layers,
+# hidden 128, 8 heads, seq 8, batch 8, mesh 2x2, alpha (2,2), beta (1,0.1);
+# the graph is written out in tests/data/asg/bert_layers_alpa.asg:
+#   expected = sum(all_reduce_cost(prod(p.shape) * 4 / 2, 0) for p in params)
+#            + all_reduce_cost(batch*seq*hidden*4 / 2, 1) * (num_layers*4 - 1)
+# The formula halves every parameter; LayerNorm's and the row-split layers'
+# biases are replicated over y and all-reduce all their bytes.
+B="$top_srcdir/tests/data/asg/bert_layers_alpa.asg"
+want=$(awk 'function ar(a, b, n, B) { return a + b*2*(n-1)/n*B + 0.01 }
+    BEGIN { split("49152 384 16384 128 128 128 65536 512 65536 128 128 128", p, " ")
+            for (i = 1; i <= 12; i++) s += 2 * ar(2, 1, 2, p[i] * 4 / 2)
+            printf "%.6f", s + 7 * ar(2, 0.1, 2, 8*8*128*4 / 2) }')
+as solve "$B" --mesh 2x2 --cost-model alpa --strategy-space alpa --alpha 2,2 --beta 1,0.1 \
+    --no-tie -o "$T/b.json"
+got=$(obj)
+ok $([ $rc -eq 0 ] && within "$want" "$got" 0.01 && echo 0 || echo 1) \
+    "Alpa's BERT layers on 2x2: $got within 1% of Alpa's expected $want"
+s=0
+for k in 0 1; do
+    for w in attn.qvk.w:None,y attn.out.w:y,None ffn.fc1.w:None,y ffn.fc2.w:y,None; do
+        grep -A3 "\"name\": \"h.$k.${w%%:*}\"" "$T/b.json" | grep -q "\"spec\": \"\[${w#*:}\]\"" || s=1
+    done
+done
+ok $s "Alpa's BERT layers on 2x2: QKV and FFN1 [None,y], attention output and FFN2 [y,None]"
+
 done_testing
