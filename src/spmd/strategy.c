@@ -794,7 +794,7 @@ as_strat_batch_dims(const as_strategy_set *set, const int *in_batch, int *out_ba
     for (o = 0; o < set->nout; o++)
         out_batch[o] = -1;
     for (i = 0; i < set->n; i++)
-        for (j = 0; j < set->nin; j++)
+        for (j = 0; set->s[i].resolve == AS_RESOLVE_NONE && j < set->nin; j++)
             for (k = 0; in_batch[j] >= 0 && k < set->s[i].in[j].naxes; k++) {
                 if (set->s[i].in[j].axis[k] != in_batch[j])
                     continue;

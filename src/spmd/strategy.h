@@ -124,7 +124,9 @@ const as_strategy_set *as_strat_tensor_batch(as_strat_ctx *ctx, const as_shape *
  * Batch dims of SET's outputs (OUT_BATCH[nout], -1 for none) from those of
  * its inputs (IN_BATCH[nin], -1 for none): output dim d is the batch when
  * some strategy splits an input's batch dim and d over the same mesh axis
- * (Alpa's InstructionBatchDimMap, propagated forward).
+ * without resolving a partial sum into d (a reduce-scatter of a contraction
+ * over the batch is no batch; Alpa's InstructionBatchDimMap, propagated
+ * forward).
  */
 void as_strat_batch_dims(const as_strategy_set *set, const int *in_batch, int *out_batch);
 /**

@@ -512,6 +512,43 @@ test_space_follow(void)
     as_mesh_free(m);
 }
 
+/* Alpa's batch-dim map: the batch passes a forward matmul, not a weight gradient. */
+static void
+test_batch_dims(void)
+{
+    as_mesh *m;
+    as_cost_model *cm = model("x=2,y=2", &m);
+    as_shape in[2];
+    as_opinfo fwd = mm_info(in, 64, 128, 256), wgrad;
+    as_shape gin[2] = {shape2(64, 128), shape2(64, 256)};
+    as_attr ta = {.key = "transpose_a", .kind = AS_ATTR_INT, .i = 1};
+    const as_strategy_set *u, *v;
+    as_strat_ctx *ctx = as_strat_ctx_new(cm);
+    as_err err;
+    int inb[2] = {0, -1}, gb[2] = {0, 0}, out[AS_MAX_OUTS], outg[AS_MAX_OUTS];
+
+    memset(&wgrad, 0, sizeof wgrad);
+    wgrad.def = fwd.def;
+    wgrad.nin = 2;
+    wgrad.in = gin;
+    wgrad.attr = &ta;
+    wgrad.nattr = 1;
+    as_strat_op(ctx, &fwd, &u, &err);
+    as_strat_op(ctx, &wgrad, &v, &err);
+    as_strat_batch_dims(u, inb, out);
+    as_strat_batch_dims(v, gb, outg);
+    ok(out[0] == 0 && outg[0] == -1,
+       "batch dims: x[64,128] @ w keeps the batch in dim 0 (%d), x^T @ dy contracts it (%d)",
+       out[0], outg[0]);
+    ok(!as_strat_alpa_batch_forced(ctx), "default space: nothing forced");
+    as_strat_set_space(AS_SPACE_ALPA);
+    ok(as_strat_alpa_batch_forced(ctx), "alpa space on 2x2: the batch is forced onto axis 0");
+    as_strat_set_space(AS_SPACE_DEFAULT);
+    as_strat_ctx_free(ctx);
+    as_cost_model_free(cm);
+    as_mesh_free(m);
+}
+
 int
 main(void)
 {
@@ -531,6 +568,7 @@ main(void)
     test_matrix();
     test_space();
     test_space_follow();
+    test_batch_dims();
     as_rules_reset();
     return done_testing();
 }
