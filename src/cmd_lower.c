@@ -142,6 +142,7 @@ lower_exec(int argc, char **argv)
     as_err err = {0};
     lower_cli c;
     as_recompute rm = AS_RECOMPUTE_NONE;
+    const char *rl = NULL;
     char *buf = NULL;
     size_t len = 0;
     FILE *fp;
@@ -155,9 +156,9 @@ lower_exec(int argc, char **argv)
     if (rc == AS_OK)
         rc = as_shard_plan_read(c.plan, &plan, &err);
     if (rc == AS_OK) /* the step `solve --pipeline` recorded */
-        rc = as_train_plan_recompute(plan, c.plan, 0, &rm, &err);
+        rc = as_train_plan_recompute(plan, c.plan, 0, &rm, &rl, &err);
     if (rc == AS_OK)
-        rc = as_train_apply_recompute(rm, &g, &err);
+        rc = as_train_apply_recompute(rm, rl, &g, &err);
     if (rc == AS_OK)
         rc = as_sim_lower(g, plan, &c.lo, &prog, &err);
     if (rc == AS_OK) {

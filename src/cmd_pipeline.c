@@ -81,7 +81,7 @@ unit_name(const pipe_state *S, int u, char *buf, size_t n)
 static int
 pipe_inflight(const pipe_state *S, int s)
 {
-    return S->sched == AS_SIM_GPIPE ? S->k : S->k < S->np - s ? S->k : S->np - s;
+    return as_pipe_inflight(S->np, S->k, s, S->sched == AS_SIM_GPIPE);
 }
 
 /* Solve stage S's problem with its rows' budget; AS_EXIT_* (message printed). */
@@ -250,17 +250,9 @@ pipe_run(pipe_state *S)
     S->rows = as_xcalloc((size_t)S->np, sizeof *S->rows);
     S->peak = as_xcalloc((size_t)S->np, sizeof *S->peak);
     for (s = 0; s < S->np; s++) {
-        as_graph *sub = NULL;
-        as_graph_setup st = *c->setup;
-        st.build.microbatches = S->k;
-        st.build.inflight = pipe_inflight(S, s);
-        if (as_pipe_subgraph(S->m != NULL ? S->m : S->g, S->stage, s, S->mbdim, &sub, &err) !=
-            AS_OK)
+        if (as_pipe_stage_problem(S->m != NULL ? S->m : S->g, S->stage, s, S->mbdim, c->setup,
+                                  S->k, pipe_inflight(S, s), &S->gp[s], &err) != AS_OK)
             return as_cmd_fail(&err);
-        if (as_graph_problem_init(&S->gp[s], sub, &st, &err) != AS_OK) {
-            as_err_prefix(&err, "stage %d: ", s);
-            return as_cmd_fail(&err);
-        }
         S->budget[s] = S->rb[s] = as_problem_memory(S->gp[s].p);
         if ((rc = pipe_solve_stage(S, s)) != AS_EXIT_OK)
             return rc;
@@ -279,7 +271,7 @@ pipe_run(pipe_state *S)
         for (s = 0; s < S->np; s++) {
             if (S->budget[s] <= 0 || S->peak[s] <= S->budget[s] * (1 + 1e-9))
                 continue;
-            S->rb[s] -= S->peak[s] - S->budget[s] + 0.005 * S->budget[s];
+            S->rb[s] = as_pipe_refit_budget(S->rb[s], S->peak[s], S->budget[s]);
             if (round + 1 >= PIPE_FIT_ROUNDS || S->rb[s] <= 0) {
                 fprintf(stderr, "autoshard: stage %d: no plan found that fits in %s per device: "
                         "with %d microbatches in flight the best plan needs %s (rows %s, "
@@ -346,7 +338,7 @@ as_train_pipeline_solve(as_train_cli *t, as_graph *g, const as_pipe_cli *c)
     S.sched = AS_SIM_1F1B;
     if (t->schedule != NULL)
         as_sim_sched_parse(t->schedule, &S.sched);
-    if (as_train_apply_recompute(t->recompute, &g, &err) != AS_OK) {
+    if (as_train_apply_recompute(t->recompute, NULL, &g, &err) != AS_OK) {
         as_graph_free(g);
         return as_cmd_fail(&err);
     }

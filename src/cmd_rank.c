@@ -4,7 +4,7 @@
  *   autoshard rank GRAPH --plans P1.json P2.json ... | --plans-from DIR
  *                  [--hw H] [--cost-model C] [--set KEY=VALUE]...
  *                  [--pipeline P --microbatches K --schedule S]
- *                  [--no-overlap] [--capacity BYTES]
+ *                  [--no-overlap] [--capacity BYTES] [--json]
  */
 #include "config.h"
 
@@ -13,6 +13,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "cmd.h"
 #include "cmd_train.h"
@@ -31,7 +33,8 @@ enum {
     OPT_SCHED,
     OPT_NO_OVERLAP,
     OPT_CAPACITY,
-    OPT_NO_SYM
+    OPT_NO_SYM,
+    OPT_JSON
 };
 
 #define RANK_MAX_PARAMS 16
@@ -42,6 +45,7 @@ typedef struct rank_cli {
     const char *params[RANK_MAX_PARAMS];
     as_lower_opts lo;
     as_sim_opts so;
+    int json;
 } rank_cli;
 
 static int rank_exec(int argc, char **argv);
@@ -53,7 +57,8 @@ const struct as_cmd as_cmd_rank = {
     .summary = "simulate several plans and compare the simulator's ranking with the solver's",
     .help = "Options:\n"
             "  --plans P1 P2 ...    plan files (JSON from `autoshard solve`), up to the next\n"
-            "                       option\n"
+            "                       option; a file may hold the array of plans that\n"
+            "                       `solve --top K -o` writes (named FILE#1, FILE#2, ...)\n"
             "  --plans-from DIR     every *.json file in DIR (sorted by name)\n"
             "  --hw NAME|FILE       hardware profile (default: each plan's)\n"
             "  --cost-model M       roofline or distir (default: each plan's)\n"
@@ -63,9 +68,10 @@ const struct as_cmd as_cmd_rank = {
             "  --no-overlap         communication does not overlap computation\n"
             "  --capacity BYTES     memory per device for the fit check (default: the\n"
             "                       profile's)\n"
+            "  --json               the result as one JSON object on stdout\n"
             "\nPrints the solver's order (objective) and the simulator's (iteration time,\n"
             "plans that fit first) side by side, Spearman's rho and Kendall's tau between\n"
-            "them, and how much faster the simulator's best plan is than the solver's.\n",
+            "them (\"undefined\" when either order is all ties), and how much faster the simulator's best plan is than the solver's.\n",
     .exec = rank_exec,
 };
 
@@ -115,6 +121,7 @@ rank_parse(int argc, char **argv, rank_cli *c)
         {"no-overlap", no_argument, NULL, OPT_NO_OVERLAP},
         {"capacity", required_argument, NULL, OPT_CAPACITY},
         {"no-symmetry", no_argument, NULL, OPT_NO_SYM},
+        {"json", no_argument, NULL, OPT_JSON},
         {NULL, 0, NULL, 0}};
     char *end;
     int ch;
@@ -167,6 +174,9 @@ rank_parse(int argc, char **argv, rank_cli *c)
         case OPT_NO_SYM:
             c->lo.no_symmetry = 1;
             break;
+        case OPT_JSON:
+            c->json = 1;
+            break;
         case OPT_NO_OVERLAP:
             c->so.overlap = 0;
             break;
@@ -195,10 +205,14 @@ rank_exec(int argc, char **argv)
 {
     as_graph *g = NULL;
     as_shard_plan **plans = NULL;
-    const char **names = NULL;
+    char **names = NULL;
+    const char **paths = NULL;
+    as_rank_result rr;
+    size_t np = 0;
     as_err err = {0};
     rank_cli c;
     as_recompute rm = AS_RECOMPUTE_NONE;
+    const char *rl = NULL;
     size_t i;
     int rc;
 
@@ -210,28 +224,55 @@ rank_exec(int argc, char **argv)
     rc = c.dir != NULL ? rank_dir(&c, &err) : AS_OK;
     if (rc == AS_OK)
         rc = as_graph_read(c.graph, &g, &err);
-    plans = as_xcalloc(c.plans.n + 1, sizeof *plans);
-    for (i = 0; i < c.plans.n && rc == AS_OK; i++)
-        rc = as_shard_plan_read(c.plans.v[i], &plans[i], &err);
-    for (i = 0; i < c.plans.n && rc == AS_OK; i++) /* the step `solve --pipeline` recorded */
-        rc = as_train_plan_recompute(plans[i], c.plans.v[i], i > 0, &rm, &err);
+    /* each file: one plan, or the array `solve --top K -o` writes */
+    for (i = 0; i < c.plans.n && rc == AS_OK; i++) {
+        as_shard_plan **pl = NULL;
+        const char *base = strrchr(c.plans.v[i], '/') ? strrchr(c.plans.v[i], '/') + 1
+                                                      : c.plans.v[i];
+        size_t k, j;
+        if ((rc = as_shard_plan_read_list(c.plans.v[i], &pl, &k, &err)) != AS_OK)
+            break;
+        plans = as_xreallocarray(plans, np + k + 1, sizeof *plans);
+        names = as_xreallocarray(names, np + k + 1, sizeof *names);
+        paths = as_xreallocarray(paths, np + k + 1, sizeof *paths);
+        for (j = 0; j < k; j++, np++) {
+            plans[np] = pl[j];
+            paths[np] = c.plans.v[i];
+            names[np] = k > 1 ? as_xasprintf("%s#%zu", base, j + 1) : as_xstrdup(base);
+        }
+        free(pl);
+    }
+    for (i = 0; i < np && rc == AS_OK; i++) /* the step `solve --pipeline` recorded */
+        rc = as_train_plan_recompute(plans[i], paths[i], i > 0, &rm, &rl, &err);
     if (rc == AS_OK)
-        rc = as_train_apply_recompute(rm, &g, &err);
-    names = as_xcalloc(c.plans.n + 1, sizeof *names);
-    for (i = 0; i < c.plans.n; i++) /* shown by base name */
-        names[i] = strrchr(c.plans.v[i], '/') ? strrchr(c.plans.v[i], '/') + 1 : c.plans.v[i];
+        rc = as_train_apply_recompute(rm, rl, &g, &err);
     if (rc == AS_OK)
-        rc = as_sim_rank_plans(g, (const as_shard_plan *const *)plans, names, NULL, c.plans.n,
-                               &c.lo, &c.so, stdout, NULL, &err);
+        rc = as_sim_rank_plans(g, (const as_shard_plan *const *)plans,
+                               (const char *const *)names, NULL, np, &c.lo, &c.so,
+                               c.json ? NULL : stdout, &rr, &err);
+    if (rc == AS_OK) {
+        if (c.json) {
+            json_t *j = as_rank_json(&rr);
+            char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+            if (s == NULL)
+                as_oom(0, "rank --json");
+            printf("%s\n", s);
+            free(s);
+            json_decref(j);
+        }
+        as_rank_result_free(&rr);
+    }
     rc = rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
 out:
-    for (i = 0; i < c.plans.n; i++) {
-        if (plans != NULL)
-            as_shard_plan_free(plans[i]);
-        free(c.plans.v[i]);
+    for (i = 0; i < np; i++) {
+        as_shard_plan_free(plans[i]);
+        free(names[i]);
     }
+    for (i = 0; i < c.plans.n; i++)
+        free(c.plans.v[i]);
     free(plans);
     free(names);
+    free(paths);
     AS_VEC_FREE(&c.plans);
     as_graph_free(g);
     as_rules_reset();

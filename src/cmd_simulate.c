@@ -75,7 +75,7 @@ const struct as_cmd as_cmd_simulate = {
             "                       the plan contradicts is an error\n"
             "  --no-symmetry        simulate every device (default: devices whose programs\n"
             "                       are identical are simulated once, exactly)\n"
-            "  --recompute R        none, full or selective: the step `solve --recompute R`\n"
+            "  --recompute R        none, full, selective or auto: the step `solve --recompute R`\n"
             "                       planned (activation recomputation; default: the plan's)\n"
             "  --hw NAME|FILE       hardware profile (default: the program's hw=, else a100-dgx)\n"
             "  --cost-model M       roofline, alpa or distir (default: the program's cost=,\n"
@@ -224,14 +224,16 @@ simulate_exec(int argc, char **argv)
     } else {
         as_graph *g = NULL;
         as_shard_plan *plan = NULL;
+        const char *rl = NULL;
 
         rc = as_graph_read(c.graph, &g, &err);
         if (rc == AS_OK)
             rc = as_shard_plan_read(c.plan, &plan, &err);
         if (rc == AS_OK)
-            rc = as_train_plan_recompute(plan, c.plan, c.recompute_given, &c.recompute, &err);
+            rc = as_train_plan_recompute(plan, c.plan, c.recompute_given, &c.recompute, &rl,
+                                         &err);
         if (rc == AS_OK)
-            rc = as_train_apply_recompute(c.recompute, &g, &err);
+            rc = as_train_apply_recompute(c.recompute, rl, &g, &err);
         if (rc == AS_OK)
             rc = as_sim_lower(g, plan, &c.lo, &prog, &err);
         as_shard_plan_free(plan);

@@ -62,6 +62,8 @@ typedef struct solve_cli {
     double t_start;                      /**< as_now() at the start: --time-limit counts
                                               from here (building, reductions, solves) */
     as_train_cli train;                  /**< --microbatches, --recompute (cmd_train.h) */
+    FILE *errfp;                         /**< solve_fit's messages: stderr, or a sink while
+                                              --recompute auto tries a candidate */
     as_solve_opts o;
     const char *params[SOLVE_MAX_PARAMS];
     const char *cparams[SOLVE_MAX_CPARAMS];
@@ -97,7 +99,9 @@ const struct as_cmd as_cmd_solve = {
             "                       `simulate --microbatches K` (K must divide the batch)\n"
             "  --recompute R        none (default), full (per layer: keep its input, recompute\n"
             "                       its forward in the backward) or selective (recompute the\n"
-            "                       attention core); simulate with the same --recompute R\n"
+            "                       attention core), or auto (the layers recomputed fully\n"
+            "                       chosen under the budget, recorded in the plan);\n"
+            "                       simulate with the same --recompute R\n"
             "  --pipeline P         P pipeline stages cut at layer boundaries, each solved on\n"
             "                       its own --mesh (P x its devices in all; docs/solve.md)\n"
             "  --stages N1,N2,..    layers per stage (default: balanced by FLOPs)\n"
@@ -349,6 +353,11 @@ solve_parse(int argc, char **argv, solve_cli *c)
         return as_cmd_usage(&as_cmd_solve, "--group and --no-tie need a GRAPH");
     if ((c->train.stages != NULL || c->train.schedule != NULL) && c->train.pipeline < 2)
         return as_cmd_usage(&as_cmd_solve, "--stages and --schedule need --pipeline P (P >= 2)");
+    if (c->train.recompute == AS_RECOMPUTE_AUTO &&
+        (c->train.pipeline > 1 || c->solution != NULL || c->emit != NULL))
+        return as_cmd_usage(&as_cmd_solve, "--recompute auto does not combine with %s (give "
+                            "none, full or selective)", c->train.pipeline > 1 ? "--pipeline"
+                            : c->solution != NULL ? "--solution" : "--emit");
     if (c->train.pipeline > 1 && (c->graph == NULL || c->solution != NULL || c->o.top > 1))
         return as_cmd_usage(&as_cmd_solve, "--pipeline needs a GRAPH, one plan (no --top) and "
                             "no --solution");
@@ -362,8 +371,11 @@ solve_parse(int argc, char **argv, solve_cli *c)
 static void
 print_sizes(FILE *fp, const char *what, const as_ilp_stats *st)
 {
-    fprintf(fp, "%-13s%zu variables (%zu binary), %zu rows, %zu non-zeros\n", what, st->cols,
-            st->int_cols, st->rows, st->nnz);
+    if (st->uncounted)
+        fprintf(fp, "%-13snot counted (too large, or no time left under --time-limit)\n", what);
+    else
+        fprintf(fp, "%-13s%zu variables (%zu binary), %zu rows, %zu non-zeros\n", what,
+                st->cols, st->int_cols, st->rows, st->nnz);
 }
 
 static void
@@ -1300,7 +1312,7 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
         *rows = res->plans[0].peak;
         for (i = 0; i < res->nplans; i++) {
             if (plan_sim_peak(c, gp, &res->plans[i], c->o.solver, &peak, &e2) != AS_OK) {
-                fprintf(stderr, "autoshard: warning: peak memory from the ILP's rows only (the "
+                fprintf(c->errfp, "autoshard: warning: peak memory from the ILP's rows only (the "
                         "plan does not lower: %s)\n", e2.msg);
                 *rows = -1;
                 as_problem_set_memory(gp->p, budget);
@@ -1324,7 +1336,7 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
         }
         rb -= res->plans[0].peak - budget + 0.005 * budget;
         if (round + 1 >= SOLVE_FIT_ROUNDS || rb <= 0) {
-            fprintf(stderr, "autoshard: no plan found that fits in %s per device: after %d "
+            fprintf(c->errfp, "autoshard: no plan found that fits in %s per device: after %d "
                     "solves with the ILP's rows tightened to %s, the best plan needs %s with its "
                     "resharded copies and partial sums (rows: %s)\n",
                     as_fmt_bytes(budget, b1, sizeof b1), round + 1,
@@ -1343,7 +1355,7 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
         if (c->o.lim.time_limit_s > 0) { /* the limit covers every round */
             o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - t0);
             if (o.lim.time_limit_s <= 0) {
-                fprintf(stderr, "autoshard: stopped at the time limit (%g s) before a plan "
+                fprintf(c->errfp, "autoshard: stopped at the time limit (%g s) before a plan "
                         "that fits in %s per device: the best plan needs %s with its resharded "
                         "copies and partial sums\n", c->o.lim.time_limit_s,
                         as_fmt_bytes(budget, b1, sizeof b1),
@@ -1360,7 +1372,7 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
             return AS_EXIT_RUNTIME;
         }
         if (res->nplans == 0 && res->outcome != AS_OUTCOME_INFEASIBLE) {
-            fprintf(stderr, "autoshard: stopped at the time limit (%g s) before a plan that "
+            fprintf(c->errfp, "autoshard: stopped at the time limit (%g s) before a plan that "
                     "fits in %s per device: with the ILP's rows tightened to %s to leave room "
                     "for resharded copies and partial sums, the solver found no plan in time\n",
                     c->o.lim.time_limit_s, as_fmt_bytes(budget, b1, sizeof b1),
@@ -1370,7 +1382,7 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
             return AS_EXIT_RUNTIME; /* out of time: not proven that no plan fits */
         }
         if (res->nplans == 0) {
-            fprintf(stderr, "autoshard: no plan fits in %s per device: with the ILP's rows "
+            fprintf(c->errfp, "autoshard: no plan fits in %s per device: with the ILP's rows "
                     "tightened to %s to leave room for resharded copies and partial sums, "
                     "no plan fits the rows\n", as_fmt_bytes(budget, b1, sizeof b1),
                     as_fmt_bytes(rb, b2, sizeof b2));
@@ -1461,6 +1473,222 @@ default_graph(as_graph **out, as_err *err)
     return rc;
 }
 
+/* ---- --recompute auto (docs/solve.md "Activation recomputation") ---- */
+
+/* One candidate of --recompute auto: the step with its first K layers recomputed. */
+typedef struct auto_cand {
+    int k;
+    int fits;            /* a plan that fits: RES, ROWS hold it */
+    double objective;    /* its objective, s (HUGE_VAL when none fits) */
+    as_graph_problem gp; /* zeroed when not built */
+    as_solve_result res;
+    double rows;
+    as_train_cli train;  /* the step (owns the layer list and the whole graph) */
+    int built, solved;
+} auto_cand;
+
+static void
+auto_cand_free(auto_cand *x)
+{
+    if (x->solved)
+        as_solve_result_free(&x->res);
+    if (x->built)
+        as_graph_problem_free(&x->gp);
+    as_train_cli_free(&x->train);
+    memset(x, 0, sizeof *x);
+}
+
+static int
+solve_load_graph(const solve_cli *c, as_graph **g, as_err *err)
+{
+    return c->graph == NULL ? default_graph(g, err) : as_graph_read(c->graph, g, err);
+}
+
+/* The first K keys of the comma-separated list KEYS (malloc'd). */
+static char *
+auto_prefix(const char *keys, int k)
+{
+    size_t n = 0;
+    int i = 0;
+
+    while (i < k && keys[n]) {
+        n++;
+        if (keys[n] == ',' || keys[n] == 0)
+            i++;
+    }
+    return as_xstrndup(keys, n);
+}
+
+/*
+ * Solve candidate X->k (the step with the first k layers of KEYS recomputed
+ * fully) quietly: solve and fit as solve_graph_run does.  Returns AS_OK
+ * (X->fits says whether a plan fits) or an error.
+ */
+static int
+auto_try(solve_cli *c, const as_train_cli *base, const char *keys, int k, auto_cand *x,
+         FILE *sink, as_err *err)
+{
+    as_solve_opts o = c->o;
+    as_graph *g = NULL;
+    double budget;
+    int rc;
+
+    memset(x, 0, sizeof *x);
+    x->k = k;
+    x->objective = HUGE_VAL;
+    x->train = *base;
+    x->train.full = NULL;
+    x->train.layers = auto_prefix(keys, k);
+    AS_CHECK(solve_load_graph(c, &g, err));
+    if ((rc = as_train_cli_graph(&x->train, &g, &c->setup.build, err)) != AS_OK) {
+        as_graph_free(g);
+        return rc;
+    }
+    AS_CHECK(as_graph_problem_init(&x->gp, g, &c->setup, err));
+    x->built = 1;
+    budget = as_problem_memory(x->gp.p);
+    if (budget > 0 && as_problem_peak_lower_bound(x->gp.p) > budget * (1 + 1e-9))
+        return AS_OK; /* hopeless (solve_hopeless) */
+    o.groups = x->gp.groups;
+    if (c->o.lim.time_limit_s > 0) {
+        o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - c->t_start);
+        if (o.lim.time_limit_s <= 0)
+            return as_errf(err, AS_ESOLVER, "--recompute auto: time limit (%g s) reached "
+                           "after %d candidates", c->o.lim.time_limit_s, k);
+    }
+    AS_CHECK(as_solve_problem(x->gp.p, &o, &x->res, err));
+    x->solved = 1;
+    if (x->res.nplans == 0) {
+        as_solve_result_free(&x->res);
+        return AS_OK;
+    }
+    c->train = x->train; /* solve_fit simulates this step */
+    c->o.groups = x->gp.groups;
+    c->errfp = sink;
+    rc = solve_fit(c, &x->gp, &x->res, c->t_start, &x->rows, sink, err);
+    c->errfp = stderr;
+    if (rc == AS_EXIT_INFEAS) /* RES freed */
+        return AS_OK;
+    if (rc != AS_EXIT_OK) {
+        as_solve_result_free(&x->res);
+        return err->msg[0] ? err->code : as_errf(err, AS_ESOLVER, "--recompute auto: the "
+                                                 "solve of %d recomputed layers stopped at the "
+                                                 "time limit", k);
+    }
+    x->fits = 1;
+    x->objective = x->res.plans[0].objective;
+    return AS_OK;
+}
+
+/*
+ * --recompute auto: the plan of the step with its first k layers (program
+ * order) recomputed fully, k = 0..L, that fits the budget at the least
+ * objective (docs/solve.md).  Without a budget, or when the budget does not
+ * bind at k = 0 (the plan without recomputation is as fast as the plan of
+ * no budget at all), k = 0.
+ */
+static int
+solve_auto(solve_cli *c)
+{
+    FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout, *sink;
+    as_train_cli base = c->train;
+    auto_cand best, cur;
+    as_graph *g = NULL, *r = NULL;
+    as_err err = {0};
+    char *keys = NULL, *tried = NULL;
+    size_t tlen = 0;
+    FILE *tf;
+    int nl = 0, k, rc;
+
+    memset(&best, 0, sizeof best);
+    memset(&c->train, 0, sizeof c->train);
+    if (solve_load_graph(c, &g, &err) != AS_OK)
+        return as_cmd_fail(&err);
+    if (as_graph_recompute(g, AS_RECOMPUTE_AUTO, NULL, &r, NULL, &err) != AS_OK) {
+        as_graph_free(g);
+        return as_cmd_fail(&err);
+    }
+    keys = as_graph_layer_list(g, r, &nl);
+    as_graph_free(r);
+    as_graph_free(g);
+    if ((sink = fopen("/dev/null", "w")) == NULL || (tf = open_memstream(&tried, &tlen)) == NULL) {
+        if (sink != NULL)
+            fclose(sink);
+        free(keys);
+        fprintf(stderr, "autoshard: --recompute auto: cannot open /dev/null or a memory "
+                "stream\n");
+        return AS_EXIT_RUNTIME;
+    }
+    rc = AS_OK;
+    for (k = 0; k <= nl && rc == AS_OK; k++) {
+        rc = auto_try(c, &base, keys, k, &cur, sink, &err);
+        if (rc != AS_OK) {
+            auto_cand_free(&cur);
+            break;
+        }
+        if (cur.fits)
+            fprintf(tf, "%s%d: %.6g s", k ? ", " : "", k, cur.objective);
+        else
+            fprintf(tf, "%s%d: no fit", k ? ", " : "", k);
+        if (cur.fits && (!best.fits || cur.objective < best.objective)) {
+            auto_cand_free(&best);
+            best = cur;
+        } else {
+            auto_cand_free(&cur);
+        }
+        if (k == 0 && best.fits) { /* does the budget bind? */
+            double budget = as_problem_memory(best.gp.p);
+            as_solve_opts o = c->o;
+            as_solve_result u;
+            if (budget <= 0)
+                break;
+            o.top = 1;
+            o.groups = best.gp.groups;
+            as_problem_set_memory(best.gp.p, 0);
+            rc = as_solve_problem(best.gp.p, &o, &u, &err);
+            as_problem_set_memory(best.gp.p, budget);
+            if (rc != AS_OK)
+                break;
+            k = u.nplans > 0 && u.plans[0].objective >= best.objective * (1 - 1e-9) ? nl : 0;
+            if (k == nl)
+                fprintf(tf, " (the budget does not bind)");
+            as_solve_result_free(&u);
+        }
+    }
+    fclose(sink);
+    fclose(tf);
+    if (rc != AS_OK) {
+        auto_cand_free(&best);
+        free(keys);
+        free(tried);
+        return as_cmd_fail(&err);
+    }
+    if (!best.fits) { /* no candidate fits: say why as --recompute full would */
+        free(keys);
+        free(tried);
+        c->train = base;
+        c->train.recompute = AS_RECOMPUTE_FULL;
+        fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every layer "
+                "recomputed\n");
+        return AS_EXIT_INFEAS;
+    }
+    c->train = best.train;
+    c->o.groups = best.gp.groups;
+    print_graph_header(fp, c, &best.gp);
+    fprintf(fp, "%-13sauto: %d of %d layers recomputed fully%s%s%s (objective by layers "
+            "recomputed, first k in program order: %s)\n", "recompute", best.k, nl,
+            best.k ? " (" : "", best.k ? best.train.layers : "", best.k ? ")" : "", tried);
+    print_summary(fp, best.gp.p, as_graph_name(best.gp.g), c->o.reduce, &best.res);
+    print_graph_result(fp, c, &best.gp, best.res.plans, best.res.nplans, c->o.solver,
+                       best.rows);
+    rc = graph_plans(c, &best.gp, best.res.plans, best.res.nplans, c->o.solver, &err);
+    memset(&c->train, 0, sizeof c->train);
+    auto_cand_free(&best);
+    free(keys);
+    free(tried);
+    return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+}
+
 static int
 solve_graph(solve_cli *c)
 {
@@ -1485,6 +1713,10 @@ solve_graph(solve_cli *c)
     c->setup.build.memory = c->memory_auto ? -1 : c->memory > 0 ? c->memory : 0;
     if (c->o.lim.time_limit_s > 0)
         c->setup.build.deadline = c->t_start + c->o.lim.time_limit_s;
+    if (c->train.recompute == AS_RECOMPUTE_AUTO) {
+        as_graph_free(g);
+        return solve_auto(c);
+    }
     if (c->train.pipeline > 1) { /* cmd_pipeline.c */
         as_pipe_cli pc = {c->graph, &c->setup, &c->o, c->t_start, c->out, c->emit,
                           (c->out != NULL && strcmp(c->out, "-") == 0) || c->emit != NULL
@@ -1519,6 +1751,7 @@ solve_exec(int argc, char **argv)
     c.t_start = as_now();
     as_progress_enable(as_verbosity > 0);
     c.memory = -1;
+    c.errfp = stderr;
     c.o.lim.verbosity = as_verbosity;
     c.o.lim.gap = AS_DEFAULT_GAP;
     if ((rc = solve_parse(argc, argv, &c)) != AS_EXIT_OK)

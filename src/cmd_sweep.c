@@ -5,7 +5,7 @@
  *                   [--pipeline 1,2,4] [--microbatches 1,2,4] [--accumulate]
  *                   [--recompute none,full] [--solver glpk,beam] [--max-axes A]
  *                   [--tp-max T] [--time-limit S] [-o FILE.jsonl] [--top N]
- *                   [--csv FILE] [-q]
+ *                   [--csv FILE] [--svg FILE] [--plans DIR] [-j N] [-q]
  */
 #include "config.h"
 
@@ -23,7 +23,8 @@
 #include "sweep/sweep.h"
 
 enum { OPT_DEV = 256, OPT_HW, OPT_BATCH, OPT_PIPE, OPT_MICRO, OPT_ACC, OPT_RECOMP, OPT_AXES,
-       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST };
+       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG };
+
 
 static int sweep_exec(int argc, char **argv);
 
@@ -58,6 +59,11 @@ const struct as_cmd as_cmd_sweep = {
             "                       with the same command it skips the configurations done\n"
             "  --top N              rows of the final table (default 10)\n"
             "  --csv FILE           every configuration of this sweep as CSV\n"
+            "  --svg FILE           Pareto chart: peak memory per device vs throughput\n"
+            "  --plans DIR          write each configuration's plan to DIR (made if missing);\n"
+            "                       its line gives the path\n"
+            "  -j, --jobs N         run configurations in N worker processes (default 1);\n"
+            "                       the JSONL is the same as with one (in enumeration order)\n"
             "  -q, --quiet          no progress line on stderr\n"
             "  --list               print the configurations, one a line, and stop\n"
             "\nConfigurations whose memory lower bound exceeds the device memory are pruned\n"
@@ -130,7 +136,8 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
         if (!parse_words(optarg, w, &n, 3))
             return as_cmd_usage(&as_cmd_sweep, "--recompute takes none, full, selective");
         for (i = 0; i < n; i++)
-            if (!as_recompute_parse(w[i], &o->recompute[i]))
+            if (!as_recompute_parse(w[i], &o->recompute[i]) ||
+                o->recompute[i] == AS_RECOMPUTE_AUTO)
                 return as_cmd_usage(&as_cmd_sweep, "--recompute: unknown mode '%s' (none, full, "
                                     "selective)", w[i]);
         o->nrecompute = n;
@@ -163,6 +170,18 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
         return as_cmd_count_opt(&as_cmd_sweep, "top", optarg, &o->top);
     case OPT_CSV:
         o->csv = optarg;
+        return AS_EXIT_OK;
+    case 'j':
+        if (as_cmd_count_opt(&as_cmd_sweep, "jobs", optarg, &o->jobs) != AS_EXIT_OK)
+            return AS_EXIT_USAGE;
+        if (o->jobs > 1024)
+            return as_cmd_usage(&as_cmd_sweep, "--jobs must be at most 1024, got %d", o->jobs);
+        return AS_EXIT_OK;
+    case OPT_PLANS:
+        o->plans = optarg;
+        return AS_EXIT_OK;
+    case OPT_SVG:
+        o->svg = optarg;
         return AS_EXIT_OK;
     case 'o':
         o->out = optarg;
@@ -239,6 +258,8 @@ sweep_exec(int argc, char **argv)
         {"tp-max", required_argument, NULL, OPT_TPMAX},
         {"time-limit", required_argument, NULL, OPT_TIME}, {"output", required_argument, NULL, 'o'},
         {"top", required_argument, NULL, OPT_TOP}, {"csv", required_argument, NULL, OPT_CSV},
+        {"jobs", required_argument, NULL, 'j'}, {"plans", required_argument, NULL, OPT_PLANS},
+        {"svg", required_argument, NULL, OPT_SVG},
         {"quiet", no_argument, NULL, 'q'}, {"list", no_argument, NULL, OPT_LIST},
         {NULL, 0, NULL, 0}};
     as_sweep_opts o;
@@ -250,7 +271,7 @@ sweep_exec(int argc, char **argv)
 
     as_sweep_opts_init(&o);
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "s:o:q", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "s:o:qj:", opts, NULL)) != -1) {
         if (opt == '?' || opt == ':')
             return as_cmd_usage(&as_cmd_sweep, "bad or incomplete option '%s'", argv[optind - 1]);
         if (opt == OPT_LIST) {
@@ -267,6 +288,8 @@ sweep_exec(int argc, char **argv)
     if (o.accumulate && o.nmicro == 0)
         return as_cmd_usage(&as_cmd_sweep, "--accumulate needs --microbatches LIST");
     o.source = argv[optind];
+    if (as_verbosity == 0) /* -q is also a global option, taken before ours */
+        o.quiet = 1;
     if (load_graph(o.source, batch, &g, &o.batch, &err) != AS_OK)
         return as_cmd_fail(&err);
     if (o.batch <= 0) {

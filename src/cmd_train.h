@@ -15,6 +15,7 @@
 typedef struct as_train_cli {
     int micro;      /**< --microbatches K (1 = none) */
     as_recompute recompute; /**< --recompute */
+    char *layers;   /**< auto: the layers recomputed fully, comma-separated (owned; NULL = all) */
     as_graph *full; /**< the whole-batch graph when K > 1 (owned); the ILP sees microbatches */
     int pipeline;   /**< --pipeline P (0 = none) */
     const char *stages; /**< --stages SPEC (layers per stage), NULL = balanced */
@@ -46,8 +47,12 @@ int as_train_pipeline_solve(as_train_cli *t, as_graph *g, const as_pipe_cli *c);
 int as_train_cli_micro(as_train_cli *t, const char *arg);
 /** Parse --recompute ARG of command CMD; AS_EXIT_OK or the usage exit status. */
 int as_train_cli_recompute(const struct as_cmd *cmd, as_recompute *m, const char *arg);
-/** Apply recomputation M to *G (replaced; AS_EUSAGE when it cannot apply). */
-int as_train_apply_recompute(as_recompute m, as_graph **g, as_err *err);
+/**
+ * Apply recomputation M to *G (replaced; AS_EUSAGE when it cannot apply).
+ * AS_RECOMPUTE_AUTO recomputes LAYERS (comma-separated keys) fully; "" or
+ * NULL leaves *G.
+ */
+int as_train_apply_recompute(as_recompute m, const char *layers, as_graph **g, as_err *err);
 /**
  * Turn *G into what the ILP is built on: with recomputation the rewritten
  * step (graph/recompute.c); with K > 1 the graph of one
@@ -64,10 +69,13 @@ void as_train_cli_plan(const as_train_cli *t, as_shard_plan *pl);
 void as_train_cli_free(as_train_cli *t);
 /**
  * The recomputation PLAN was solved for (its "pipeline" record, named PNAME
- * in messages) into *M when the command did not give one (GIVEN = 0);
- * AS_EUSAGE when a given one differs.  A plan without a record leaves *M.
+ * in messages) into *M when the command did not give one (GIVEN = 0), and
+ * for "auto" the layers it recomputes into *LAYERS (the plan's string;
+ * with GIVEN, they must equal *LAYERS when that is not NULL); AS_EUSAGE when
+ * a given one differs, or when *M is auto and the plan does not record it.
+ * A plan without a record leaves *M.
  */
 int as_train_plan_recompute(const as_shard_plan *plan, const char *pname, int given,
-                            as_recompute *m, as_err *err);
+                            as_recompute *m, const char **layers, as_err *err);
 
 #endif /* AS_CMD_TRAIN_H */

@@ -320,6 +320,8 @@ add_edges(as_build_map *map, as_problem *p, as_err *err)
         const as_op *op = as_graph_op(g, i);
         size_t v = map->op_node[i];
         const as_strategy_set *sv = map->node_set[v];
+        if ((i & 63) == 0 && (rc = build_timeout(map, "edges", i, as_graph_nops(g), err)) != AS_OK)
+            break;
         for (j = 0; j < op->nin && rc == AS_OK; j++) {
             int32_t t = op->in[j];
             size_t u = map->tensor_node[t], n, e;

@@ -32,6 +32,7 @@ typedef struct as_ilp_stats {
     size_t int_cols; /**< binary variables */
     size_t rows;     /**< constraints */
     size_t nnz;      /**< non-zeros of the constraint matrix */
+    int uncounted;   /**< 1: not counted (no time left under the time limit); the rest 0 */
 } as_ilp_stats;
 
 /** Read-only view of the arrays (0-based). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formulate/build.h"
 #include "formulate/pipeline.h"
 #include "graph/check.h"
 
@@ -18,7 +19,7 @@ as_pipe_role(const as_graph *g, int32_t o)
     return (f & AS_OF_OPTIMIZER) ? AS_PIPE_OPT : (f & AS_OF_BACKWARD) ? AS_PIPE_BWD : AS_PIPE_FWD;
 }
 
-/* Forward op whose output tensor NAME ("d.X", "grad.X", "X.1") names; -2 - t for a declared
+/* Forward op whose output tensor NAME ("d.X", "grad.X", "rc.X", "X.1") names; -2 - t for a declared
  * tensor t; -1 for none. */
 static int32_t
 pipe_fwd_of(const as_graph *g, const char *name)
@@ -31,6 +32,8 @@ pipe_fwd_of(const as_graph *g, const char *name)
         name += 2;
     else if (strncmp(name, "grad.", 5) == 0)
         name += 5;
+    else if (strncmp(name, "rc.", 3) == 0) /* a recomputed copy (graph/recompute.c) */
+        name += 3;
     else
         return -1;
     snprintf(buf, sizeof buf, "%s", name);
@@ -415,4 +418,34 @@ as_pipe_estimate(const double *t, int p, int k, double *bubble)
     if (bubble != NULL)
         *bubble = est > 0 ? 1 - sum / p / est : 0;
     return est;
+}
+
+int
+as_pipe_inflight(int p, int k, int s, int gpipe)
+{
+    return gpipe ? k : k < p - s ? k : p - s;
+}
+
+int
+as_pipe_stage_problem(const as_graph *g, const int *stage, int s, const int *mbdim,
+                      const as_graph_setup *setup, int k, int inflight, as_graph_problem *gp,
+                      as_err *err)
+{
+    as_graph *sub = NULL;
+    as_graph_setup st = *setup;
+
+    st.build.microbatches = k;
+    st.build.inflight = inflight;
+    AS_CHECK(as_pipe_subgraph(g, stage, s, mbdim, &sub, err));
+    if (as_graph_problem_init(gp, sub, &st, err) != AS_OK) {
+        as_err_prefix(err, "stage %d: ", s);
+        return err->code;
+    }
+    return AS_OK;
+}
+
+double
+as_pipe_refit_budget(double rb, double peak, double budget)
+{
+    return rb - (peak - budget + 0.005 * budget);
 }

@@ -97,4 +97,26 @@ int as_pipe_merge(const as_graph *g, const int *stage, const int *tstage,
  */
 double as_pipe_estimate(const double *t, int p, int k, double *bubble);
 
+struct as_graph_problem;
+struct as_graph_setup;
+
+/** Microbatches stage S of P holds at once with K microbatches: 1F1B min(K, P - S), GPipe K. */
+int as_pipe_inflight(int p, int k, int s, int gpipe);
+
+/**
+ * Build stage S's problem into *GP: the stage's subgraph of G (cut by STAGE;
+ * with K > 1, G is the microbatched graph and MBDIM its batch dims) with
+ * SETUP, K microbatches of which INFLIGHT are in flight.  Errors are
+ * prefixed "stage S: ".  What `solve --pipeline` and `sweep` build.
+ */
+int as_pipe_stage_problem(const as_graph *g, const int *stage, int s, const int *mbdim,
+                          const struct as_graph_setup *setup, int k, int inflight,
+                          struct as_graph_problem *gp, as_err *err);
+
+/**
+ * The ILP rows' budget of a stage solved again after its simulated peak PEAK
+ * exceeded its device budget BUDGET: RB less the excess and 0.5% of BUDGET.
+ */
+double as_pipe_refit_budget(double rb, double peak, double budget);
+
 #endif /* AS_PIPELINE_H */

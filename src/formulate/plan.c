@@ -30,7 +30,7 @@ as_shard_plan_new(const char *mesh_spec, as_shard_plan **out, as_err *err)
     p->arena = as_arena_new();
     p->mesh = m;
     p->graph = p->hw = p->cost_model = p->solver = p->status = "";
-    p->schedule = p->recompute = "";
+    p->schedule = p->recompute = p->recompute_layers = "";
     p->bound = -HUGE_VAL;
     p->peak = -1;
     *out = p;
@@ -187,6 +187,8 @@ plan_json(const as_shard_plan *p)
             json_object_set_new(pj, "schedule", json_string(p->schedule));
         if (*p->recompute)
             json_object_set_new(pj, "recompute", json_string(p->recompute));
+        if (strcmp(p->recompute, "auto") == 0)
+            json_object_set_new(pj, "recompute_layers", json_string(p->recompute_layers));
         if (p->stage_layers != NULL && p->pipeline > 0) {
             json_t *a = json_array();
             for (i = 0; i < (size_t)p->pipeline; i++)
@@ -378,10 +380,24 @@ parse_step(as_shard_plan *p, json_t *pj, const char *name, as_err *err)
     if (json_object_get(pj, "recompute") != NULL) {
         AS_CHECK(get_str(p, pj, "pipeline", "recompute", &p->recompute, name, err));
         if (strcmp(p->recompute, "none") != 0 && strcmp(p->recompute, "full") != 0 &&
-            strcmp(p->recompute, "selective") != 0)
+            strcmp(p->recompute, "selective") != 0 && strcmp(p->recompute, "auto") != 0)
             return as_errf(err, AS_EPARSE, "%s: pipeline.recompute: expected \"none\", "
-                           "\"full\" or \"selective\", got \"%s\"", name, p->recompute);
+                           "\"full\", \"selective\" or \"auto\", got \"%s\"", name,
+                           p->recompute);
     }
+    if (json_object_get(pj, "recompute_layers") != NULL) {
+        const char *q;
+        AS_CHECK(get_str(p, pj, "pipeline", "recompute_layers", &p->recompute_layers, name,
+                         err));
+        for (q = p->recompute_layers; *q; q++)
+            if (*q == ' ' || (*q == ',' && (q == p->recompute_layers || q[1] == ',' || !q[1])))
+                return as_errf(err, AS_EPARSE, "%s: pipeline.recompute_layers: expected layer "
+                               "keys separated by commas (\"h.0,h.1\"), got \"%s\"", name,
+                               p->recompute_layers);
+    }
+    if (strcmp(p->recompute, "auto") == 0 && json_object_get(pj, "recompute_layers") == NULL)
+        return as_errf(err, AS_EPARSE, "%s: pipeline.recompute \"auto\" needs "
+                       "pipeline.recompute_layers (the layers it recomputes)", name);
     if ((a = json_object_get(pj, "layers")) != NULL) {
         if (!json_is_array(a) || np == 0 || json_array_size(a) != (size_t)np)
             return as_errf(err, AS_EPARSE, "%s: pipeline.layers: expected an array of %d "
@@ -490,6 +506,48 @@ as_shard_plan_read(const char *path, as_shard_plan **out, as_err *err)
     AS_CHECK(as_read_file(path, &buf, &len, err));
     rc = as_shard_plan_parse(buf, len, path, out, err);
     free(buf);
+    return rc;
+}
+
+int
+as_shard_plan_read_list(const char *path, as_shard_plan ***out, size_t *n, as_err *err)
+{
+    char *buf;
+    size_t len, i, k;
+    json_error_t je;
+    json_t *o;
+    int rc = AS_OK;
+
+    *out = NULL;
+    *n = 0;
+    AS_CHECK(as_read_file(path, &buf, &len, err));
+    o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (o == NULL) {
+        rc = as_errf(err, AS_EPARSE, "%s:%d:%d: %s", path, je.line > 0 ? je.line : 1,
+                     je.column > 0 ? je.column : 1, je.text);
+    } else if (!json_is_array(o)) {
+        *out = as_xcalloc(1, sizeof **out);
+        rc = plan_from_json(o, path, &(*out)[0], err);
+        *n = rc == AS_OK;
+    } else if ((k = json_array_size(o)) == 0) {
+        rc = as_errf(err, AS_EPARSE, "%s:1:1: an empty array of plans", path);
+    } else { /* `solve --top K -o`: an array of plans */
+        *out = as_xcalloc(k, sizeof **out);
+        for (i = 0; i < k && rc == AS_OK; i++)
+            if ((rc = plan_from_json(json_array_get(o, i), path, &(*out)[i], err)) == AS_OK)
+                (*n)++;
+    }
+    if (rc != AS_OK && o != NULL)
+        as_err_json_pos(err, path, buf, len);
+    json_decref(o);
+    free(buf);
+    if (rc != AS_OK) {
+        for (i = 0; i < *n; i++)
+            as_shard_plan_free((*out)[i]);
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
     return rc;
 }
 

@@ -52,7 +52,8 @@ typedef struct as_shard_plan {
     int pipeline;            /**< P stages of the plan's mesh each; 0 = not recorded */
     int microbatches;        /**< K; 0 = not recorded */
     const char *schedule;    /**< "1f1b" / "gpipe"; "" = not recorded */
-    const char *recompute;   /**< "none" / "full" / "selective"; "" = not recorded */
+    const char *recompute;   /**< "none" / "full" / "selective" / "auto"; "" = not recorded */
+    const char *recompute_layers; /**< "auto": the layers recomputed fully, comma-separated */
     int *stage_layers;       /**< [pipeline] layers per stage (arena), NULL = not recorded */
     double *stage_peak;      /**< [pipeline] peak per device of each stage (arena), or NULL */
 } as_shard_plan;
@@ -97,6 +98,11 @@ int as_shard_plan_parse(const char *text, size_t len, const char *name, as_shard
                         as_err *err);
 /** Read a plan file ("-" = stdin). */
 int as_shard_plan_read(const char *path, as_shard_plan **out, as_err *err);
+/**
+ * Read a plan file or the JSON array of plans `solve --top K -o` writes:
+ * *OUT (owned, each as_shard_plan_free, then free) and *N (>= 1).
+ */
+int as_shard_plan_read_list(const char *path, as_shard_plan ***out, size_t *n, as_err *err);
 
 /* Framework text. */
 /**

@@ -236,6 +236,8 @@ typedef struct as_reduce_opts {
                          that fits (gap is then ignored, PBQP and DOMINATED are off) */
     double deadline; /**< as_now() time after which the bound rounds stop (exact: they only
                           prune less); 0 = none */
+    double abort_at; /**< as_now() time after which the reductions give up, AS_ESOLVER "time
+                          limit" (no plan yet); 0 = never */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

@@ -65,6 +65,7 @@ typedef struct wnode {
     size_t fixed;        /**< the one strategy it was eliminated with (RS), or NONE */
     int frozen;          /**< end of an unmerged follow link: strategies stay whole */
     int alive;
+    size_t k;            /**< strategies of the node in the problem (kof) */
     AS_VEC(size_t) adj;  /**< incident edge indices (dead ones skipped) */
 } wnode;
 
@@ -116,6 +117,7 @@ typedef struct work {
     size_t *cand_v, *cand_s;    /**< (leader, leader strategy), cheapest first */
     int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
     double deadline;            /**< as_now() after which the bound rounds stop; 0 = none */
+    double abort_at;            /**< as_now() after which the reductions give up; 0 = never */
     as_progress pg;             /**< progress line of the bound rounds */
     size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     as_reduction *red;
@@ -124,7 +126,7 @@ typedef struct work {
 static size_t
 kof(const work *w, size_t v)
 {
-    return as_problem_node(w->p, v)->k;
+    return w->nodes[v].k;
 }
 
 /* Strategy of original node V when its leader takes S. */
@@ -349,6 +351,8 @@ work_init(work *w, const as_problem *p)
     as_reduction *red = w->red;
 
     w->nodes = as_xcalloc(n, sizeof *w->nodes);
+    for (v = 0; v < n; v++)
+        w->nodes[v].k = as_problem_node(p, v)->k;
     red->map = as_xcalloc(n + 1, sizeof *red->map);
     for (v = 0; v < n; v++) {
         size_t l = v;
@@ -421,7 +425,8 @@ work_init(work *w, const as_problem *p)
         w->nodes[v].pinned = 1;
 }
 
-static void
+/* Copy P's edges into leader spaces; 1 when the abort time came first (edges left out). */
+static int
 work_edges(work *w)
 {
     const as_problem *p = w->p;
@@ -431,6 +436,8 @@ work_edges(work *w)
     for (j = 0; j < as_problem_nedges(p); j++) {
         const as_pedge *e = as_problem_edge(p, j);
         size_t kv = kof(w, e->v);
+        if ((j & 255) == 255 && w->abort_at > 0 && as_now() > w->abort_at)
+            return 1;
         a = red->leader[e->u];
         b = red->leader[e->v];
         ka = kof(w, a);
@@ -448,6 +455,7 @@ work_edges(work *w)
                     r[s * kb + q] = e->r[fmap(red, e->u, s) * kv + fmap(red, e->v, q)];
         work_add_edge(w, a, b, r);
     }
+    return 0;
 }
 
 /* ---- PBQP ---- */
@@ -500,28 +508,46 @@ static void
 elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
 {
     size_t y = e1->u == x ? e1->v : e1->u, z = e2->u == x ? e2->v : e2->u;
-    size_t ky = kof(w, y), kz = kof(w, z), kx = kof(w, x), p, r, q;
+    size_t ky = kof(w, y), kz = kof(w, z), kx = kof(w, x), p, r, q, nq = 0, i;
     elim el = {.x = x, .y = y, .z = z, .deg = 2, .kz = kz};
     double *n = as_xcalloc(ky * kz, sizeof *n);
+    size_t *qs = as_xmalloc((kx + 1) * sizeof *qs);
+    double *a, *b;
 
+    /* dense copies over X's possible strategies: a[p][i] = R1 + c, b[r][i] = R2 */
+    for (q = 0; q < kx; q++)
+        if (w->nodes[x].ok[q])
+            qs[nq++] = q;
+    a = as_xmalloc((ky * nq + 1) * sizeof *a);
+    b = as_xmalloc((kz * nq + 1) * sizeof *b);
+    for (p = 0; p < ky; p++)
+        for (i = 0; w->nodes[y].ok[p] && i < nq; i++)
+            a[p * nq + i] = rget(w, e1, y, p, qs[i]) + w->nodes[x].cost[qs[i]];
+    for (r = 0; r < kz; r++)
+        for (i = 0; w->nodes[z].ok[r] && i < nq; i++)
+            b[r * nq + i] = rget(w, e2, z, r, qs[i]);
     el.best = as_xcalloc(ky * kz, sizeof *el.best);
     for (p = 0; p < ky; p++)
         for (r = 0; w->nodes[y].ok[p] && r < kz; r++) {
+            const double *ap = a + p * nq, *br = b + r * nq;
             double best = INFINITY;
+            size_t bi = 0;
             if (!w->nodes[z].ok[r])
                 continue;
-            for (q = 0; q < kx; q++) {
-                double v;
-                if (!w->nodes[x].ok[q])
-                    continue;
-                v = rget(w, e1, y, p, q) + w->nodes[x].cost[q] + rget(w, e2, z, r, q);
+            for (i = 0; i < nq; i++) {
+                double v = ap[i] + br[i];
                 if (v < best) {
                     best = v;
-                    el.best[p * kz + r] = q;
+                    bi = i;
                 }
             }
+            if (nq > 0)
+                el.best[p * kz + r] = qs[bi];
             n[p * kz + r] = best;
         }
+    free(a);
+    free(b);
+    free(qs);
     e1->alive = e2->alive = 0; /* before work_add_edge, which may move w->edges.v */
     AS_VEC_PUSH(&w->red->elims, el);
     w->red->stats.elim[2]++;
@@ -1716,7 +1742,8 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     unsigned flags = o->top > 1 ? o->flags & ~(AS_REDUCE_PBQP | AS_REDUCE_DOMINATED) : o->flags;
     work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
-              .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline};
+              .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline,
+              .abort_at = o->abort_at};
     double t0 = as_now();
 #define DBG(what)                                                                                 \
     do {                                                                                          \
@@ -1724,7 +1751,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
             fprintf(stderr, "reduce: %s %.3f s\n", what, as_now() - t0);                          \
     } while (0)
     as_reduction *red;
-    int round;
+    int round, rc = AS_OK;
 
     AS_CHECK(as_problem_validate(p, err));
     red = as_xcalloc(1, sizeof *red);
@@ -1735,7 +1762,11 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     w.red = red;
     work_init(&w, p);
     DBG("init");
-    work_edges(&w);
+    if (work_edges(&w) != 0) {
+        rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (edges), "
+                     "no plan");
+        goto done;
+    }
     DBG("edges");
     work_simplify(&w);
     DBG("simplify");
@@ -1758,6 +1789,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         red->stats.timed_out = 1;
     *out = work_output(&w);
     *redp = red;
+done:
     for (v = 0; v < n; v++) {
         free(w.nodes[v].cost);
         free(w.nodes[v].ok);
@@ -1778,7 +1810,9 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     AS_VEC_FREE(&w.kept_alias);
     AS_VEC_FREE(&w.edges);
     free(w.nodes);
-    return AS_OK;
+    if (rc != AS_OK)
+        as_reduction_free(red);
+    return rc;
 }
 
 size_t

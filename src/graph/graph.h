@@ -247,20 +247,29 @@ size_t as_graph_layer_key(const char *name, size_t *start);
 typedef enum as_recompute {
     AS_RECOMPUTE_NONE = 0,
     AS_RECOMPUTE_FULL,     /* per layer: keep its inputs, recompute its forward for the backward */
-    AS_RECOMPUTE_SELECTIVE /* per layer: recompute the attention core ([.., S, S] outputs) */
+    AS_RECOMPUTE_SELECTIVE, /* per layer: recompute the attention core ([.., S, S] outputs) */
+    AS_RECOMPUTE_AUTO       /* `solve` chooses the layers to recompute fully (a list) */
 } as_recompute;
 const char *as_recompute_name(as_recompute m);
-/** Parse "none", "full", "selective"; 0 if unknown. */
+/** Parse "none", "full", "selective", "auto"; 0 if unknown. */
 int as_recompute_parse(const char *s, as_recompute *out);
 /**
  * The training step G with MODE's recomputation: backward ops of each layer
  * read copies ("rc.NAME", backward ops) of the forward activations they
- * need, recomputed just before the layer's first backward op.  *NLAYERS
+ * need, recomputed just before the layer's first backward op.  LAYERS
+ * (comma-separated layer keys, NULL = every layer) restricts it to those
+ * layers; AS_RECOMPUTE_AUTO recomputes them fully.  *NLAYERS
  * (may be NULL) gets the number of layers recomputed.  AS_EUSAGE (one
  * line) when it cannot apply: no layers, nothing the backward reads.
  */
-int as_graph_recompute(const as_graph *g, as_recompute mode, as_graph **out, int *nlayers,
-                       as_err *err);
+int as_graph_recompute(const as_graph *g, as_recompute mode, const char *layers, as_graph **out,
+                       int *nlayers, as_err *err);
+/**
+ * The layer keys ("SEG.N") of G's forward ops in order of their first op,
+ * comma-separated (malloc'd); *N gets their number.  RC (may be NULL): only
+ * the layers that have a recomputed op ("rc.NAME") in RC, a rewrite of G.
+ */
+char *as_graph_layer_list(const as_graph *g, const as_graph *rc, int *n);
 
 /* Queries. */
 const char *as_graph_name(const as_graph *g);

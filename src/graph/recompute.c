@@ -25,7 +25,10 @@
 const char *
 as_recompute_name(as_recompute m)
 {
-    return m == AS_RECOMPUTE_FULL ? "full" : m == AS_RECOMPUTE_SELECTIVE ? "selective" : "none";
+    return m == AS_RECOMPUTE_FULL        ? "full"
+           : m == AS_RECOMPUTE_SELECTIVE ? "selective"
+           : m == AS_RECOMPUTE_AUTO      ? "auto"
+                                         : "none";
 }
 
 int
@@ -37,6 +40,8 @@ as_recompute_parse(const char *s, as_recompute *out)
         *out = AS_RECOMPUTE_FULL;
     else if (strcmp(s, "selective") == 0)
         *out = AS_RECOMPUTE_SELECTIVE;
+    else if (strcmp(s, "auto") == 0)
+        *out = AS_RECOMPUTE_AUTO;
     else
         return 0;
     return 1;
@@ -74,6 +79,26 @@ rc_same_layer(const as_graph *g, int32_t o, const char *key, size_t len)
     return n == len && memcmp(g->ops.v[o].name + st, key, len) == 0;
 }
 
+/* Is the layer key KEY (LEN bytes) in the comma-separated list LAYERS (NULL = every layer)? */
+static int
+rc_listed(const char *layers, const char *key, size_t len)
+{
+    const char *p = layers;
+
+    if (layers == NULL)
+        return 1;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e != NULL ? (size_t)(e - p) : strlen(p);
+        if (n == len && memcmp(p, key, len) == 0)
+            return 1;
+        if (e == NULL)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 static int
 rc_fwd(const as_op *op)
 {
@@ -98,9 +123,57 @@ rc_uses_copy(const as_graph *g, const as_op *o, int32_t p)
     return len > 0 && rc_same_layer(g, p, o->name + st, len);
 }
 
+/* Append KEY (LEN bytes) to the comma-separated list *S (LEN_, CAP bytes) unless listed. */
+static void
+rc_list_add(char **s, size_t *len, size_t *cap, const char *key, size_t n, int *count)
+{
+    if (rc_listed(*s, key, n))
+        return;
+    while (*len + n + 2 > *cap) {
+        *cap *= 2;
+        *s = as_xrealloc(*s, *cap);
+    }
+    if (*len > 0)
+        (*s)[(*len)++] = ',';
+    memcpy(*s + *len, key, n);
+    *len += n;
+    (*s)[*len] = 0;
+    (*count)++;
+}
+
+char *
+as_graph_layer_list(const as_graph *g, const as_graph *rc, int *n)
+{
+    size_t i, len = 0, cap = 64, rlen = 0, rcap = 64;
+    char *s = as_xmalloc(cap), *r = NULL;
+    int nr = 0;
+
+    *s = 0;
+    *n = 0;
+    if (rc != NULL) { /* the layers with a recomputed op "rc.NAME" */
+        r = as_xmalloc(rcap);
+        *r = 0;
+        for (i = 0; i < rc->ops.n; i++) {
+            const char *name = rc->ops.v[i].name;
+            size_t st, k = strncmp(name, "rc.", 3) == 0 ? as_graph_layer_key(name + 3, &st) : 0;
+            if (k > 0)
+                rc_list_add(&r, &rlen, &rcap, name + 3 + st, k, &nr);
+        }
+    }
+    for (i = 0; i < g->ops.n; i++) {
+        const as_op *op = &g->ops.v[i];
+        size_t st, k = as_graph_layer_key(op->name, &st);
+        if (k == 0 || !rc_fwd(op) || (r != NULL && !rc_listed(r, op->name + st, k)))
+            continue;
+        rc_list_add(&s, &len, &cap, op->name + st, k, n);
+    }
+    free(r);
+    return s;
+}
+
 int
-as_graph_recompute(const as_graph *g, as_recompute mode, as_graph **out, int *nlayers,
-                   as_err *err)
+as_graph_recompute(const as_graph *g, as_recompute mode, const char *layers, as_graph **out,
+                   int *nlayers, as_err *err)
 {
     size_t nops = g->ops.n, nt = g->tensors.n, i;
     uint8_t *cand = as_xcalloc(nops + 1, 1), *need = as_xcalloc(nops + 1, 1);
@@ -117,13 +190,15 @@ as_graph_recompute(const as_graph *g, as_recompute mode, as_graph **out, int *nl
         map[i] = rmap[i] = -1;
     /* candidates: forward ops in a layer (selective: attention-core ops) */
     for (i = 0; i < nops; i++) {
-        size_t st;
+        size_t st = 0, klen;
         const as_op *op = &g->ops.v[i];
         at[i] = leader[i] = -1;
-        if (!rc_fwd(op) || op->nout == 0 || as_graph_layer_key(op->name, &st) == 0)
+        if (!rc_fwd(op) || op->nout == 0 || (klen = as_graph_layer_key(op->name, &st)) == 0)
             continue;
         any_layer = 1;
-        cand[i] = mode == AS_RECOMPUTE_FULL || (mode == AS_RECOMPUTE_SELECTIVE && rc_core(g, op));
+        cand[i] = (mode == AS_RECOMPUTE_FULL || mode == AS_RECOMPUTE_AUTO ||
+                   (mode == AS_RECOMPUTE_SELECTIVE && rc_core(g, op))) &&
+                  rc_listed(layers, op->name + st, klen);
     }
     if (!any_layer) {
         rc = as_errf(err, AS_EUSAGE, "--recompute %s: graph '%s' has no layers (ops named "

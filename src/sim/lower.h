@@ -87,8 +87,8 @@ typedef struct as_rank_entry {
 typedef struct as_rank_result {
     size_t n;
     as_rank_entry *e;  /**< [n] in input order */
-    double spearman;   /**< Spearman's rho between objective and simulated time */
-    double kendall;    /**< Kendall's tau-b between them */
+    double spearman;   /**< Spearman's rho between objective and simulated time (NaN: undefined) */
+    double kendall;    /**< Kendall's tau-b between them (NaN: undefined) */
     int best_solver;   /**< index of the plan with the lowest objective */
     int best_sim;      /**< index of the fastest plan that fits (-1: none fits) */
     double gain;       /**< time(best_solver) / time(best_sim) - 1 (0 if the same plan) */
@@ -108,9 +108,13 @@ int as_sim_rank_plans(const as_graph *g, const as_shard_plan *const *plans,
                       const as_lower_opts *lo, const as_sim_opts *so, FILE *out,
                       as_rank_result *res, as_err *err);
 void as_rank_result_free(as_rank_result *r);
-/** Spearman's rho of X and Y (average ranks for ties); 0 when N < 2 or constant. */
+/** The table of R (what as_sim_rank_plans prints); rho and tau "undefined" when NaN. */
+void as_rank_print(const as_rank_result *r, FILE *out);
+/** R as JSON (new reference): plans (in input order), spearman, kendall (null: undefined), ... */
+struct json_t *as_rank_json(const as_rank_result *r);
+/** Spearman's rho of X and Y (average ranks for ties); NaN (undefined) when N < 2 or X or Y is all ties. */
 double as_rank_spearman(const double *x, const double *y, size_t n);
-/** Kendall's tau-b of X and Y; 0 when N < 2 or constant. */
+/** Kendall's tau-b of X and Y; NaN (undefined) when N < 2 or X or Y is all ties. */
 double as_rank_kendall(const double *x, const double *y, size_t n);
 
 #endif /* AS_SIM_LOWER_H */

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "lower.h"
 
 /* Average ranks (1-based) of X[0..N) into R. */
@@ -45,7 +47,7 @@ as_rank_spearman(const double *x, const double *y, size_t n)
     size_t i;
 
     if (n < 2)
-        return 0;
+        return NAN;
     rx = as_xmalloc(n * sizeof *rx);
     ry = as_xmalloc(n * sizeof *ry);
     rank_avg(x, n, rx);
@@ -63,7 +65,7 @@ as_rank_spearman(const double *x, const double *y, size_t n)
     }
     free(rx);
     free(ry);
-    return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0;
+    return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : NAN; /* an order of all ties */
 }
 
 double
@@ -73,7 +75,7 @@ as_rank_kendall(const double *x, const double *y, size_t n)
     size_t i, j;
 
     if (n < 2)
-        return 0;
+        return NAN;
     for (i = 0; i < n; i++)
         for (j = i + 1; j < n; j++) {
             double a = x[i] - x[j], b = y[i] - y[j];
@@ -89,8 +91,8 @@ as_rank_kendall(const double *x, const double *y, size_t n)
                 disc++;
         }
     n0 = conc + disc;
-    if (n0 + tx <= 0 || n0 + ty <= 0)
-        return 0;
+    if (n0 + tx <= 0 || n0 + ty <= 0) /* an order of all ties */
+        return NAN;
     return (conc - disc) / sqrt((n0 + tx) * (n0 + ty));
 }
 
@@ -113,8 +115,8 @@ rank_sim_less(const as_rank_entry *a, const as_rank_entry *b)
     return a->time < b->time;
 }
 
-static void
-rank_print(const as_rank_result *r, FILE *out)
+void
+as_rank_print(const as_rank_result *r, FILE *out)
 {
     size_t *so = as_xmalloc((r->n ? r->n : 1) * sizeof *so), *ss = as_xmalloc((r->n ? r->n : 1) *
                                                                             sizeof *ss), i;
@@ -131,8 +133,14 @@ rank_print(const as_rank_result *r, FILE *out)
                 i + 1, a->name, a->objective, a->time, a->peak / 1073741824.0, a->oom ? "!" : " ",
                 b->name, b->time, b->peak / 1073741824.0, b->oom ? "OOM" : "");
     }
-    fprintf(out, "spearman rho %.4f, kendall tau %.4f over %zu plans\n", r->spearman, r->kendall,
-            r->n);
+    {
+        char rho[32] = "undefined", tau[32] = "undefined"; /* an order of all ties */
+        if (isfinite(r->spearman))
+            snprintf(rho, sizeof rho, "%.4f", r->spearman);
+        if (isfinite(r->kendall))
+            snprintf(tau, sizeof tau, "%.4f", r->kendall);
+        fprintf(out, "spearman rho %s, kendall tau %s over %zu plans\n", rho, tau, r->n);
+    }
     if (r->best_sim < 0)
         fprintf(out, "no plan fits in memory\n");
     else if (r->best_sim == r->best_solver)
@@ -222,10 +230,40 @@ as_sim_rank_plans(const as_graph *g, const as_shard_plan *const *plans,
     if (r.best_sim >= 0 && r.best_sim != r.best_solver && r.e[r.best_sim].time > 0)
         r.gain = r.e[r.best_solver].time / r.e[r.best_sim].time - 1;
     if (out != NULL)
-        rank_print(&r, out);
+        as_rank_print(&r, out);
     if (res != NULL)
         *res = r;
     else
         free(r.e);
     return AS_OK;
+}
+
+static json_t *
+num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *
+as_rank_json(const as_rank_result *r)
+{
+    json_t *o = json_object(), *a = json_array();
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        const as_rank_entry *e = &r->e[i];
+        json_array_append_new(a, json_pack("{s:s,s:o,s:o,s:o,s:b,s:i,s:i}", "name", e->name,
+                                           "objective", num_or_null(e->objective), "time",
+                                           num_or_null(e->time), "peak", num_or_null(e->peak),
+                                           "oom", e->oom, "solver_rank", e->solver_rank,
+                                           "sim_rank", e->sim_rank));
+    }
+    json_object_set_new(o, "plans", a);
+    json_object_set_new(o, "spearman", num_or_null(r->spearman));
+    json_object_set_new(o, "kendall", num_or_null(r->kendall));
+    json_object_set_new(o, "solver_best", json_string(r->e[r->best_solver].name));
+    json_object_set_new(o, "simulator_best", r->best_sim >= 0 ? json_string(r->e[r->best_sim].name)
+                                                              : json_null());
+    json_object_set_new(o, "gain", r->best_sim >= 0 ? json_real(r->gain) : json_null());
+    return o;
 }

@@ -4,9 +4,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #include <jansson.h>
@@ -199,6 +206,7 @@ typedef struct record {
     char key[AS_SWEEP_KEY_MAX];
     char status[16];   /* ok, oom, pruned, infeasible, error */
     double throughput, peak, time, objective;
+    double lb;         /* pruned: the memory lower bound */
 } record;
 
 typedef struct sweep_ctx {
@@ -215,7 +223,7 @@ ctx_graph(sweep_ctx *x, as_recompute r, as_err *err)
 {
     if (r == AS_RECOMPUTE_NONE)
         return x->g;
-    if (x->rg[r] == NULL && as_graph_recompute(x->g, r, &x->rg[r], NULL, err) != AS_OK)
+    if (x->rg[r] == NULL && as_graph_recompute(x->g, r, NULL, &x->rg[r], NULL, err) != AS_OK)
         return NULL;
     return x->rg[r];
 }
@@ -366,7 +374,6 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
     E->peak = as_xcalloc((size_t)c->p, sizeof *E->peak);
     /* build every stage and prune by the memory lower bound before any solve */
     for (s = 0; s < c->p; s++) {
-        as_graph *sub = NULL;
         as_graph_setup st;
         double lb;
         memset(&st, 0, sizeof st);
@@ -375,16 +382,11 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         st.tie = 1;
         as_build_opts_init(&st.build);
         st.build.memory = -1; /* the profile's device memory */
-        st.build.microbatches = c->k;
-        st.build.inflight = c->k < c->p - s ? c->k : c->p - s; /* 1F1B */
         if (x->o->time_limit > 0)
             st.build.deadline = t0 + x->o->time_limit;
-        if (as_pipe_subgraph(E->m != NULL ? E->m : g, E->stage, s, E->mbdim, &sub, err) != AS_OK)
+        if (as_pipe_stage_problem(E->m != NULL ? E->m : g, E->stage, s, E->mbdim, &st, c->k,
+                                  as_pipe_inflight(c->p, c->k, s, 0), &E->gp[s], err) != AS_OK)
             return err->code;
-        if (as_graph_problem_init(&E->gp[s], sub, &st, err) != AS_OK) {
-            as_err_prefix(err, "stage %d: ", s);
-            return err->code;
-        }
         E->budget[s] = E->rb[s] = as_problem_memory(E->gp[s].p);
         E->budget_max = fmax(E->budget_max, E->budget[s]);
         lb = as_problem_peak_lower_bound(E->gp[s].p);
@@ -405,12 +407,12 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
             if (E->budget[s] <= 0 || E->peak[s] <= E->budget[s] * (1 + 1e-9))
                 continue;
             over++;
-            E->rb[s] -= E->peak[s] - E->budget[s] + 0.005 * E->budget[s];
+            E->rb[s] = as_pipe_refit_budget(E->rb[s], E->peak[s], E->budget[s]);
             if (round + 1 >= SWEEP_FIT_ROUNDS || E->rb[s] <= 0) {
                 E->status = "infeasible";
                 return as_errf(err, AS_ESOLVER, "stage %d: no plan found that fits in the "
                                "device memory with %d microbatches in flight", s,
-                               c->k < c->p - s ? c->k : c->p - s);
+                               as_pipe_inflight(c->p, c->k, s, 0));
             }
             if (stage_solve(c, E, s, t0, x->o->time_limit, err) != AS_OK)
                 return err->code;
@@ -452,6 +454,31 @@ num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* The configuration's fields of its line. */
+static void
+cfg_json(json_t *j, const as_sweep_cfg *c)
+{
+    json_object_set_new(j, "config", json_string(c->key));
+    json_object_set_new(j, "pipeline", json_integer(c->p));
+    json_object_set_new(j, "microbatches", json_integer(c->k));
+    json_object_set_new(j, "mesh", json_string(c->mesh));
+    json_object_set_new(j, "recompute", json_string(as_recompute_name(c->recompute)));
+    json_object_set_new(j, "solver", json_string(c->solver));
+}
+
+/* DIR/p-2_k-4_mesh-2x2_recompute-none_solver-glpk.json: the plan file of KEY. */
+static void
+plan_path(const char *dir, const char *key, char *buf, size_t n)
+{
+    size_t len, i;
+
+    snprintf(buf, n, "%s/", dir);
+    len = strlen(buf);
+    for (i = 0; key[i] != '\0' && len + 6 < n; i++)
+        buf[len++] = key[i] == ',' ? '_' : key[i] == '=' ? '-' : key[i];
+    snprintf(buf + len, n - len, ".json");
+}
+
 /* Solve and simulate C into a JSON line (new reference) and *R. */
 static json_t *
 eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
@@ -467,12 +494,7 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
     memset(r, 0, sizeof *r);
     snprintf(r->key, sizeof r->key, "%s", c->key);
     r->throughput = r->peak = r->time = r->objective = NAN;
-    json_object_set_new(j, "config", json_string(c->key));
-    json_object_set_new(j, "pipeline", json_integer(c->p));
-    json_object_set_new(j, "microbatches", json_integer(c->k));
-    json_object_set_new(j, "mesh", json_string(c->mesh));
-    json_object_set_new(j, "recompute", json_string(as_recompute_name(c->recompute)));
-    json_object_set_new(j, "solver", json_string(c->solver));
+    cfg_json(j, c);
     if (rc == AS_OK && E.status == NULL) {
         double total = 0, bound = 0, tf;
         int s, oom;
@@ -512,6 +534,21 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "capacity", json_real(E.sim->capacity));
         json_object_set_new(j, "oom", json_boolean(oom));
         json_object_set_new(j, "bubble", json_real(E.sim->bubble));
+        if (x->o->plans != NULL) {
+            char path[4096];
+            as_err e2 = {0};
+            plan_path(x->o->plans, c->key, path, sizeof path);
+            /* written (atomically) before the line: a line's plan file exists */
+            if (as_shard_plan_write(E.plan, path, &e2) == AS_OK) {
+                json_object_set_new(j, "plan", json_string(path));
+            } else {
+                char line[512];
+                as_one_line(line, sizeof line, e2.msg);
+                snprintf(r->status, sizeof r->status, "error");
+                json_object_set_new(j, "status", json_string("error"));
+                json_object_set_new(j, "error", json_string(line));
+            }
+        }
     } else {
         const char *st = E.status != NULL ? E.status : "error";
         snprintf(r->status, sizeof r->status, "%s", st);
@@ -555,26 +592,44 @@ record_from_json(json_t *j, record *r)
     r->peak = (v = json_object_get(j, "peak_memory")) ? json_number_value(v) : NAN;
     r->time = (v = json_object_get(j, "time")) ? json_number_value(v) : NAN;
     r->objective = (v = json_object_get(j, "objective")) ? json_number_value(v) : NAN;
+    r->lb = (v = json_object_get(j, "lower_bound")) ? json_number_value(v) : NAN;
 }
 
-/* One write() of the whole line (O_APPEND): a kill leaves a whole line or a cut last one. */
-static int
-append_line(int fd, json_t *j, const char *path, as_err *err)
+static char *
+line_text(json_t *j)
 {
     char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    size_t len;
-    ssize_t w;
 
     if (s == NULL)
-        return as_errf(err, AS_EINTERNAL, "out of memory writing a line");
-    len = strlen(s);
-    s = as_xrealloc(s, len + 2);
-    s[len++] = '\n';
-    w = write(fd, s, len);
-    free(s);
+        as_oom(0, "a sweep line");
+    return s;
+}
+
+/* One write() of the line S and its newline (O_APPEND): a kill leaves a whole line or a cut last one. */
+static int
+append_text(int fd, const char *s, const char *path, as_err *err)
+{
+    size_t len = strlen(s);
+    char *b = as_xmalloc(len + 1);
+    ssize_t w;
+
+    memcpy(b, s, len);
+    b[len++] = '\n';
+    w = write(fd, b, len);
+    free(b);
     if (w < 0 || (size_t)w != len)
         return as_errf(err, AS_EIO, "%s: %s", path, w < 0 ? strerror(errno) : "short write");
     return AS_OK;
+}
+
+static int
+append_line(int fd, json_t *j, const char *path, as_err *err)
+{
+    char *s = line_text(j);
+    int rc = append_text(fd, s, path, err);
+
+    free(s);
+    return rc;
 }
 
 /*
@@ -703,6 +758,173 @@ write_csv(const char *path, const record *r, size_t n, as_err *err)
     return rc;
 }
 
+/* ---- the Pareto chart ---- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+} sbuf;
+
+static void
+sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+sb_printf(sbuf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        int w;
+        va_start(ap, fmt);
+        w = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (w < 0)
+            return;
+        if ((size_t)w < b->cap - b->len) {
+            b->len += (size_t)w;
+            return;
+        }
+        b->cap = 2 * b->cap + (size_t)w + 1;
+        b->s = as_xrealloc(b->s, b->cap);
+    }
+}
+
+/* A tick step of about RANGE / 5: 1, 2 or 5 times a power of ten. */
+static double
+nice_step(double range)
+{
+    double raw = range / 5, p = pow(10, floor(log10(raw))), f = raw / p;
+
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+static int
+pareto_cmp(const void *a, const void *b)
+{
+    const record *x = *(const record *const *)a, *y = *(const record *const *)b;
+
+    if (x->peak != y->peak)
+        return x->peak < y->peak ? -1 : 1;
+    if (x->throughput != y->throughput)
+        return x->throughput > y->throughput ? -1 : 1;
+    return strcmp(x->key, y->key);
+}
+
+static int
+plotted(const record *r)
+{
+    return (strcmp(r->status, "ok") == 0 || strcmp(r->status, "oom") == 0) &&
+           isfinite(r->peak) && isfinite(r->throughput);
+}
+
+/*
+ * Peak memory per device (x) against throughput (y): configurations that fit
+ * (status ok) as blue dots, those that do not (oom: red dots; pruned: red
+ * crosses on the x axis at their memory lower bound), the Pareto front of the
+ * fitting ones (no other has less memory and more throughput) joined by a line.
+ */
+static int
+write_svg(const char *path, const as_sweep_opts *o, const record *r, size_t n, as_err *err)
+{
+    enum { W = 760, H = 520, L = 90, RM = 30, TOP = 70, BOT = 70 };
+    const double pw = W - L - RM, ph = H - TOP - BOT;
+    sbuf b = {as_xmalloc(4096), 0, 4096};
+    const record **f = as_xcalloc(n + 1, sizeof *f);
+    double xmax = 0, ymax = 0, unit, xs, ys, v, best = -HUGE_VAL;
+    const char *uname;
+    size_t i, nf = 0, nfront = 0;
+    int rc;
+
+    for (i = 0; i < n; i++) {
+        if (plotted(&r[i])) {
+            xmax = fmax(xmax, r[i].peak);
+            ymax = fmax(ymax, r[i].throughput);
+        } else if (strcmp(r[i].status, "pruned") == 0 && isfinite(r[i].lb)) {
+            xmax = fmax(xmax, r[i].lb);
+        }
+        if (plotted(&r[i]) && strcmp(r[i].status, "ok") == 0)
+            f[nf++] = &r[i];
+    }
+    unit = xmax >= (double)(1 << 30) ? (double)(1 << 30) : (double)(1 << 20);
+    uname = unit > (double)(1 << 20) ? "GiB" : "MiB";
+    xmax = xmax > 0 ? xmax * 1.05 / unit : 1;
+    ymax = ymax > 0 ? ymax * 1.05 : 1;
+    xs = nice_step(xmax);
+    ys = nice_step(ymax);
+    xmax = ceil(xmax / xs) * xs;
+    ymax = ceil(ymax / ys) * ys;
+#define PX(m) (L + (m) / unit / xmax * pw)
+#define PY(t) (TOP + ph - (t) / ymax * ph)
+    sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+              "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+              "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
+    sb_printf(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\" text-anchor=\"middle\">sweep: %d "
+              "devices, batch %lld, %zu configurations</text>\n", W / 2, o->devices,
+              (long long)o->batch, n);
+    /* axes, ticks and grid */
+    sb_printf(&b, "<g class=\"axes\" stroke=\"black\" fill=\"none\">\n"
+              "<line x1=\"%d\" y1=\"%g\" x2=\"%g\" y2=\"%g\"/>\n"
+              "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%g\"/>\n</g>\n", L, TOP + ph, L + pw,
+              TOP + ph, L, TOP, L, TOP + ph);
+    for (v = 0; v <= xmax * (1 + 1e-9); v += xs) {
+        double x = L + v / xmax * pw;
+        sb_printf(&b, "<line class=\"xtick\" x1=\"%.2f\" y1=\"%g\" x2=\"%.2f\" y2=\"%g\" "
+                  "stroke=\"black\"/><line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%g\" "
+                  "stroke=\"#ddd\"/><text x=\"%.2f\" y=\"%g\" text-anchor=\"middle\">%g</text>\n",
+                  x, TOP + ph, x, TOP + ph + 5, x, TOP, x, TOP + ph, x, TOP + ph + 20, v);
+    }
+    for (v = 0; v <= ymax * (1 + 1e-9); v += ys) {
+        double y = TOP + ph - v / ymax * ph;
+        sb_printf(&b, "<line class=\"ytick\" x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" "
+                  "stroke=\"black\"/><line x1=\"%d\" y1=\"%.2f\" x2=\"%g\" y2=\"%.2f\" "
+                  "stroke=\"#ddd\"/><text x=\"%d\" y=\"%.2f\" text-anchor=\"end\">%g</text>\n",
+                  L - 5, y, L, y, L, y, L + pw, y, L - 8, y + 4, v);
+    }
+    sb_printf(&b, "<text x=\"%g\" y=\"%d\" text-anchor=\"middle\">peak memory per device "
+              "(%s)</text>\n", L + pw / 2, H - 22, uname);
+    sb_printf(&b, "<text x=\"22\" y=\"%g\" text-anchor=\"middle\" transform=\"rotate(-90 22 %g)\">"
+              "throughput (samples/s)</text>\n", TOP + ph / 2, TOP + ph / 2);
+    /* the Pareto front of the configurations that fit */
+    qsort(f, nf, sizeof *f, pareto_cmp);
+    sb_printf(&b, "<polyline class=\"front\" fill=\"none\" stroke=\"#2a7\" stroke-width=\"2\" "
+              "points=\"");
+    for (i = 0; i < nf; i++)
+        if (f[i]->throughput > best) {
+            best = f[i]->throughput;
+            sb_printf(&b, "%s%.2f,%.2f", nfront++ ? " " : "", PX(f[i]->peak),
+                      PY(f[i]->throughput));
+        }
+    sb_printf(&b, "\"/>\n");
+    for (i = 0; i < n; i++) {
+        int fit = strcmp(r[i].status, "ok") == 0;
+        char mb[32];
+        if (plotted(&r[i]))
+            sb_printf(&b, "<circle class=\"%s\" cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"%s\">"
+                      "<title>%s: %.4g samples/s, %s</title></circle>\n", fit ? "fit" : "nofit",
+                      PX(r[i].peak), PY(r[i].throughput), fit ? "#1f5fbf" : "#d62728",
+                      r[i].key, r[i].throughput, as_fmt_bytes(r[i].peak, mb, sizeof mb));
+        else if (strcmp(r[i].status, "pruned") == 0 && isfinite(r[i].lb))
+            sb_printf(&b, "<path class=\"nofit\" d=\"M%.2f %.2fl8 8m0 -8l-8 8\" stroke=\"#d62728\" "
+                      "stroke-width=\"2\"><title>%s: pruned, lower bound %s</title></path>\n",
+                      PX(r[i].lb) - 4, PY(0) - 4, r[i].key,
+                      as_fmt_bytes(r[i].lb, mb, sizeof mb));
+    }
+#undef PX
+#undef PY
+    /* legend, between the title and the plot */
+    sb_printf(&b, "<g class=\"legend\" transform=\"translate(%d,46)\">\n"
+              "<circle cx=\"0\" cy=\"0\" r=\"4\" fill=\"#1f5fbf\"/><text x=\"10\" y=\"4\">fits"
+              "</text>\n<circle cx=\"70\" cy=\"0\" r=\"4\" fill=\"#d62728\"/><text x=\"80\" "
+              "y=\"4\">does not fit (x: pruned, at its memory lower bound)</text>\n"
+              "<line x1=\"394\" y1=\"0\" x2=\"406\" y2=\"0\" stroke=\"#2a7\" stroke-width=\"2\"/>"
+              "<text x=\"412\" y=\"4\">Pareto front (%zu configurations)</text>\n</g>\n</svg>\n",
+              L, nfront);
+    rc = as_write_file_atomic(path, b.s, b.len, err);
+    free(b.s);
+    free(f);
+    return rc;
+}
+
 static int
 key_done(const record *r, size_t n, const char *key)
 {
@@ -714,21 +936,383 @@ key_done(const record *r, size_t n, const char *key)
     return 0;
 }
 
+/* ---- running the configurations: in this process (--jobs 1) or in forked workers ---- */
+
+typedef struct run {
+    sweep_ctx *x;
+    const as_sweep_opts *o;
+    const as_sweep_cfg *cfg;
+    size_t *todo, ntodo;       /* indices into cfg of the configurations to run, in order */
+    char **line;               /* per todo: its JSON line once received */
+    size_t got, written;       /* lines received; lines appended (a prefix of todo) */
+    size_t total;              /* configurations of the sweep */
+    record *recs;
+    size_t nrec;
+    int fd;                    /* the JSONL (-1: none) */
+    int tty;
+    double t0, best;
+    char bestkey[AS_SWEEP_KEY_MAX];
+    int running;
+} run;
+
+/* The line of todo T (owned text): record it, append every line now in order. */
+static int
+run_got(run *R, size_t t, char *text, as_err *err)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    record *rec = &R->recs[R->nrec];
+
+    if (j == NULL || !json_is_object(j)) { /* a worker's line is ours: cannot happen */
+        json_decref(j);
+        free(text);
+        return as_errf(err, AS_EINTERNAL, "a sweep worker sent a bad line");
+    }
+    record_from_json(j, rec);
+    json_decref(j);
+    R->nrec++;
+    R->line[t] = text;
+    R->got++;
+    if (strcmp(rec->status, "ok") == 0 && !(rec->throughput <= R->best)) {
+        R->best = rec->throughput;
+        snprintf(R->bestkey, sizeof R->bestkey, "%s", rec->key);
+    }
+    /* in enumeration order, so --jobs N writes the file --jobs 1 writes */
+    while (R->written < R->ntodo && R->line[R->written] != NULL) {
+        if (R->fd >= 0 && append_text(R->fd, R->line[R->written], R->o->out, err) != AS_OK)
+            return err->code;
+        free(R->line[R->written]);
+        R->line[R->written] = NULL;
+        R->written++;
+    }
+    return AS_OK;
+}
+
+static void
+run_progress(const run *R, const char *running)
+{
+    double el = as_now() - R->t0;
+    size_t done = R->nrec;
+    char eta[32] = "-";
+
+    if (!R->tty)
+        return;
+    if (R->got > 0) {
+        double left = el / (double)R->got * (double)(R->ntodo - R->got);
+        snprintf(eta, sizeof eta, "%.0f s", left);
+    }
+    fprintf(stderr, "\rsweep: %zu/%zu done, %d running, best %s (%.4g samples/s), ETA %s%s%s"
+            "\033[K", done, R->total, R->running,
+            R->bestkey[0] ? R->bestkey : "-", isnan(R->best) ? 0.0 : R->best, eta,
+            running != NULL ? "; running " : "", running != NULL ? running : "");
+}
+
+/* A line for configuration C that could not be evaluated (its worker died). */
+static char *
+failed_text(const as_sweep_cfg *c, const char *why, double wall)
+{
+    json_t *j = json_object();
+    char *s;
+
+    cfg_json(j, c);
+    json_object_set_new(j, "status", json_string("error"));
+    json_object_set_new(j, "error", json_string(why));
+    json_object_set_new(j, "solve_s", json_real(0));
+    json_object_set_new(j, "simulate_s", json_real(0));
+    json_object_set_new(j, "wall_s", json_real(wall));
+    s = line_text(j);
+    json_decref(j);
+    return s;
+}
+
+static int
+run_serial(run *R, as_err *err)
+{
+    size_t t;
+
+    for (t = 0; t < R->ntodo; t++) {
+        const as_sweep_cfg *c = &R->cfg[R->todo[t]];
+        record rec;
+        json_t *j;
+        R->running = 1;
+        run_progress(R, c->key);
+        j = eval_config(R->x, c, &rec);
+        R->running = 0;
+        if (run_got(R, t, line_text(j), err) != AS_OK) {
+            json_decref(j);
+            return err->code;
+        }
+        json_decref(j);
+    }
+    return AS_OK;
+}
+
+typedef struct worker {
+    pid_t pid;                 /* 0: none */
+    int task, result;          /* our ends: configuration indices out, lines in */
+    long busy;                 /* todo index running, -1 idle */
+    double started;
+    int timed_out;
+} worker;
+
+static int
+write_full(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return 0;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 1;
+}
+
+static int
+read_full(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 1;
+}
+
+/* A worker: read configuration indices, answer each with its line (length, text); EOF ends. */
+_Noreturn static void
+worker_main(run *R, int task, int result)
+{
+    const char *crash = getenv("AUTOSHARD_SWEEP_CRASH"); /* tests: a worker that dies */
+    uint64_t i;
+
+    while (read_full(task, &i, sizeof i)) {
+        const as_sweep_cfg *c = &R->cfg[i];
+        record rec;
+        json_t *j;
+        char *s;
+        uint64_t len;
+        if (crash != NULL && strcmp(crash, c->key) == 0)
+            raise(SIGKILL);
+        j = eval_config(R->x, c, &rec);
+        s = line_text(j);
+        json_decref(j);
+        len = strlen(s);
+        if (!write_full(result, &len, sizeof len) || !write_full(result, s, len))
+            _exit(1);
+        free(s);
+    }
+    _exit(0);
+}
+
+static int
+worker_start(run *R, worker *w, worker *all, int n, as_err *err)
+{
+    int tp[2], rp[2], k;
+    pid_t pid;
+
+    if (pipe(tp) != 0)
+        return as_errf(err, AS_EIO, "sweep --jobs: pipe: %s", strerror(errno));
+    if (pipe(rp) != 0) {
+        close(tp[0]);
+        close(tp[1]);
+        return as_errf(err, AS_EIO, "sweep --jobs: pipe: %s", strerror(errno));
+    }
+    fflush(NULL);
+    if ((pid = fork()) < 0) {
+        close(tp[0]);
+        close(tp[1]);
+        close(rp[0]);
+        close(rp[1]);
+        return as_errf(err, AS_EIO, "sweep --jobs: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+#ifdef __linux__
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the sweep was killed: stop too */
+        if (getppid() == 1)
+            _exit(1);
+#endif
+        signal(SIGPIPE, SIG_DFL);
+        for (k = 0; k < n; k++) /* the other workers' pipes: their EOF must be theirs */
+            if (all[k].pid > 0) {
+                close(all[k].task);
+                close(all[k].result);
+            }
+        if (R->fd >= 0)
+            close(R->fd);
+        close(tp[1]);
+        close(rp[0]);
+        worker_main(R, tp[0], rp[1]);
+    }
+    close(tp[0]);
+    close(rp[1]);
+    w->pid = pid;
+    w->task = tp[1];
+    w->result = rp[0];
+    w->busy = -1;
+    w->timed_out = 0;
+    return AS_OK;
+}
+
+/* Reap W (closing its pipes); *WHY: how it ended. */
+static void
+worker_end(worker *w, int kill_it, char *why, size_t n)
+{
+    int st = 0;
+
+    close(w->task);
+    close(w->result);
+    if (kill_it && w->pid > 0)
+        kill(w->pid, SIGKILL);
+    while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (why != NULL) {
+        if (w->timed_out)
+            snprintf(why, n, "the worker was killed: over the time limit");
+        else if (WIFSIGNALED(st))
+            snprintf(why, n, "the worker died: %s", strsignal(WTERMSIG(st)));
+        else
+            snprintf(why, n, "the worker exited with status %d", WEXITSTATUS(st));
+    }
+    w->pid = 0;
+    w->busy = -1;
+}
+
+static int
+run_parallel(run *R, int jobs, as_err *err)
+{
+    worker *w = as_xcalloc((size_t)jobs, sizeof *w);
+    struct pollfd *pf = as_xcalloc((size_t)jobs, sizeof *pf);
+    int *who = as_xcalloc((size_t)jobs, sizeof *who);
+    size_t next = 0;
+    int k, rc = AS_OK;
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+    /* a worker past its --time-limit (the solve's own limit failed) is killed */
+    double hard = R->o->time_limit > 0 ? 2 * R->o->time_limit + 5 : 0;
+
+    for (k = 0; k < jobs; k++)
+        w[k].busy = -1;
+
+    while (rc == AS_OK && R->got < R->ntodo) {
+        int np = 0;
+        const char *shown = NULL;
+        for (k = 0; k < jobs && rc == AS_OK; k++) {
+            uint64_t i;
+            if (w[k].busy >= 0 || next >= R->ntodo)
+                continue;
+            if (w[k].pid == 0 && (rc = worker_start(R, &w[k], w, jobs, err)) != AS_OK)
+                break;
+            i = R->todo[next];
+            if (!write_full(w[k].task, &i, sizeof i)) { /* died idle: start another */
+                worker_end(&w[k], 1, NULL, 0);
+                k--;
+                continue;
+            }
+            w[k].busy = (long)next++;
+            w[k].started = as_now();
+            R->running++;
+        }
+        if (rc != AS_OK)
+            break;
+        for (k = 0; k < jobs; k++)
+            if (w[k].busy >= 0) {
+                pf[np].fd = w[k].result;
+                pf[np].events = POLLIN;
+                pf[np].revents = 0;
+                who[np++] = k;
+                if (shown == NULL)
+                    shown = R->cfg[R->todo[w[k].busy]].key;
+            }
+        run_progress(R, R->running == 1 ? shown : NULL);
+        if (poll(pf, (nfds_t)np, 250) < 0 && errno != EINTR) {
+            rc = as_errf(err, AS_EIO, "sweep --jobs: poll: %s", strerror(errno));
+            break;
+        }
+        for (k = 0; k < np && rc == AS_OK; k++) {
+            worker *x = &w[who[k]];
+            size_t t = (size_t)x->busy;
+            uint64_t len;
+            char *text = NULL;
+            if (pf[k].revents == 0) {
+                if (hard > 0 && as_now() - x->started > hard && x->pid > 0) {
+                    x->timed_out = 1;
+                    kill(x->pid, SIGKILL);
+                }
+                continue;
+            }
+            if (read_full(x->result, &len, sizeof len) && len < ((uint64_t)1 << 32)) {
+                text = as_xmalloc((size_t)len + 1);
+                if (!read_full(x->result, text, (size_t)len)) {
+                    free(text);
+                    text = NULL;
+                } else {
+                    text[len] = '\0';
+                }
+            }
+            if (text == NULL) { /* the worker died with the configuration */
+                char why[128];
+                double wall = as_now() - x->started;
+                worker_end(x, 1, why, sizeof why);
+                text = failed_text(&R->cfg[R->todo[t]], why, wall);
+            } else {
+                x->busy = -1;
+            }
+            R->running--;
+            rc = run_got(R, t, text, err);
+        }
+    }
+    for (k = 0; k < jobs; k++)
+        if (w[k].pid > 0)
+            worker_end(&w[k], rc != AS_OK, NULL, 0);
+    signal(SIGPIPE, old_pipe);
+    free(w);
+    free(pf);
+    free(who);
+    return rc;
+}
+
+/* --plans DIR: made when missing; AS_EUSAGE when it is not a directory. */
+static int
+plans_dir(const char *dir, as_err *err)
+{
+    struct stat sb;
+
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return as_errf(err, AS_EUSAGE, "--plans %s: %s", dir, strerror(errno));
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return as_errf(err, AS_EUSAGE, "--plans %s: not a directory", dir);
+    return AS_OK;
+}
+
 int
 as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_summary *sum,
              as_err *err)
 {
     sweep_ctx x;
     as_sweep_cfg *cfg = NULL;
-    size_t ncfg = 0, i, nrec = 0, nprev;
-    record *recs = NULL;
-    int fd = -1, rc, tty = !o->quiet && isatty(2), r;
+    size_t ncfg = 0, i, nprev;
+    run R;
+    int rc;
     int32_t op;
-    double t0 = as_now(), best = NAN;
-    char bestkey[AS_SWEEP_KEY_MAX] = "";
 
     memset(sum, 0, sizeof *sum);
     memset(&x, 0, sizeof x);
+    memset(&R, 0, sizeof R);
+    R.fd = -1;
+    R.t0 = as_now();
+    R.best = NAN;
+    R.tty = !o->quiet && isatty(2);
+    R.x = &x;
+    R.o = o;
     x.g = g;
     x.o = o;
     x.nunits = graph_layers(g);
@@ -741,78 +1325,74 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
             break;
         }
     rc = as_sweep_enumerate(o, x.nunits, o->batch, &cfg, &ncfg, err);
+    if (rc == AS_OK && o->plans != NULL)
+        rc = plans_dir(o->plans, err);
     if (rc == AS_OK && o->out != NULL)
-        rc = jsonl_open(o, &recs, &nrec, &fd, err);
+        rc = jsonl_open(o, &R.recs, &R.nrec, &R.fd, err);
     if (rc != AS_OK)
         goto out;
+    R.cfg = cfg;
     /* records of other configurations (another option list) stay in the file, not the table */
-    nprev = nrec;
+    nprev = R.nrec;
     {
         record *keep = as_xcalloc(ncfg + 1, sizeof *keep);
         size_t nk = 0;
         for (i = 0; i < ncfg; i++) {
             size_t q;
             for (q = 0; q < nprev; q++)
-                if (strcmp(recs[q].key, cfg[i].key) == 0) {
-                    keep[nk++] = recs[q];
+                if (strcmp(R.recs[q].key, cfg[i].key) == 0) {
+                    keep[nk++] = R.recs[q];
                     break;
                 }
         }
-        free(recs);
-        recs = as_xreallocarray(keep, ncfg + 1, sizeof *keep);
-        nrec = nk;
+        free(R.recs);
+        R.recs = keep;
+        R.nrec = nk;
     }
-    sum->total = ncfg;
-    sum->skipped = nrec;
-    for (i = 0; i < nrec; i++)
-        if (strcmp(recs[i].status, "ok") == 0 && !(recs[i].throughput <= best)) {
-            best = recs[i].throughput;
-            snprintf(bestkey, sizeof bestkey, "%s", recs[i].key);
+    sum->total = R.total = ncfg;
+    sum->skipped = R.nrec;
+    for (i = 0; i < R.nrec; i++)
+        if (strcmp(R.recs[i].status, "ok") == 0 && !(R.recs[i].throughput <= R.best)) {
+            R.best = R.recs[i].throughput;
+            snprintf(R.bestkey, sizeof R.bestkey, "%s", R.recs[i].key);
         }
-    for (i = 0; i < ncfg; i++) {
-        record rec;
-        json_t *j;
-        if (key_done(recs, nrec, cfg[i].key))
-            continue;
-        if (tty)
-            fprintf(stderr, "\rsweep: %zu/%zu done, best %s (%.4g samples/s); running %s\033[K",
-                    nrec, ncfg, bestkey[0] ? bestkey : "-", isnan(best) ? 0.0 : best, cfg[i].key);
-        j = eval_config(&x, &cfg[i], &rec);
-        if (fd >= 0)
-            r = append_line(fd, j, o->out, err);
-        else
-            r = AS_OK;
-        json_decref(j);
-        if (r != AS_OK) {
-            rc = r;
-            goto out;
-        }
-        recs[nrec++] = rec;
-        sum->done++;
-        if (strcmp(rec.status, "ok") == 0 && !(rec.throughput <= best)) {
-            best = rec.throughput;
-            snprintf(bestkey, sizeof bestkey, "%s", rec.key);
-        }
-    }
-    if (tty)
+    R.todo = as_xcalloc(ncfg + 1, sizeof *R.todo);
+    for (i = 0; i < ncfg; i++)
+        if (!key_done(R.recs, R.nrec, cfg[i].key))
+            R.todo[R.ntodo++] = i;
+    R.line = as_xcalloc(R.ntodo + 1, sizeof *R.line);
+    if (o->jobs > 1 && R.ntodo > 1)
+        rc = run_parallel(&R, o->jobs < (int)R.ntodo ? o->jobs : (int)R.ntodo, err);
+    else
+        rc = run_serial(&R, err);
+    if (R.tty)
         fprintf(stderr, "\r\033[K");
-    for (i = 0; i < nrec; i++) {
-        sum->pruned += strcmp(recs[i].status, "pruned") == 0;
-        sum->oom += strcmp(recs[i].status, "oom") == 0;
-        sum->failed += strcmp(recs[i].status, "error") == 0 ||
-                       strcmp(recs[i].status, "infeasible") == 0;
+    if (rc != AS_OK)
+        goto out;
+    sum->done = R.got;
+    for (i = 0; i < R.nrec; i++) {
+        sum->pruned += strcmp(R.recs[i].status, "pruned") == 0;
+        sum->oom += strcmp(R.recs[i].status, "oom") == 0;
+        sum->failed += strcmp(R.recs[i].status, "error") == 0 ||
+                       strcmp(R.recs[i].status, "infeasible") == 0;
     }
-    sum->wall = as_now() - t0;
-    if (o->csv != NULL && (rc = write_csv(o->csv, recs, nrec, err)) != AS_OK)
+    sum->wall = as_now() - R.t0;
+    if (o->csv != NULL && (rc = write_csv(o->csv, R.recs, R.nrec, err)) != AS_OK)
+        goto out;
+    if (o->svg != NULL && (rc = write_svg(o->svg, o, R.recs, R.nrec, err)) != AS_OK)
         goto out;
     if (table != NULL)
-        print_table(table, recs, nrec, o->top);
+        print_table(table, R.recs, R.nrec, o->top);
 out:
-    if (fd >= 0)
-        close(fd);
+    if (R.fd >= 0)
+        close(R.fd);
     for (i = 0; i < 4; i++)
         as_graph_free(x.rg[i]);
+    for (i = 0; R.line != NULL && i < R.ntodo; i++)
+        free(R.line[i]);
+    free(R.line);
+    free(R.todo);
     free(cfg);
-    free(recs);
+    free(R.recs);
     return rc;
 }

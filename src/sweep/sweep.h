@@ -46,6 +46,9 @@ typedef struct as_sweep_opts {
     const char *csv;           /**< NULL = none */
     int top;                   /**< rows of the final table */
     int quiet;                 /**< no progress line */
+    int jobs;                  /**< worker processes (<= 1: this process) */
+    const char *plans;         /**< directory of one plan file per configuration (NULL = none) */
+    const char *svg;           /**< Pareto chart (NULL = none) */
 } as_sweep_opts;
 
 /** Defaults: max_axes 3, top 10, everything else 0. */

@@ -101,6 +101,109 @@ n=$(jq -r 'select(.config) | .config' "$T/k.jsonl" | sort -u | wc -l | tr -d ' '
 check "kill -9 then resume: 5 configurations (8 2x4 4x2; 4 2x2), each once" \
     test "$n$(lines "$T/k.jsonl")" = 56
 
+# ---- --jobs N: forked workers write the file --jobs 1 writes ----
+untimed() { jq -c 'del(.solve_s, .simulate_s, .wall_s)' "$1"; }
+as sweep "$T/g.asg" $R -q --jobs 3 -o "$T/j.jsonl"
+ok $rc "--jobs 3"
+check "--jobs 3: the same lines as --jobs 1 (timing fields aside), in the same order" \
+    sh -c "[ \"\$(jq -c 'del(.solve_s, .simulate_s, .wall_s)' '$T/j.jsonl')\" = \
+            \"\$(jq -c 'del(.solve_s, .simulate_s, .wall_s)' '$T/s.jsonl')\" ]"
+check "--jobs 3: the set of lines equals --jobs 1's" \
+    test "$(untimed "$T/j.jsonl" | sort | md5sum)" = "$(untimed "$T/s.jsonl" | sort | md5sum)"
+check "--jobs 3: the same top table" \
+    test "$(grep -c '^[123]  *p=' "$T/out")" = 3
+# a worker that dies (the test hook kills it on one configuration): recorded, the sweep goes on
+key='p=2,k=4,mesh=2,recompute=none,solver=glpk'
+AUTOSHARD_SWEEP_CRASH=$key as sweep "$T/g.asg" $R -q --jobs 2 -o "$T/x.jsonl"
+ok $rc "--jobs 2 with a worker killed on $key: exit 0"
+check "the dead worker's configuration is failed with its error, the 2 others ok" \
+    sh -c "grep -q '3 run now, 0 pruned by the memory lower bound, 0 OOM, 1 failed' '$T/out' &&
+        test \"\$(jq -r 'select(.config == \"$key\") | .status + \": \" + .error' '$T/x.jsonl')\" = 'error: the worker died: Killed' &&
+        test \"\$(jq -r 'select(.status == \"ok\") | .config' '$T/x.jsonl' | wc -l)\" = 2"
+grep -v "$key" "$T/x.jsonl" >"$T/x2.jsonl"
+as sweep "$T/g.asg" $R -q --jobs 2 -o "$T/x2.jsonl"
+check "resume redoes it: then the file equals --jobs 1's" \
+    test "$(untimed "$T/x2.jsonl" | sort | md5sum)" = "$(untimed "$T/s.jsonl" | sort | md5sum)"
+as sweep "$T/g.asg" $R -q --jobs 2 --time-limit 0.001 -o "$T/tl.jsonl"
+check "--jobs 2 --time-limit 0.001: every configuration failed on its time limit, exit 0" \
+    sh -c "[ $rc -eq 0 ] && test \"\$(jq -r 'select(.config) | .error' '$T/tl.jsonl' | grep -c 'time limit')\" = 3"
+# the progress line: on a terminal only (script(1) gives one), not with -q
+if command -v script >/dev/null 2>&1; then
+    rm -f "$T/t.jsonl"
+    script -qec "$AUTOSHARD sweep $T/g.asg $R --jobs 2 -o $T/t.jsonl >/dev/null" /dev/null >"$T/tty" 2>&1 || true
+    check "progress on a terminal: done/total, running, best so far, ETA" \
+        sh -c "tr '\\r' '\\n' <'$T/tty' | grep -q '^sweep: [0-3]/3 done, [0-2] running, best .* ETA '"
+    rm -f "$T/t.jsonl"
+    script -qec "$AUTOSHARD sweep $T/g.asg $R --jobs 2 -q -o $T/t.jsonl >/dev/null" /dev/null >"$T/tty" 2>&1 || true
+    check "-q: no progress line" test ! -s "$T/tty"
+else
+    echo "ok $((tap_n + 1)) # SKIP script(1) not installed"; tap_n=$((tap_n + 1))
+    echo "ok $((tap_n + 1)) # SKIP script(1) not installed"; tap_n=$((tap_n + 1))
+fi
+
+# ---- --plans DIR: one plan file per configuration, named in its line ----
+as sweep "$T/g.asg" $R -q --jobs 2 --plans "$T/plans" -o "$T/pl.jsonl"
+ok $rc "--plans DIR (made when missing)"
+p1=$(jq -r 'select(.config == "p=1,k=1,mesh=2x2,recompute=none,solver=glpk") | .plan' "$T/pl.jsonl")
+check "each line names its plan file, which exists" \
+    sh -c "test \"\$(jq -r 'select(.config) | .plan' '$T/pl.jsonl' | xargs -n1 test -s && echo y)\" = y &&
+        test \"$p1\" = '$T/plans/p-1_k-1_mesh-2x2_recompute-none_solver-glpk.json'"
+as simulate "$T/g.asg" --plan "$p1" --json
+check "the plan file simulates to the line's time" \
+    close "$(jq .time "$T/out")" "$(jq -r 'select(.plan == "'"$p1"'") | .time' "$T/pl.jsonl")" 1e-12
+echo x >"$T/notdir"
+as sweep "$T/g.asg" $R -q --plans "$T/notdir" -o "$T/pl2.jsonl"
+expect_fail 2 'not a directory' "--plans FILE: not a directory"
+
+# ---- kill -9 at 20 random moments, started again each time with the same command ----
+# A 4-layer MLP on 8 devices: 60 short configurations, with --plans.  Each run is killed
+# a random 0..20 ms after its first new line (at most 2 s), so the kills spread over the
+# sweep, in the middle of its writes, whatever the start-up takes.  20 kills with
+# --jobs 1, then 6 with --jobs 2 (whose lines come in bursts, in enumeration order).
+as gen mlp --layers 4 --hidden 64 --batch 16 --train -o "$T/m.asg"
+K="$T/m.asg --devices 8 --max-axes 1 --solver glpk,beam --microbatches 1,2,4,8,16 --accumulate"
+K="$K --recompute none,full -q"
+as sweep $K -o "$T/k1.jsonl"
+ok $rc "the kill test's sweep, uninterrupted: 60 configurations"
+rnd() { awk -v s="$1" -v lo="$2" -v w="$3" 'BEGIN { srand(s); printf "%.3f", lo + rand() * w }'; }
+kills() { # kills JOBS COUNT FILE: kill the sweep COUNT times, then run it to the end
+    local i=0 cut=0 torn=0 bad=0 t0 n n0 w pid f=$3
+    t0=$(date +%s)
+    while [ $i -lt $2 ]; do
+        n0=$(lines "$f")
+        $AUTOSHARD sweep $K --jobs $1 --plans "$T/kp$1" -o "$f" >/dev/null 2>&1 &
+        pid=$!
+        w=0
+        while [ $w -lt 200 ] && [ "$(lines "$f")" -le $n0 ] && kill -0 $pid 2>/dev/null; do
+            sleep 0.01; w=$((w + 1)); done
+        sleep "$(rnd "$i$$" 0 0.02)"
+        kill -9 $pid 2>/dev/null || true
+        wait $pid 2>/dev/null || true
+        n=$(lines "$f")
+        [ "$n" -lt 61 ] && cut=$((cut + 1))
+        # every line but the last parses (the last may be torn: the next run repairs it)
+        if [ "$n" -gt 1 ]; then head -n $((n - 1)) "$f" | jq -e . >/dev/null 2>&1 || bad=$((bad + 1)); fi
+        if [ -s "$f" ] && [ "$(tail -c 1 "$f" | od -An -c | tr -d ' ')" != '\n' ]; then
+            torn=$((torn + 1)); fi
+        i=$((i + 1))
+    done
+    echo "# --jobs $1: $cut of $2 kills interrupted the sweep ($(lines "$f") lines then)," \
+        "$torn left a torn last line; $(($(date +%s) - t0)) s"
+    check "--jobs $1, killed $2 times: $cut kills interrupted it, whole lines before the last ($bad bad)" \
+        test "$cut" -ge $(($2 / 6)) -a "$bad" -eq 0
+    as sweep $K --jobs $1 --plans "$T/kp$1" -o "$f"
+    ok $rc "--jobs $1: started again to the end"
+    check "--jobs $1: no configuration lost or done twice: 60 distinct in 60 lines + header" \
+        test "$(jq -r 'select(.config) | .config' "$f" | sort -u | wc -l | tr -d ' ')/$(lines "$f")" = 60/61
+    check "--jobs $1: no partial line: every line parses" test "$(jq -c . "$f" | wc -l | tr -d ' ')" = 61
+    check "--jobs $1: the lines equal the uninterrupted run's (timing fields aside)" \
+        test "$(untimed "$f" | jq -c 'del(.plan)' | sort | md5sum)" = "$(untimed "$T/k1.jsonl" | sort | md5sum)"
+    check "--jobs $1: every line's plan file exists" \
+        test "$(jq -r 'select(.config) | .plan' "$f" | xargs -n1 test -s && echo y)" = y
+}
+kills 1 20 "$T/kk1.jsonl"
+kills 2 6 "$T/kk2.jsonl"
+
 # ---- pruning by the memory lower bound ----
 as hw show a100-dgx
 sed 's/^memory *=.*/memory = 45MiB/; s/^name *=.*/name = small/' "$T/out" >"$T/small.hw"
@@ -110,6 +213,39 @@ check "45 MiB per device: 1 pruned by the memory lower bound, counted" \
 p=$(jq -r 'select(.status == "pruned" and .lower_bound > .capacity) | .pipeline' "$T/m.jsonl" | tr '\n' ' ')
 q=$(jq -r 'select(.status == "ok" and .peak_memory <= .capacity) | .pipeline' "$T/m.jsonl")
 check "P = 2 pruned (lower bound > capacity), P = 1 solved and fits" test "$p$q" = "2 1"
+
+# ---- --svg: the Pareto chart ----
+wellformed() {
+    if command -v xmllint >/dev/null 2>&1; then xmllint --noout "$1"
+    else python3 -c 'import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$1"; fi; }
+front() { # the Pareto front of the fitting configurations of a JSONL, by jq
+    jq -s '[.[1:][] | select(.status == "ok")] | sort_by(.peak_memory, -.throughput) |
+        reduce .[] as $r ({b: -1, n: 0}; if $r.throughput > .b then {b: $r.throughput, n: (.n + 1)}
+        else . end) | .n' "$1"; }
+as sweep "$T/g.asg" $R -q -o "$T/s.jsonl" --svg "$T/s.svg"
+ok $rc "--svg on a finished sweep"
+check "the SVG is well-formed XML" wellformed "$T/s.svg"
+check "one blue dot per configuration that fits (3), none red" \
+    test "$(grep -c 'class="fit"' "$T/s.svg")/$(grep -c 'class="nofit"' "$T/s.svg")" = 3/0
+as sweep $K -o "$T/k1.jsonl" --svg "$T/k.svg"
+nfront=$(grep -o 'class="front"[^>]*points="[^"]*"' "$T/k.svg" | sed 's/.*points="//' | tr ' ' '\n' | grep -c ,)
+check "the MLP sweep's front joins its Pareto-optimal configurations ($nfront; jq finds $(front "$T/k1.jsonl"))" \
+    sh -c "test '$nfront' = '$(front "$T/k1.jsonl")' && test '$nfront' -ge 2"
+check "axis labels and ticks" \
+    sh -c "grep -q 'peak memory per device (MiB)' '$T/s.svg' && grep -q 'throughput (samples/s)' '$T/s.svg' &&
+        test \$(grep -c 'class=\"xtick\"' '$T/s.svg') -ge 3 && test \$(grep -c 'class=\"ytick\"' '$T/s.svg') -ge 3"
+as sweep "$T/g.asg" $R --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl" --svg "$T/m.svg"
+check "45 MiB: the pruned configuration in red, the other in blue" \
+    test "$(grep -c 'class="fit"' "$T/m.svg")/$(grep -c 'class="nofit"' "$T/m.svg")" = 1/1
+if command -v rsvg-convert >/dev/null 2>&1; then
+    check "rsvg-convert renders it to a PNG" \
+        sh -c "rsvg-convert -o '$T/s.png' '$T/s.svg' && test \"\$(head -c 4 '$T/s.png' | od -An -c | tr -d ' ')\" = 211PNG"
+else
+    tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP rsvg-convert not installed (Debian librsvg2-bin)"
+fi
+as sweep "$T/g.asg" $R -q -o "$T/s.jsonl" --svg "$T/nodir/s.svg"
+check "an SVG that cannot be written: exit 1, one line, no file" \
+    sh -c "[ $rc -ne 0 ] && [ \$(grep -c . '$T/err') -eq 1 ] && test ! -e '$T/nodir/s.svg'"
 
 # ---- bad input: one "autoshard:" line (then the usage hint), exit 2 ----
 expect_fail() { # the usage hint follows usage errors: one error line, nothing else
@@ -124,6 +260,8 @@ as sweep "$T/g.asg" --devices 0
 expect_fail 2 'devices' "--devices 0"
 as sweep "$T/g.asg" --devices 4 --solver glpk,nosuch
 expect_fail 2 'nosuch' "unknown solver"
+as sweep "$T/g.asg" --devices 4 --jobs 0
+expect_fail 2 'jobs' "--jobs 0"
 as sweep "$T/g.asg" --devices 4 --pipeline 3
 expect_fail 2 'pipeline 3 does not divide --devices 4' "P not dividing N"
 as sweep "$T/g.asg" --devices 4 --microbatches 3 --pipeline 2

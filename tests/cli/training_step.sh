@@ -121,7 +121,7 @@ as solve "$T/f.asg" --mesh 1 --recompute full
 expect_fail 2 "^autoshard: --recompute full: nothing to recompute in graph 'mlp-1b'" \
     "recomputation of a forward graph"
 as solve "$T/m.asg" --mesh 1 --recompute some
-[ $rc -eq 2 ] && grep -q "^autoshard: --recompute must be none, full or selective, got 'some'" "$T/err"
+[ $rc -eq 2 ] && grep -q "^autoshard: --recompute must be none, full, selective or auto, got 'some'" "$T/err"
 ok $? "unknown --recompute"
 
 done_testing

@@ -610,7 +610,7 @@ static void
 test_rank(const as_graph *g)
 {
     const double x[] = {1, 2, 3, 4}, y[] = {10, 20, 30, 40}, z[] = {4, 3, 2, 1};
-    const double u[] = {1, 2, 3, 4}, v[] = {2, 1, 4, 3};
+    const double u[] = {1, 2, 3, 4}, v[] = {2, 1, 4, 3}, c[] = {5, 5, 5, 5};
     as_shard_plan *pl[3];
     const char *names[3] = {"megatron", "dp", "rep"};
     double obj[3] = {1.0, 2.0, 3.0};
@@ -626,6 +626,10 @@ test_rank(const as_graph *g)
     is_double(as_rank_kendall(x, z, 4), -1, 1e-12, "kendall reversed = -1");
     is_double(as_rank_spearman(u, v, 4), 0.6, 1e-12, "spearman of two swaps = 0.6");
     is_double(as_rank_kendall(u, v, 4), 1.0 / 3.0, 1e-12, "kendall of two swaps = 1/3");
+    ok(isnan(as_rank_spearman(x, c, 4)) && isnan(as_rank_kendall(c, x, 4)),
+       "an order of all ties: rho and tau undefined (NaN)");
+    ok(isnan(as_rank_spearman(x, y, 1)) && isnan(as_rank_kendall(x, y, 1)),
+       "one plan: undefined");
     pl[0] = make_plan(g, "tp=2", megatron);
     pl[1] = make_plan(g, "dp=2", dataparallel);
     pl[2] = make_plan(g, "tp=2", replicated);
