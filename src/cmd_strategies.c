@@ -236,7 +236,7 @@ strat_list(const strat_cli *c, const as_graph *g, as_strat_ctx *ctx, const as_me
         const as_strategy_set *set;
         if (t->producer >= 0 || c->op == NULL || strcmp(c->op, t->name) != 0)
             continue;
-        set = as_strat_tensor(ctx, &t->shape, t->kind, strat_factor(g, t));
+        set = as_strat_tensor_batch(ctx, &t->shape, t->kind, strat_factor(g, t), t->batch_dim);
         as_shape_str(&t->shape, sig, sizeof sig);
         found++;
         if (arr != NULL)

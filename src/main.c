@@ -84,7 +84,8 @@ usage_main(FILE *fp)
                 "  -v, --verbose  more detail on stderr\n"
                 "  --custom-call NAME=OP  import HLO custom calls NAME as registry op OP\n"
                 "  --strategy-space default|alpa  alpa: no dim split over several mesh axes,\n"
-                "                 no all-to-all resharding on meshes of 2+ axes (Alpa's space)\n"
+                "                 no all-to-all resharding on meshes of 2+ axes, one-input ops\n"
+                "                 follow their operand, Alpa's penalty (Alpa's space)\n"
                 "  -V, --version  print the version\n"
                 "  -h, --help     this text\n"
                 "\nRun 'autoshard help COMMAND' for a command's options.\n");

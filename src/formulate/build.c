@@ -154,9 +154,24 @@ op_weights(const as_build_map *map, int32_t o, double *wc, double *wd)
         *wd = 1;
 }
 
+/*
+ * Alpa's space on a 2-D mesh: a matmul whose output carries the batch dim
+ * (BATCH >= 0) keeps only the strategies splitting it over mesh axis 0
+ * (Alpa's FilterStrategy on dots); the others cost AS_STRAT_INFINITY_COST,
+ * which the ILP drops.
+ */
+static double
+batch_filter(const as_build_map *map, const as_strategy_set *set, int32_t op, int batch, int s)
+{
+    if (op < 0 || batch < 0 || !as_strat_alpa_batch_forced(map->ctx) ||
+        strcmp(as_graph_op(map->g, op)->def->name, "matmul") != 0)
+        return 0;
+    return set->s[s].out[0].axis[0] == batch ? 0 : AS_STRAT_INFINITY_COST;
+}
+
 static int
 add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_set *set,
-         int32_t op, int32_t tensor, as_err *err)
+         int32_t op, int32_t tensor, int batch, as_err *err)
 {
     double *c = as_xmalloc((size_t)set->n * 3 * sizeof *c), *d = c + set->n, *m = d + set->n;
     double wc, wd;
@@ -165,7 +180,7 @@ add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_s
 
     op_weights(map, op, &wc, &wd);
     for (i = 0; i < set->n; i++) {
-        c[i] = set->s[i].compute * wc;
+        c[i] = set->s[i].compute * wc + batch_filter(map, set, op, batch, i);
         d[i] = set->s[i].comm * wd;
         m[i] = set->s[i].mem;
     }
@@ -222,10 +237,11 @@ add_declared(as_build_map *map, as_problem *p, as_err *err)
         const as_strategy_set *set;
         if (tt->producer >= 0)
             continue;
-        set = as_strat_tensor(map->ctx, &tt->shape, tt->kind, tensor_factor(g, tt, map->micro));
+        set = as_strat_tensor_batch(map->ctx, &tt->shape, tt->kind,
+                                    tensor_factor(g, tt, map->micro), tt->batch_dim);
         map->tensor_node[t] = map->nnodes;
         map->tensor_out[t] = 0;
-        AS_CHECK(add_node(map, p, tt->name, set, -1, t, err));
+        AS_CHECK(add_node(map, p, tt->name, set, -1, t, -1, err));
         map->nnodes++;
     }
     return AS_OK;
@@ -245,16 +261,22 @@ static int
 add_ops(as_build_map *map, as_problem *p, as_err *err)
 {
     const as_graph *g = map->g;
-    int32_t i;
-    int k, rc = AS_OK;
+    int32_t i, t;
+    int k, rc = AS_OK, outb[AS_MAX_OUTS];
+    /* batch dim of each tensor (Alpa's batch-dim map; used in Alpa's space) */
+    int *batch = as_xmalloc(((size_t)as_graph_ntensors(g) + 1) * sizeof *batch), *inb = NULL;
 
+    for (t = 0; t < as_graph_ntensors(g); t++)
+        batch[t] = as_graph_tensor(g, t)->kind == AS_TK_INPUT
+                       ? as_graph_tensor(g, t)->batch_dim : -1;
     for (i = 0; i < as_graph_nops(g) && rc == AS_OK; i++) {
         const as_op *op = as_graph_op(g, i);
         const as_strategy_set *set;
         as_opview v;
         if ((i & 63) == 0) {
             as_progress_update(&map->pg, i, as_graph_nops(g), NAN, NAN);
-            AS_CHECK(build_timeout(map, "strategies", i, as_graph_nops(g), err));
+            if ((rc = build_timeout(map, "strategies", i, as_graph_nops(g), err)) != AS_OK)
+                break;
         }
         for (k = 0; k < op->nout; k++) {
             map->tensor_node[op->out[k]] = map->nnodes;
@@ -265,12 +287,22 @@ add_ops(as_build_map *map, as_problem *p, as_err *err)
         as_opview_free(&v);
         if (rc != AS_OK) {
             as_err_prefix(err, "op '%s': ", op->name);
-            return rc;
+            break;
         }
         map->op_node[i] = map->nnodes;
-        AS_CHECK(add_node(map, p, op->name, set, i, -1, err));
+        inb = as_xrealloc(inb, ((size_t)op->nin + 1) * sizeof *inb);
+        for (k = 0; k < op->nin; k++)
+            inb[k] = batch[op->in[k]];
+        as_strat_batch_dims(set, inb, outb);
+        for (k = 0; k < op->nout && k < set->nout; k++)
+            batch[op->out[k]] = outb[k];
+        if ((rc = add_node(map, p, op->name, set, i, -1, set->nout > 0 ? outb[0] : -1, err)) !=
+            AS_OK)
+            break;
         map->nnodes++;
     }
+    free(batch);
+    free(inb);
     return rc;
 }
 

@@ -216,7 +216,13 @@ set_store(as_strat_ctx *ctx, const char *key, int nin, int nout, const as_shape 
 
 /* ---- declared tensors ---- */
 
-/* Alpa's replicated penalty, shared among the axes of size > 1 that replicate S. */
+/*
+ * Alpa's replicated penalty, shared among the axes of size > 1 that replicate S.
+ * In Alpa's space it is Alpa's rule instead: the whole penalty for a tensor
+ * replicated over every axis of size > 1, nothing for one split on some axis
+ * (auto_sharding.cc, kParameter: split strategies cost 0, AddReplicatedStrategy
+ * charges replicated_penalty).
+ */
 static double
 tensor_penalty(const as_strat_ctx *ctx, const as_spec *s)
 {
@@ -225,6 +231,12 @@ tensor_penalty(const as_strat_ctx *ctx, const as_spec *s)
 
     if (total <= 0)
         return 0;
+    if (strat_space == AS_SPACE_ALPA) {
+        for (k = 0; k < s->naxes; k++)
+            if (as_mesh_axis_size(ctx->mesh, k) > 1 && s->axis[k] != AS_SPEC_R)
+                return 0;
+        return total;
+    }
     for (k = 0; k < s->naxes; k++) {
         double w;
         if (as_mesh_axis_size(ctx->mesh, k) < 2)
@@ -248,8 +260,52 @@ spec_memory(const as_strat_ctx *ctx, const as_spec *s, const as_shape *shape)
 
 static const char *const kind_names[] = {"act", "input", "param", "state", "const"};
 
+/*
+ * Which declared tensors pay the replicated penalty: parameters; in Alpa's
+ * space also inputs and optimizer states, which are parameters of Alpa's
+ * training step like the weights (its data-parallel test expects
+ * replicated_penalty * (len(params) + len(opt_state))).
+ */
+static int
+tensor_pays_penalty(as_tensor_kind kind)
+{
+    if (kind == AS_TK_PARAM)
+        return 1;
+    return strat_space == AS_SPACE_ALPA && (kind == AS_TK_INPUT || kind == AS_TK_STATE);
+}
+
+/*
+ * Alpa's space: may a declared tensor (an entry parameter of Alpa's step)
+ * take SP?  EnumerateAll1DPartition: one dim over one mesh axis at most.
+ * On a mesh whose axes 0 and 1 both have more than one device, Alpa forces
+ * the batch dim to mesh axis 0 (auto_sharding.py: force_batch_dim_to_mesh_dim
+ * = 0 "in 2d mesh"; FilterStrategy keeps the strategies tiling BATCH_DIM on
+ * that axis).
+ */
+static int
+alpa_tensor_ok(const as_strat_ctx *ctx, const as_spec *sp, int batch_dim)
+{
+    int k, split = 0;
+
+    for (k = 0; k < sp->naxes; k++)
+        split += as_mesh_axis_size(ctx->mesh, k) > 1 && sp->axis[k] != AS_SPEC_R;
+    if (split > 1)
+        return 0;
+    if (batch_dim >= 0 && sp->naxes >= 2 && as_mesh_axis_size(ctx->mesh, 0) > 1 &&
+        as_mesh_axis_size(ctx->mesh, 1) > 1)
+        return sp->axis[0] == batch_dim;
+    return 1;
+}
+
 const as_strategy_set *
 as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, double mem_factor)
+{
+    return as_strat_tensor_batch(ctx, shape, kind, mem_factor, -1);
+}
+
+const as_strategy_set *
+as_strat_tensor_batch(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind,
+                      double mem_factor, int batch_dim)
 {
     AS_VEC(as_strategy) v = {0};
     int naxes = as_mesh_naxes(ctx->mesh), choice[AS_MESH_MAX_AXES], k;
@@ -257,8 +313,10 @@ as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, d
     char sh[96], txt[AS_SPEC_TEXT_MAX];
     sbuf key = {.n = 0};
 
-    sb_put(&key, "%stensor|%s|%s|%.17g", strat_space == AS_SPACE_ALPA ? "alpa:" : "",
-           kind_names[kind], as_shape_str(shape, sh, sizeof sh), mem_factor);
+    if (strat_space != AS_SPACE_ALPA || kind != AS_TK_INPUT)
+        batch_dim = -1;
+    sb_put(&key, "%stensor|%s|%s|%.17g|%d", strat_space == AS_SPACE_ALPA ? "alpa:" : "",
+           kind_names[kind], as_shape_str(shape, sh, sizeof sh), mem_factor, batch_dim);
     if ((set = set_lookup(ctx, key.b)) != NULL)
         return set;
     for (k = 0; k < naxes; k++)
@@ -269,7 +327,8 @@ as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, d
         for (k = 0; k < naxes; k++)
             sp.axis[k] = (int8_t)choice[k];
         if (as_spec_fits(&sp, shape, ctx->mesh) &&
-            !(strat_space == AS_SPACE_ALPA && spec_multi_axis(&sp))) {
+            !(strat_space == AS_SPACE_ALPA &&
+              (spec_multi_axis(&sp) || !alpa_tensor_ok(ctx, &sp, batch_dim)))) {
             as_strategy st;
             memset(&st, 0, sizeof st);
             st.out = as_arena_memdup(ctx->arena, &sp, sizeof sp);
@@ -277,7 +336,7 @@ as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape, as_tensor_kind kind, d
             for (k = 0; k < AS_MESH_MAX_AXES; k++)
                 st.rule[k] = -1;
             st.resolve = AS_RESOLVE_NONE;
-            st.compute = kind == AS_TK_PARAM ? tensor_penalty(ctx, &sp) : 0;
+            st.compute = tensor_pays_penalty(kind) ? tensor_penalty(ctx, &sp) : 0;
             st.mem = spec_memory(ctx, &sp, shape) * mem_factor;
             AS_VEC_PUSH(&v, st);
         }
@@ -727,6 +786,31 @@ as_strat_op(as_strat_ctx *ctx, const as_opinfo *info, const as_strategy_set **ou
     return rc;
 }
 
+void
+as_strat_batch_dims(const as_strategy_set *set, const int *in_batch, int *out_batch)
+{
+    int o, i, j, k;
+
+    for (o = 0; o < set->nout; o++)
+        out_batch[o] = -1;
+    for (i = 0; i < set->n; i++)
+        for (j = 0; set->s[i].resolve == AS_RESOLVE_NONE && j < set->nin; j++)
+            for (k = 0; in_batch[j] >= 0 && k < set->s[i].in[j].naxes; k++) {
+                if (set->s[i].in[j].axis[k] != in_batch[j])
+                    continue;
+                for (o = 0; o < set->nout; o++)
+                    if (out_batch[o] < 0 && set->s[i].out[o].axis[k] >= 0)
+                        out_batch[o] = set->s[i].out[o].axis[k];
+            }
+}
+
+int
+as_strat_alpa_batch_forced(const as_strat_ctx *ctx)
+{
+    return strat_space == AS_SPACE_ALPA && as_mesh_naxes(ctx->mesh) >= 2 &&
+           as_mesh_axis_size(ctx->mesh, 0) > 1 && as_mesh_axis_size(ctx->mesh, 1) > 1;
+}
+
 /* ---- resharding matrices ---- */
 
 /* Index of SPEC among the NU distinct specs in U (adding it when new). */
@@ -748,7 +832,7 @@ as_strat_reshard_matrix(as_strat_ctx *ctx, const as_strategy_set *u, int out_idx
 {
     sbuf key = {.n = 0};
     int64_t idx;
-    int p, q, nu = 0, nv = 0, *pu, *qv;
+    int p, q, nu = 0, nv = 0, *pu, *qv, follow;
     as_spec *su, *sv;
     double *r, *pair;
 
@@ -766,9 +850,13 @@ as_strat_reshard_matrix(as_strat_ctx *ctx, const as_strategy_set *u, int out_idx
     for (q = 0; q < v->n; q++)
         qv[q] = spec_index(sv, &nv, &v->s[q].in[in_idx]);
     pair = as_xmalloc((size_t)nu * (size_t)nv * sizeof *pair);
+    follow = strat_space == AS_SPACE_ALPA && v->nin == 1;
     for (p = 0; p < nu; p++)
         for (q = 0; q < nv; q++)
-            pair[p * nv + q] = as_reshard_cost(ctx->cm, &u->out_shape[out_idx], &su[p], &sv[q]);
+            pair[p * nv + q] =
+                follow && !as_spec_equal(&su[p], &sv[q])
+                    ? AS_STRAT_INFINITY_COST
+                    : as_reshard_cost(ctx->cm, &u->out_shape[out_idx], &su[p], &sv[q]);
     r = as_arena_alloc(ctx->arena, (size_t)u->n * (size_t)v->n * sizeof *r);
     for (p = 0; p < u->n; p++)
         for (q = 0; q < v->n; q++)

@@ -72,6 +72,15 @@ typedef enum as_strat_space {
     AS_SPACE_DEFAULT = 0, /* a dim may split over several axes; all-to-all resharding */
     AS_SPACE_ALPA         /* Alpa's: one axis per dim; no all-to-all on meshes of 2+ axes */
 } as_strat_space;
+/**
+ * Alpa's INFINITY_COST (auto_sharding.py): in Alpa's space, the entries of a
+ * resharding matrix into an op of one input where the specs differ.  Alpa
+ * makes such an op (elementwise, reduce, broadcast, reshape, transpose)
+ * follow its operand: one strategy per operand strategy, with the same
+ * layout (FollowInsCostVector), so nothing is resharded on that edge.  The
+ * ILP drops choices costing this much (AS_ILP_FORBIDDEN_COST).
+ */
+#define AS_STRAT_INFINITY_COST 1e13
 /** Set the strategy space for every later enumeration (process-wide; not thread-safe). */
 void as_strat_set_space(as_strat_space space);
 as_strat_space as_strat_get_space(void);
@@ -97,10 +106,37 @@ int as_strat_op(as_strat_ctx *ctx, const as_opinfo *info, const as_strategy_set 
  * spec.  MEM_FACTOR multiplies the local bytes (a parameter: 2 + its number
  * of optimizer states, for the value, its gradient and its states);
  * parameters pay the model's replicated penalty (as compute) in proportion
- * to the axes they are replicated over.
+ * to the axes they are replicated over; in Alpa's space parameters, states
+ * and inputs pay all of it when replicated over every axis, else nothing.
  */
 const as_strategy_set *as_strat_tensor(as_strat_ctx *ctx, const as_shape *shape,
                                        as_tensor_kind kind, double mem_factor);
+/**
+ * as_strat_tensor for a data input whose dim BATCH_DIM is the batch (-1:
+ * none).  In Alpa's space a declared tensor splits over one mesh axis at
+ * most, and on a mesh whose axes 0 and 1 both have more than one device an
+ * input's batch dim is split over axis 0 (Alpa's force_batch_dim_to_mesh_dim).
+ */
+const as_strategy_set *as_strat_tensor_batch(as_strat_ctx *ctx, const as_shape *shape,
+                                             as_tensor_kind kind, double mem_factor,
+                                             int batch_dim);
+/**
+ * Batch dims of SET's outputs (OUT_BATCH[nout], -1 for none) from those of
+ * its inputs (IN_BATCH[nin], -1 for none): output dim d is the batch when
+ * some strategy splits an input's batch dim and d over the same mesh axis
+ * without resolving a partial sum into d (a reduce-scatter of a contraction
+ * over the batch is no batch; Alpa's InstructionBatchDimMap, propagated
+ * forward).
+ */
+void as_strat_batch_dims(const as_strategy_set *set, const int *in_batch, int *out_batch);
+/**
+ * 1 when Alpa would force batch dims onto mesh axis 0: Alpa's space on a mesh
+ * whose axes 0 and 1 both have more than one device (auto_sharding.py sets
+ * force_batch_dim_to_mesh_dim = 0 there; FilterStrategy then keeps, for the
+ * entry parameters and the dots that carry a batch dim, the strategies that
+ * split it over axis 0).
+ */
+int as_strat_alpa_batch_forced(const as_strat_ctx *ctx);
 /** Index of the strategy of SET whose name is NAME, or -1. */
 int as_strat_find(const as_strategy_set *set, const char *name);
 /**

@@ -440,6 +440,115 @@ test_space(void)
     as_mesh_free(m);
 }
 
+/*
+ * Alpa's space, on every mesh: an op of one input follows its operand
+ * (FollowInsCostVector: 0 where the layouts match, INFINITY_COST elsewhere),
+ * and under the alpa cost model only a fully replicated parameter, state or
+ * input pays the replicated penalty (auto_sharding.cc, kParameter).
+ */
+static void
+test_space_follow(void)
+{
+    as_mesh *m;
+    as_cost_model *cm = NULL;
+    as_shape in[2], x = shape2(64, 128), y = shape2(64, 256);
+    as_opinfo info = mm_info(in, 64, 128, 256), relu;
+    const as_strategy_set *u, *v, *w, *st, *dw, *ds;
+    const double *r;
+    as_strat_ctx *ctx;
+    as_err err;
+    int p, q, same = 0, bad = 0, split = -1, rep = -1;
+
+    if (as_mesh_parse("x=2,y=2", &m, &err) != AS_OK ||
+        as_cost_model_new(&as_cost_alpa, &hw, m, NULL, 0, &cm, &err) != AS_OK) {
+        ok(0, "alpa model: %s", err.msg);
+        return;
+    }
+    memset(&relu, 0, sizeof relu);
+    relu.def = as_registry_find("relu", (size_t)-1);
+    relu.nin = 1;
+    relu.in = &y; /* the matmul's output */
+    as_strat_set_space(AS_SPACE_ALPA);
+    ctx = as_strat_ctx_new(cm);
+    as_strat_op(ctx, &info, &u, &err);
+    as_strat_op(ctx, &relu, &v, &err);
+    r = as_strat_reshard_matrix(ctx, u, 0, v, 0);
+    for (p = 0; p < u->n; p++)
+        for (q = 0; q < v->n; q++) {
+            int eq = as_spec_equal(&u->s[p].out[0], &v->s[q].in[0]);
+            same += eq && r[p * v->n + q] == 0;
+            bad += eq ? r[p * v->n + q] != 0 : r[p * v->n + q] < AS_STRAT_INFINITY_COST;
+        }
+    ok(same > 0 && bad == 0,
+       "alpa space: relu follows the matmul (%d pairs free, %d wrong)", same, bad);
+    w = as_strat_tensor(ctx, &x, AS_TK_PARAM, 1);
+    st = as_strat_tensor(ctx, &x, AS_TK_STATE, 1);
+    for (p = 0; p < w->n; p++) {
+        char txt[AS_SPEC_TEXT_MAX];
+        as_spec_str(w->s[p].out, m, txt, sizeof txt);
+        if (strcmp(txt, "[None,y]") == 0)
+            split = p;
+        if (strcmp(txt, "[None,None]") == 0)
+            rep = p;
+    }
+    ok(split >= 0 && rep >= 0 && w->s[split].compute == 0 && w->s[rep].compute == 3 &&
+           st->s[as_strat_find(st, w->s[rep].name)].compute == 3,
+       "alpa space: [None,y] pays no penalty, replicated params and states pay 3");
+    as_strat_ctx_free(ctx);
+    as_strat_set_space(AS_SPACE_DEFAULT);
+    ctx = as_strat_ctx_new(cm);
+    as_strat_op(ctx, &relu, &v, &err);
+    as_strat_op(ctx, &info, &u, &err);
+    r = as_strat_reshard_matrix(ctx, u, 0, v, 0);
+    for (p = 0, bad = 0; p < u->n * v->n; p++)
+        bad += r[p] >= AS_STRAT_INFINITY_COST;
+    dw = as_strat_tensor(ctx, &x, AS_TK_PARAM, 1);
+    ds = as_strat_tensor(ctx, &x, AS_TK_STATE, 1);
+    split = as_strat_find(dw, "[None,y]");
+    ok(bad == 0 && split >= 0 && dw->s[split].compute > 0 && ds->s[0].compute == 0,
+       "default space: relu may slice its input; the penalty is shared, states pay none");
+    as_strat_ctx_free(ctx);
+    as_cost_model_free(cm);
+    as_mesh_free(m);
+}
+
+/* Alpa's batch-dim map: the batch passes a forward matmul, not a weight gradient. */
+static void
+test_batch_dims(void)
+{
+    as_mesh *m;
+    as_cost_model *cm = model("x=2,y=2", &m);
+    as_shape in[2];
+    as_opinfo fwd = mm_info(in, 64, 128, 256), wgrad;
+    as_shape gin[2] = {shape2(64, 128), shape2(64, 256)};
+    as_attr ta = {.key = "transpose_a", .kind = AS_ATTR_INT, .i = 1};
+    const as_strategy_set *u, *v;
+    as_strat_ctx *ctx = as_strat_ctx_new(cm);
+    as_err err;
+    int inb[2] = {0, -1}, gb[2] = {0, 0}, out[AS_MAX_OUTS], outg[AS_MAX_OUTS];
+
+    memset(&wgrad, 0, sizeof wgrad);
+    wgrad.def = fwd.def;
+    wgrad.nin = 2;
+    wgrad.in = gin;
+    wgrad.attr = &ta;
+    wgrad.nattr = 1;
+    as_strat_op(ctx, &fwd, &u, &err);
+    as_strat_op(ctx, &wgrad, &v, &err);
+    as_strat_batch_dims(u, inb, out);
+    as_strat_batch_dims(v, gb, outg);
+    ok(out[0] == 0 && outg[0] == -1,
+       "batch dims: x[64,128] @ w keeps the batch in dim 0 (%d), x^T @ dy contracts it (%d)",
+       out[0], outg[0]);
+    ok(!as_strat_alpa_batch_forced(ctx), "default space: nothing forced");
+    as_strat_set_space(AS_SPACE_ALPA);
+    ok(as_strat_alpa_batch_forced(ctx), "alpa space on 2x2: the batch is forced onto axis 0");
+    as_strat_set_space(AS_SPACE_DEFAULT);
+    as_strat_ctx_free(ctx);
+    as_cost_model_free(cm);
+    as_mesh_free(m);
+}
+
 int
 main(void)
 {
@@ -458,6 +567,8 @@ main(void)
     test_reshard();
     test_matrix();
     test_space();
+    test_space_follow();
+    test_batch_dims();
     as_rules_reset();
     return done_testing();
 }
