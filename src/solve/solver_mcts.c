@@ -36,6 +36,8 @@ struct as_solver_data {
     int polish;      /**< "mcts/polish": 0 never; 1 plans better than any before (single
                           and pair moves); 2 also every rollout (single moves); default
                           (-1) 2 up to AUTO_UNITS units, else 1 */
+    int order;       /**< "mcts/order": rollouts complete the units in topological order
+                          (0, "fwd", default) or from the graph's end (1, "rev") */
 };
 
 static AS_DECL_SOLVER_NEW(mcts_new)
@@ -45,6 +47,7 @@ static AS_DECL_SOLVER_NEW(mcts_new)
     (*data)->c = 0.2;
     (*data)->eps = 0.02;
     (*data)->polish = -1;
+    (*data)->order = 0;
     return AS_OK;
 }
 
@@ -72,6 +75,10 @@ static AS_DECL_SOLVER_PARAM(mcts_param)
         if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0 && strcmp(value, "2") != 0)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/polish' must be 0, 1 or 2");
         data->polish = value[0] - '0';
+    } else if (strcmp(key, "order") == 0) {
+        if (strcmp(value, "fwd") != 0 && strcmp(value, "rev") != 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/order' must be fwd or rev");
+        data->order = value[0] == 'r';
     } else if (strcmp(key, "eps") == 0) {
         if (bad || x < 0 || x > 1)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/eps' must be in 0..1");
@@ -216,7 +223,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     double *tot;
     int pol;
 
-    as_heur_init(&h, p);
+    as_heur_init_ex(&h, p, data->order);
     memset(&m, 0, sizeof m);
     m.h = &h;
     m.p = p;
