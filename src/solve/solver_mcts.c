@@ -111,6 +111,8 @@ typedef struct mcts {
     size_t *pool;     /**< child slots */
     size_t npool, pcap;
     as_rng rng;
+    const as_heur *hr; /**< the units numbered the other way, or NULL */
+    size_t *xr;        /**< nu: scratch for rollouts on hr */
 } mcts;
 
 static int
@@ -166,16 +168,25 @@ tree_add(mcts *m, size_t depth)
 
 /* Complete X greedily; with probability EPS an undecided unit takes a random strategy. */
 static void
-rollout(mcts *m, size_t *x, double eps, double lambda)
+rollout(mcts *m, size_t *x, double eps, double lambda, int back)
 {
     const as_heur *h = m->h;
-    size_t u;
+    size_t u, nu = h->nu;
 
     if (eps > 0)
-        for (u = 0; u < h->nu; u++)
+        for (u = 0; u < nu; u++)
             if (x[u] == UNSET && m->nallow[u] > 0 && as_rng_uniform(&m->rng) < eps)
                 x[u] = m->sorder[u][as_rng_range(&m->rng, 0, (int64_t)m->nallow[u] - 1)];
-    as_heur_greedy(h, x, lambda);
+    if (!back || m->hr == NULL) {
+        as_heur_greedy(h, x, lambda);
+        return;
+    }
+    /* the same units numbered the other way: unit u is unit nu - 1 - u there */
+    for (u = 0; u < nu; u++)
+        m->xr[nu - 1 - u] = x[u];
+    as_heur_greedy(m->hr, m->xr, lambda);
+    for (u = 0; u < nu; u++)
+        x[u] = m->xr[nu - 1 - u];
 }
 
 /*
@@ -215,7 +226,7 @@ set_group(const mcts *m, size_t *x, size_t g, size_t s)
 
 static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
-    as_heur h;
+    as_heur h, hr;
     mcts m;
     size_t u, s, d, ep, *x, *xd, *path, *choice, *best = NULL;
     size_t nepi = (size_t)data->episodes;
@@ -224,8 +235,11 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     int pol;
 
     as_heur_init_ex(&h, p, data->order);
+    as_heur_init_ex(&hr, p, !data->order);
     memset(&m, 0, sizeof m);
     m.h = &h;
+    m.hr = &hr;
+    m.xr = as_xcalloc(h.nu + 1, sizeof *m.xr);
     m.p = p;
     as_rng_seed(&m.rng, lim->seed);
     m.sorder = as_xcalloc(h.nu + 1, sizeof *m.sorder);
@@ -298,14 +312,14 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             path[np++] = node;
         }
         memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
-        rollout(&m, x, ep == 0 ? 0 : data->eps, 0);
+        rollout(&m, x, ep == 0 ? 0 : data->eps, 0, (int)(ep & 1));
         if (pol == 2)
             as_heur_improve_ex(&h, x, 20, 1);
         val = as_heur_eval(&h, x, tot);
         if (!isfinite(val)) {
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
-            rollout(&m, x, 0, INFINITY);
+            rollout(&m, x, 0, INFINITY, (int)(ep & 1));
             if (pol == 2)
                 as_heur_improve_ex(&h, x, 20, 1);
             val = as_heur_eval(&h, x, tot);
@@ -382,6 +396,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(choice);
     free(tot);
     free(best);
+    free(m.xr);
+    as_heur_free(&hr);
     as_heur_free(&h);
     return AS_OK;
 }
