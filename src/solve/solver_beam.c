@@ -1,7 +1,8 @@
 /* solver_beam.c -- beam search over the strategy choices (MetaDist, Alg. 2).
  *
  * Units (a node with the nodes that follow it, heur.h) are assigned in
- * topological order.  A partial plan's cost is the compute and
+ * topological order, and (beam/order=both, the default) in a second beam from
+ * the graph's end; the cheaper plan wins.  A partial plan's cost is the compute and
  * communication of its units plus the resharding on every edge whose two
  * ends are assigned; the WIDTH cheapest partial plans are kept and each is
  * extended by every strategy of the next unit.  A partial plan whose memory

@@ -5,7 +5,8 @@
  * of how much the unit's choice can move the objective, largest first.  An
  * episode walks down the tree by UCT (mean reward + C * sqrt(ln N / n)),
  * adds one child (an untried strategy, picked at random), completes the plan
- * greedily (every undecided unit, in topological order, takes its cheapest
+ * greedily (every undecided unit, in topological order on even episodes and
+ * from the graph's end on odd ones, takes its cheapest
  * strategy against the units assigned so far; with probability EPS a random
  * one) and scores it: reward = REF / objective, REF being the first plan's
  * objective; a plan that breaks the memory budget is completed again with
