@@ -533,6 +533,8 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
         for (best = 0; best < cur.n; best++) {
             size_t e = tr.start[h.nu - 1] + cur.id[order[best]], uu;
             int passed = 0;
+            if (bestobj < INFINITY && lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s)
+                break; /* out of time: the plans checked so far */
             for (uu = h.nu; uu-- > 0;) {
                 x[uu] = tr.s[e];
                 if (uu > 0)
