@@ -6,10 +6,12 @@
  * (1,000 and 10,000 episodes), with their gap to the ILP's plan (GLPK at the
  * default gap) and to the reductions' lower bound.
  *
- *   bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] [-q]
+ *   bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] [-q] [-u]
  *
  * -t limits every solve (default 120 s); -p and -m run one preset or mesh;
- * -b sets the global batch (default 8); -q: beam K=1,10 and mcts 1,000 only.
+ * -b sets the global batch (default 8); -q: beam K=1,10 and mcts 1,000 only;
+ * -u: layers untied (autoshard solve --no-tie); by default repeated layers
+ * are tied as autoshard solve ties them.
  */
 #include "config.h"
 
@@ -34,6 +36,8 @@ static const run runs[] = {
 };
 
 static int quick;
+static int untied; /* -u: solve the layers apart (autoshard solve --no-tie) */
+static struct as_group_result *groups; /* tied classes, for settling the plans */
 
 /* Solve P once; prints a line; returns the objective (INFINITY without a plan). */
 static double
@@ -52,6 +56,7 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
     o.lim.gap = AS_DEFAULT_GAP;
     o.params = params;
     o.nparams = param != NULL;
+    o.groups = groups;
     if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
         printf("  %-11s error: %s\n", label, err.msg);
         fflush(stdout);
@@ -117,13 +122,16 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
     }
     as_build_opts_init(&su.build);
     su.build.memory = 0;
+    su.tie = !untied; /* as autoshard solve */
     if (as_graph_problem_init(&gp, g, &su, &err) != AS_OK) {
         fprintf(stderr, "bench_heur: %s on %s: %s\n", preset, mesh, err.msg);
         return 1;
     }
-    printf("%s batch %lld train (adam) on %s: %d ops, %zu nodes, %zu edges; build %.2f s\n",
-           preset, (long long)batch, mesh, (int)as_graph_nops(gp.g), as_problem_nnodes(gp.p),
-           as_problem_nedges(gp.p), gp.build_s);
+    groups = gp.groups;
+    printf("%s batch %lld train (adam) on %s, %s: %d ops, %zu nodes, %zu edges; build %.2f s\n",
+           preset, (long long)batch, mesh, untied ? "untied" : "layers tied",
+           (int)as_graph_nops(gp.g), as_problem_nnodes(gp.p), as_problem_nedges(gp.p),
+           gp.build_s);
     fflush(stdout);
     bench_problem(gp.p, tlim, "no budget", &peak);
     as_problem_set_memory(gp.p, 1);
@@ -154,16 +162,17 @@ main(int argc, char **argv)
     int c, rc = 0;
     size_t i, j;
 
-    while ((c = getopt(argc, argv, "t:p:m:b:q")) != -1) {
+    while ((c = getopt(argc, argv, "t:p:m:b:qu")) != -1) {
         switch (c) {
         case 't': tlim = strtod(optarg, NULL); break;
         case 'p': only_p = optarg; break;
         case 'm': only_m = optarg; break;
         case 'b': batch = strtoll(optarg, NULL, 10); break;
         case 'q': quick = 1; break;
+        case 'u': untied = 1; break;
         default:
             fprintf(stderr, "usage: bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] "
-                            "[-q]\n");
+                            "[-q] [-u]\n");
             return 2;
         }
     }

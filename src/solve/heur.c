@@ -188,17 +188,26 @@ build_memory(as_heur *h)
 void
 as_heur_init(as_heur *h, const as_problem *p)
 {
-    size_t v, u, i, s;
+    as_heur_init_ex(h, p, 0);
+}
+
+void
+as_heur_init_ex(as_heur *h, const as_problem *p, int reverse)
+{
+    size_t v, u, i, s, ord;
 
     memset(h, 0, sizeof *h);
     h->p = p;
     h->n = as_problem_nnodes(p);
+    h->reverse = reverse;
     h->unit = as_xcalloc(h->n + 1, sizeof *h->unit);
     for (v = 0; v < h->n; v++)
         h->unit[v] = UNSET;
-    for (v = 0; v < h->n; v++)
+    for (ord = 0; ord < h->n; ord++) {
+        v = reverse ? h->n - 1 - ord : ord;
         if (as_problem_node(p, v)->follow == AS_NO_FOLLOW)
             h->unit[v] = h->nu++;
+    }
     for (v = 0; v < h->n; v++)
         if (h->unit[v] == UNSET)
             h->unit[v] = h->unit[root_of(p, v)];

@@ -7,7 +7,7 @@
  * partial plan.
  *
  * Units are numbered in node order, which is the graph's topological order
- * for problems built from graphs.  Every edge or alias pair between two
+ * for problems built from graphs (or in reverse node order: as_heur_init_ex).  Every edge or alias pair between two
  * units is listed at both of them; a search that assigns units in order
  * costs it once, at the later one (other < u).
  */
@@ -64,10 +64,14 @@ typedef struct as_heur {
     double **mw;           /**< nu vectors: bytes summed over binding points (a proxy for
                                 how much memory a strategy takes), 0 without a budget */
     double *share;         /**< nu: how much the unit's choice can change the objective */
+    int reverse;           /**< units numbered in reverse node order (as_heur_init_ex) */
 } as_heur;
 
 /** Build the view of P (valid).  Costs O(nodes + edges + liveness entries * k). */
 void as_heur_init(as_heur *h, const as_problem *p);
+/** The same with the units numbered in reverse node order if REVERSE (a search in unit
+    order then runs from the graph's end: the backward pass and the optimizer first). */
+void as_heur_init_ex(as_heur *h, const as_problem *p, int reverse);
 void as_heur_free(as_heur *h);
 
 /** Cost of giving unit U strategy S when the units in X (indexed by unit, (size_t)-1 =

@@ -1,7 +1,8 @@
 /* solver_beam.c -- beam search over the strategy choices (MetaDist, Alg. 2).
  *
  * Units (a node with the nodes that follow it, heur.h) are assigned in
- * topological order.  A partial plan's cost is the compute and
+ * topological order, and (beam/order=both, the default) in a second beam from
+ * the graph's end; the cheaper plan wins.  A partial plan's cost is the compute and
  * communication of its units plus the resharding on every edge whose two
  * ends are assigned; the WIDTH cheapest partial plans are kept and each is
  * extended by every strategy of the next unit.  A partial plan whose memory
@@ -38,9 +39,13 @@
 #define DEFAULT_WIDTH 32
 #define MAX_WIDTH 100000000.0
 
+enum { ORDER_FWD, ORDER_REV, ORDER_BOTH };
+
 struct as_solver_data {
     size_t width; /**< "beam/width": partial plans kept, default 32 */
     int polish;   /**< "beam/polish" 0/1: improve each final plan by ICM, default 1 */
+    int order;    /**< "beam/order" fwd, rev or both (default): the units in topological
+                       order, from the graph's end, or one beam each way, the better plan */
 };
 
 static AS_DECL_SOLVER_NEW(beam_new)
@@ -48,6 +53,7 @@ static AS_DECL_SOLVER_NEW(beam_new)
     *data = as_xcalloc(1, sizeof **data);
     (*data)->width = DEFAULT_WIDTH;
     (*data)->polish = 1;
+    (*data)->order = ORDER_BOTH;
     return AS_OK;
 }
 
@@ -65,6 +71,17 @@ static AS_DECL_SOLVER_PARAM(beam_param)
         if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
             return as_errf(err, AS_EUSAGE, "parameter 'beam/polish' must be 0 or 1");
         data->polish = value[0] == '1';
+        return AS_OK;
+    }
+    if (strcmp(key, "order") == 0) {
+        if (strcmp(value, "fwd") == 0)
+            data->order = ORDER_FWD;
+        else if (strcmp(value, "rev") == 0)
+            data->order = ORDER_REV;
+        else if (strcmp(value, "both") == 0)
+            data->order = ORDER_BOTH;
+        else
+            return as_errf(err, AS_EUSAGE, "parameter 'beam/order' must be fwd, rev or both");
         return AS_OK;
     }
     if (strcmp(key, "width") != 0)
@@ -348,7 +365,13 @@ order_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static AS_DECL_SOLVER_SOLVE(beam_solve)
+/*
+ * One beam over the units of P numbered forward (REVERSE = 0) or from the graph's end;
+ * the best checked plan goes to OUT when it beats *BESTOBJ.  T0: start of the solve.
+ */
+static void
+beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int reverse,
+          double t0, as_assignment *out, as_outcome *outcome, double *bestobj_, long *nodes)
 {
     as_heur h;
     slots sl;
@@ -358,12 +381,11 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
     size_t ncap = 0, u, i, j, width = data->width, *lf, *lp, nlf = 0, nlp = 0, *posf, *posp;
     size_t *x = NULL, best, *order = NULL, *choice = NULL, *xp = NULL;
     int pass;
-    double obj, bestobj = INFINITY;
+    double obj, bestobj = *bestobj_;
     dedup dd = {0};
     int merge = as_problem_nnogoods(p) == 0, limited = 0;
-    double t0 = as_now();
 
-    as_heur_init(&h, p);
+    as_heur_init_ex(&h, p, reverse);
     slots_init(&sl, &h);
     tr.start = as_xcalloc(h.nu + 2, sizeof *tr.start);
     lf = as_xcalloc(sl.nf + 1, sizeof *lf);
@@ -498,7 +520,6 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
         nxt = tmpb;
     }
     tr.start[h.nu] = tr.n;
-    *outcome = AS_OUTCOME_LIMIT;
     if (u == h.nu && cur.n > 0) {
         choice = as_xcalloc(h.n + 1, sizeof *choice);
         xp = as_xcalloc(h.nu + 1, sizeof *xp);
@@ -511,6 +532,9 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
         qsort(order, cur.n, sizeof *order, order_cmp); /* complete: cheapest first */
         for (best = 0; best < cur.n; best++) {
             size_t e = tr.start[h.nu - 1] + cur.id[order[best]], uu;
+            int passed = 0;
+            if (bestobj < INFINITY && lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s)
+                break; /* out of time: the plans checked so far */
             for (uu = h.nu; uu-- > 0;) {
                 x[uu] = tr.s[e];
                 if (uu > 0)
@@ -527,6 +551,7 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
                     as_heur_expand(&h, x, choice);
                 }
                 if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK) {
+                    passed = 1;
                     if (obj < bestobj) {
                         bestobj = obj;
                         memcpy(out->choice, choice, h.n * sizeof *choice);
@@ -537,17 +562,20 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
                 if (!data->polish)
                     break;
             }
-            if (!data->polish && *outcome == AS_OUTCOME_FEASIBLE)
+            if (!data->polish && passed)
                 break; /* cheapest first: the first that passes */
         }
     } else if (h.nu == 0) {
         out->objective = as_problem_offset(p);
-        *outcome = as_problem_check(p, out->choice, &out->objective, NULL, NULL) == AS_OK
-                       ? AS_OUTCOME_FEASIBLE : AS_OUTCOME_LIMIT;
+        if (as_problem_check(p, out->choice, &out->objective, NULL, NULL) == AS_OK) {
+            *outcome = AS_OUTCOME_FEASIBLE;
+            bestobj = out->objective;
+        }
     }
-    out->nodes = (long)tr.n;
-    if (*outcome == AS_OUTCOME_FEASIBLE && h.nu > 0)
+    *nodes += (long)tr.n;
+    if (bestobj < *bestobj_ && h.nu > 0)
         out->objective = bestobj;
+    *bestobj_ = bestobj;
     free(choice);
     free(xp);
     free(x);
@@ -565,6 +593,25 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
     beam_free_(&nxt);
     slots_free(&sl);
     as_heur_free(&h);
+}
+
+static AS_DECL_SOLVER_SOLVE(beam_solve)
+{
+    double t0 = as_now(), bestobj = INFINITY;
+    long nodes = 0;
+    int dir;
+
+    (void)err;
+    *outcome = AS_OUTCOME_LIMIT;
+    for (dir = 0; dir < 2; dir++) {
+        int reverse = data->order == ORDER_BOTH ? dir : data->order == ORDER_REV;
+        if (dir == 1 && (data->order != ORDER_BOTH || as_problem_nnodes(p) == 0))
+            break;
+        if (dir == 1 && lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s)
+            break;
+        beam_pass(data, p, lim, reverse, t0, out, outcome, &bestobj, &nodes);
+    }
+    out->nodes = nodes;
     return AS_OK;
 }
 

@@ -5,7 +5,8 @@
  * of how much the unit's choice can move the objective, largest first.  An
  * episode walks down the tree by UCT (mean reward + C * sqrt(ln N / n)),
  * adds one child (an untried strategy, picked at random), completes the plan
- * greedily (every undecided unit, in topological order, takes its cheapest
+ * greedily (every undecided unit, in topological order on even episodes and
+ * from the graph's end on odd ones, takes its cheapest
  * strategy against the units assigned so far; with probability EPS a random
  * one) and scores it: reward = REF / objective, REF being the first plan's
  * objective; a plan that breaks the memory budget is completed again with
@@ -36,6 +37,8 @@ struct as_solver_data {
     int polish;      /**< "mcts/polish": 0 never; 1 plans better than any before (single
                           and pair moves); 2 also every rollout (single moves); default
                           (-1) 2 up to AUTO_UNITS units, else 1 */
+    int order;       /**< "mcts/order": rollouts complete the units in topological order
+                          (0, "fwd", default) or from the graph's end (1, "rev") */
 };
 
 static AS_DECL_SOLVER_NEW(mcts_new)
@@ -45,6 +48,7 @@ static AS_DECL_SOLVER_NEW(mcts_new)
     (*data)->c = 0.2;
     (*data)->eps = 0.02;
     (*data)->polish = -1;
+    (*data)->order = 0;
     return AS_OK;
 }
 
@@ -72,6 +76,10 @@ static AS_DECL_SOLVER_PARAM(mcts_param)
         if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0 && strcmp(value, "2") != 0)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/polish' must be 0, 1 or 2");
         data->polish = value[0] - '0';
+    } else if (strcmp(key, "order") == 0) {
+        if (strcmp(value, "fwd") != 0 && strcmp(value, "rev") != 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/order' must be fwd or rev");
+        data->order = value[0] == 'r';
     } else if (strcmp(key, "eps") == 0) {
         if (bad || x < 0 || x > 1)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/eps' must be in 0..1");
@@ -104,6 +112,8 @@ typedef struct mcts {
     size_t *pool;     /**< child slots */
     size_t npool, pcap;
     as_rng rng;
+    const as_heur *hr; /**< the units numbered the other way, or NULL */
+    size_t *xr;        /**< nu: scratch for rollouts on hr */
 } mcts;
 
 static int
@@ -159,16 +169,25 @@ tree_add(mcts *m, size_t depth)
 
 /* Complete X greedily; with probability EPS an undecided unit takes a random strategy. */
 static void
-rollout(mcts *m, size_t *x, double eps, double lambda)
+rollout(mcts *m, size_t *x, double eps, double lambda, int back)
 {
     const as_heur *h = m->h;
-    size_t u;
+    size_t u, nu = h->nu;
 
     if (eps > 0)
-        for (u = 0; u < h->nu; u++)
+        for (u = 0; u < nu; u++)
             if (x[u] == UNSET && m->nallow[u] > 0 && as_rng_uniform(&m->rng) < eps)
                 x[u] = m->sorder[u][as_rng_range(&m->rng, 0, (int64_t)m->nallow[u] - 1)];
-    as_heur_greedy(h, x, lambda);
+    if (!back || m->hr == NULL) {
+        as_heur_greedy(h, x, lambda);
+        return;
+    }
+    /* the same units numbered the other way: unit u is unit nu - 1 - u there */
+    for (u = 0; u < nu; u++)
+        m->xr[nu - 1 - u] = x[u];
+    as_heur_greedy(m->hr, m->xr, lambda);
+    for (u = 0; u < nu; u++)
+        x[u] = m->xr[nu - 1 - u];
 }
 
 /*
@@ -208,7 +227,7 @@ set_group(const mcts *m, size_t *x, size_t g, size_t s)
 
 static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
-    as_heur h;
+    as_heur h, hr;
     mcts m;
     size_t u, s, d, ep, *x, *xd, *path, *choice, *best = NULL;
     size_t nepi = (size_t)data->episodes;
@@ -216,9 +235,12 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     double *tot;
     int pol;
 
-    as_heur_init(&h, p);
+    as_heur_init_ex(&h, p, data->order);
+    as_heur_init_ex(&hr, p, !data->order);
     memset(&m, 0, sizeof m);
     m.h = &h;
+    m.hr = &hr;
+    m.xr = as_xcalloc(h.nu + 1, sizeof *m.xr);
     m.p = p;
     as_rng_seed(&m.rng, lim->seed);
     m.sorder = as_xcalloc(h.nu + 1, sizeof *m.sorder);
@@ -291,14 +313,14 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             path[np++] = node;
         }
         memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
-        rollout(&m, x, ep == 0 ? 0 : data->eps, 0);
+        rollout(&m, x, ep == 0 ? 0 : data->eps, 0, (int)(ep & 1));
         if (pol == 2)
             as_heur_improve_ex(&h, x, 20, 1);
         val = as_heur_eval(&h, x, tot);
         if (!isfinite(val)) {
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
-            rollout(&m, x, 0, INFINITY);
+            rollout(&m, x, 0, INFINITY, (int)(ep & 1));
             if (pol == 2)
                 as_heur_improve_ex(&h, x, 20, 1);
             val = as_heur_eval(&h, x, tot);
@@ -375,6 +397,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(choice);
     free(tot);
     free(best);
+    free(m.xr);
+    as_heur_free(&hr);
     as_heur_free(&h);
     return AS_OK;
 }

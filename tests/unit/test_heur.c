@@ -124,6 +124,37 @@ test_valid(int i)
     as_problem_free(p);
 }
 
+/* The default beam runs both ways and keeps the cheaper plan: no dearer than either. */
+static void
+test_beam_order(int i)
+{
+    static const char *const cfg[] = {"beam/order=fwd", "beam/order=rev", "beam/order=both"};
+    as_problem *p = instance(i);
+    as_solve_result r;
+    double obj[3];
+    size_t c;
+
+    for (c = 0; c < 3; c++) {
+        const char *params[2] = {"beam/width=2", cfg[c]};
+        as_solve_opts o;
+        as_err err = {0};
+        as_solve_opts_init(&o);
+        o.solver = "beam";
+        o.params = params;
+        o.nparams = 2;
+        obj[c] = INFINITY;
+        if (as_solve_problem(p, &o, &r, &err) == AS_OK) {
+            if (r.nplans == 1 && fits(p, &r.plans[0]))
+                obj[c] = r.plans[0].objective;
+            as_solve_result_free(&r);
+        }
+    }
+    ok(obj[2] == fmin(obj[0], obj[1]),
+       "instance %d: beam both ways %.9g = the cheaper of forward %.9g and backward %.9g", i,
+       obj[2], obj[0], obj[1]);
+    as_problem_free(p);
+}
+
 /* One seed, one plan; the seeds explore differently. */
 static void
 test_mcts_seed(void)
@@ -208,7 +239,8 @@ static void
 test_params(void)
 {
     static const char *const bad[] = {"beam/width=0", "beam/width=-3", "beam/width=1.5",
-                                      "beam/width=x", "beam/polish=2", "mcts/episodes=0",
+                                      "beam/width=x", "beam/polish=2", "beam/order=up",
+                                      "mcts/order=both", "mcts/episodes=0",
                                       "mcts/episodes=-1", "mcts/c=-1", "mcts/eps=2",
                                       "mcts/nope=1"};
     as_problem *p = instance(2);
@@ -291,6 +323,7 @@ main(void)
         test_beam_exact(i, 0);
         test_beam_exact(i, AS_REDUCE_ALL);
         test_valid(i);
+        test_beam_order(i);
         test_eval(i);
     }
     test_mcts_seed();
