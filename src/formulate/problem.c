@@ -134,6 +134,21 @@ as_problem_add_edge(as_problem *p, size_t u, size_t v, const double *r, as_err *
 }
 
 int
+as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, as_err *err)
+{
+    as_pedge e;
+
+    if (u >= p->nodes.n || v >= p->nodes.n)
+        return as_errf(err, AS_EUSAGE, "edge %zu: node index out of range (%zu -> %zu, %zu nodes)",
+                       p->edges.n, u, v, p->nodes.n);
+    e.u = u;
+    e.v = v;
+    e.r = r;
+    AS_VEC_PUSH(&p->edges, e);
+    return AS_OK;
+}
+
+int
 as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
                           double resident, as_err *err)
 {
