@@ -436,7 +436,7 @@ work_edges(work *w)
     for (j = 0; j < as_problem_nedges(p); j++) {
         const as_pedge *e = as_problem_edge(p, j);
         size_t kv = kof(w, e->v);
-        if ((j & 255) == 255 && w->abort_at > 0 && as_now() > w->abort_at)
+        if ((j & 63) == 63 && w->abort_at > 0 && as_now() > w->abort_at)
             return 1;
         a = red->leader[e->u];
         b = red->leader[e->v];
