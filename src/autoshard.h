@@ -158,6 +158,21 @@ void as_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double as_now(void);
 /** Peak resident set size of this process in bytes (0 if unknown). */
 size_t as_peak_rss(void);
+/**
+ * Where PATH (a JSON path as messages print it: `nodes[3].c`, `'mesh'`,
+ * `pipeline.layers[2]`; "" is the root) starts in the JSON TEXT: its 1-based
+ * *LINE and *COL, or those of the deepest part of PATH present.  0 if PATH
+ * is not a path.
+ */
+int as_json_locate(const char *text, size_t len, const char *path, int *line, int *col);
+/**
+ * Give the error "NAME: PATH: what" of a JSON reader the position of PATH in
+ * TEXT ("NAME:LINE:COL: PATH: what"; the root's position when the message
+ * names no path).  Other messages are left as they are.
+ */
+void as_err_json_pos(as_err *err, const char *name, const char *text, size_t len);
+/** AS_EPARSE "PATH:LINE:COL: contains a NUL byte (WHAT)" at the first NUL of TEXT. */
+int as_err_nul(as_err *err, const char *path, const char *text, const char *what);
 /** Read a whole file ("-" is stdin) into a NUL-terminated malloc'ed buffer. */
 int as_read_file(const char *path, char **buf, size_t *len, as_err *err);
 /**

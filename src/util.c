@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -965,4 +966,218 @@ int
 as_add_ok(int64_t a, int64_t b, int64_t *out)
 {
     return !__builtin_add_overflow(a, b, out);
+}
+
+/* ---- JSON positions for error messages ---- */
+
+/* Skip whitespace from *I. */
+static void
+js_ws(const char *t, size_t n, size_t *i)
+{
+    while (*i < n && (t[*i] == ' ' || t[*i] == '\t' || t[*i] == '\n' || t[*i] == '\r'))
+        (*i)++;
+}
+
+/* Skip the string starting at *I (a '"'); 0 at an unterminated one. */
+static int
+js_string(const char *t, size_t n, size_t *i)
+{
+    for ((*i)++; *i < n; (*i)++) {
+        if (t[*i] == '\\')
+            (*i)++;
+        else if (t[*i] == '"') {
+            (*i)++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Skip the value starting at *I (iteratively: nesting depth costs nothing); 0 if malformed. */
+static int
+js_skip(const char *t, size_t n, size_t *i)
+{
+    size_t depth = 0;
+
+    do {
+        js_ws(t, n, i);
+        if (*i >= n)
+            return 0;
+        if (t[*i] == '"') {
+            if (!js_string(t, n, i))
+                return 0;
+        } else if (t[*i] == '{' || t[*i] == '[') {
+            depth++;
+            (*i)++;
+        } else if (t[*i] == '}' || t[*i] == ']') {
+            if (depth == 0)
+                return 0;
+            depth--;
+            (*i)++;
+        } else { /* a scalar: at least one byte (a stray one, a NUL, makes progress too) */
+            do
+                (*i)++;
+            while (*i < n && t[*i] != ',' && t[*i] != ':' && t[*i] != ']' && t[*i] != '}' &&
+                   t[*i] != ' ' && t[*i] != '\t' && t[*i] != '\r' && t[*i] != '\n');
+        }
+        if (depth > 0) { /* inside a container: skip separators, stop at closers */
+            js_ws(t, n, i);
+            while (*i < n && (t[*i] == ',' || t[*i] == ':')) {
+                (*i)++;
+                js_ws(t, n, i);
+            }
+        }
+    } while (depth > 0);
+    return 1;
+}
+
+/* Within the value at *I, step to the member KEY (KLEN bytes) or element IDX (KEY NULL). */
+static int
+js_step(const char *t, size_t n, size_t *i, const char *key, size_t klen, long idx)
+{
+    long k = 0;
+
+    js_ws(t, n, i);
+    if (*i >= n || t[*i] != (key != NULL ? '{' : '['))
+        return 0;
+    (*i)++;
+    for (;;) {
+        size_t ks;
+
+        js_ws(t, n, i);
+        if (*i >= n || t[*i] == '}' || t[*i] == ']')
+            return 0;
+        if (key != NULL) {
+            if (t[*i] != '"')
+                return 0;
+            ks = *i + 1;
+            if (!js_string(t, n, i))
+                return 0;
+            js_ws(t, n, i);
+            if (*i >= n || t[*i] != ':')
+                return 0;
+            (*i)++;
+            js_ws(t, n, i);
+            if (*i - ks >= klen + 1 && memcmp(t + ks, key, klen) == 0 && t[ks + klen] == '"')
+                return 1;
+        } else if (k++ == idx) {
+            return 1;
+        }
+        if (!js_skip(t, n, i))
+            return 0;
+        js_ws(t, n, i);
+        if (*i < n && t[*i] == ',')
+            (*i)++;
+    }
+}
+
+int
+as_json_locate(const char *text, size_t len, const char *path, int *line, int *col)
+{
+    size_t i = 0, at, k;
+    const char *p = path;
+    int found = 1;
+
+    js_ws(text, len, &i);
+    at = i;
+    while (*p != '\0' && found) {
+        if (*p == '[') {
+            char *end;
+            long idx = strtol(p + 1, &end, 10);
+
+            if (end == p + 1 || *end != ']' || idx < 0)
+                return 0;
+            p = end + 1;
+            found = js_step(text, len, &i, NULL, 0, idx);
+        } else {
+            const char *ks, *ke;
+
+            if (*p == '.')
+                p++;
+            if (*p == '\'') {
+                ks = ++p;
+                ke = strchr(p, '\'');
+                if (ke == NULL)
+                    return 0;
+                p = ke + 1;
+            } else {
+                ks = p;
+                while (*p != '\0' && *p != '.' && *p != '[')
+                    p++;
+                ke = p;
+            }
+            if (ke == ks)
+                return 0;
+            for (const char *c = ks; c < ke; c++)
+                if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '-'))
+                    return 0;
+            found = js_step(text, len, &i, ks, (size_t)(ke - ks), 0);
+        }
+        if (found) {
+            js_ws(text, len, &i);
+            at = i;
+        }
+    }
+    *line = 1;
+    *col = 1;
+    for (k = 0; k < at && k < len; k++) {
+        if (text[k] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+    return 1;
+}
+
+void
+as_err_json_pos(as_err *err, const char *name, const char *text, size_t len)
+{
+    size_t nl = strlen(name);
+    const char *rest, *sep;
+    char path[256];
+    int line, col;
+
+    if (err->code == AS_OK || strncmp(err->msg, name, nl) != 0 || strncmp(err->msg + nl, ": ", 2))
+        return;
+    rest = err->msg + nl + 2;
+    sep = strstr(rest, ": ");
+    path[0] = '\0';
+    if (sep != NULL && (size_t)(sep - rest) < sizeof path) {
+        memcpy(path, rest, (size_t)(sep - rest));
+        path[sep - rest] = '\0';
+    }
+    if (!as_json_locate(text, len, path, &line, &col)) {
+        char *sp = strchr(path, ' '); /* "mesh 'x=0'": the key before a quoted value */
+
+        if (sp != NULL)
+            *sp = '\0';
+        if (!as_json_locate(text, len, path, &line, &col) &&
+            !as_json_locate(text, len, "", &line, &col))
+            return;
+    }
+    {
+        char msg[sizeof err->msg];
+
+        snprintf(msg, sizeof msg, "%s:%d:%d: %s", name, line, col, rest);
+        memcpy(err->msg, msg, sizeof msg);
+    }
+}
+
+int
+as_err_nul(as_err *err, const char *path, const char *text, const char *what)
+{
+    size_t k, n = strlen(text);
+    int line = 1, col = 1;
+
+    for (k = 0; k < n; k++) {
+        if (text[k] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    return as_errf(err, AS_EPARSE, "%s:%d:%d: contains a NUL byte (%s)", path, line, col, what);
 }

@@ -474,6 +474,8 @@ as_shard_plan_parse(const char *text, size_t len, const char *name, as_shard_pla
         return as_errf(err, AS_EPARSE, "%s:%d:%d: %s", name, je.line > 0 ? je.line : 1,
                        je.column > 0 ? je.column : 1, je.text);
     rc = plan_from_json(o, name, out, err);
+    if (rc != AS_OK)
+        as_err_json_pos(err, name, text, len);
     json_decref(o);
     return rc;
 }

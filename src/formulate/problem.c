@@ -885,6 +885,8 @@ as_problem_parse(const char *text, size_t len, const char *name, as_problem **ou
     rc = parse_root(p, root, name, err);
     if (rc == AS_OK && (rc = as_problem_validate(p, err)) != AS_OK)
         as_err_prefix(err, "%s: ", name);
+    if (rc != AS_OK)
+        as_err_json_pos(err, name, text, len);
     json_decref(root);
     if (rc != AS_OK) {
         as_problem_free(p);

@@ -73,14 +73,17 @@ reshape_to(ox *o, const Onnx__NodeProto *n, int32_t x, int rank, const int64_t *
     as_attr at[1] = {AS_ATTR_V("shape", rank, dims)};
     const as_shape *s = ox_shape(o, x);
 
-    if (s->rank == rank && memcmp(s->dim, dims, sizeof *dims * (size_t)rank) == 0) {
+    if (s->rank == rank && (rank == 0 || memcmp(s->dim, dims, sizeof *dims * (size_t)rank) == 0)) {
         *out = x;
         return final ? ox_bind(o, n, 0, x) : AS_OK;
     }
     if (final) {
-        AS_CHECK(emit1(o, n, "reshape", &x, 1, at, 1));
-        *out = o->vals.v[ox_find(o, n->output[0])].tid;
-        return AS_OK;
+        /* the op's own result: the node's output may be unnamed (nothing to look up) */
+        int32_t outs[AS_MAX_OUTS];
+
+        AS_CHECK(ox_op(o, n, "reshape", oname(o, n, 0), &x, 1, at, 1, outs, NULL));
+        *out = outs[0];
+        return ox_bind(o, n, 0, outs[0]);
     }
     return mid(o, n, "reshape", &x, 1, at, 1, out);
 }

@@ -741,10 +741,10 @@ as_sim_add(as_sim_prog *p, const as_sim_event_spec *s0, as_err *err)
                         AS_SIM_MAX_TIME);
     if (s.bytes > AS_SIM_MAX_BYTES)
         return spec_err(p, &s, s.col, err, "bytes must be <= %g", AS_SIM_MAX_BYTES);
-    for (int i = 0; s.wbytes != NULL && i < s.nwrites; i++)
-        if (s.wbytes[i] > AS_SIM_MAX_BYTES)
+    for (int w = 0; s.wbytes != NULL && w < s.nwrites; w++)
+        if (s.wbytes[w] > AS_SIM_MAX_BYTES)
             return spec_err(p, &s, s.col, err, "bytes of '%s' must be <= %g",
-                            p->tnames.v[s.writes[i]], AS_SIM_MAX_BYTES);
+                            p->tnames.v[s.writes[w]], AS_SIM_MAX_BYTES);
     if (s.kind == AS_SIM_COMPUTE && s.time < 0) {
         if (s.op_id >= 0 && (size_t)s.op_id < p->ops.n)
             op = s.op_id;
@@ -1949,7 +1949,7 @@ as_sim_prog_read(const char *path, as_sim_prog **out, as_err *err)
 
     AS_CHECK(as_read_file(path, &buf, &len, err));
     if (strlen(buf) != len) {
-        rc = as_errf(err, AS_EPARSE, "%s: contains a NUL byte (not a program text)", path);
+        rc = as_err_nul(err, path, buf, "not a program text");
     } else {
         rc = as_sim_prog_parse(path, buf, out, err);
     }

@@ -433,9 +433,11 @@ hw_split(char *line, int lineno, const char *path, struct hw_entry *e, int *nonb
     return AS_OK;
 }
 
-/* Check required keys of a file without base; HAVE[i] says key i was given. */
+/* Check required keys of a file without base; HAVE[i] says key i was given (an error points
+ * at EOF_LINE, the end of the file). */
 static int
-hw_check_required(const char *path, const unsigned char *have, int has_base, as_err *err)
+hw_check_required(const char *path, int eof_line, const unsigned char *have, int has_base,
+                  as_err *err)
 {
     char miss[400];
     size_t off = 0;
@@ -453,8 +455,8 @@ hw_check_required(const char *path, const unsigned char *have, int has_base, as_
         n++;
     }
     if (n > 0)
-        return as_errf(err, AS_EPARSE, "%s: missing required key%s %s", path, n > 1 ? "s" : "",
-                       miss);
+        return as_errf(err, AS_EPARSE, "%s:%d:1: missing required key%s %s", path, eof_line,
+                       n > 1 ? "s" : "", miss);
     return AS_OK;
 }
 
@@ -502,7 +504,7 @@ as_hw_parse(const char *path, const char *text, as_hw *out, as_err *err)
     }
     for (i = 0; i < (int)ents.n; i++)
         AS_CHECK_GOTO(rc, hw_apply(&hw, &ents.v[i], path, err), out);
-    AS_CHECK_GOTO(rc, hw_check_required(path, have, base >= 0, err), out);
+    AS_CHECK_GOTO(rc, hw_check_required(path, lineno, have, base >= 0, err), out);
     as_hw_derive(&hw);
     *out = hw;
 out:
@@ -520,7 +522,7 @@ as_hw_read(const char *path, as_hw *out, as_err *err)
 
     AS_CHECK(as_read_file(path, &text, &len, err));
     if (strlen(text) != len)
-        rc = as_errf(err, AS_EPARSE, "%s: contains a NUL byte (not a text profile)", path);
+        rc = as_err_nul(err, path, text, "not a text profile");
     else
         rc = as_hw_parse(path, text, out, err);
     free(text);

@@ -125,10 +125,10 @@ sed 's/^devices_per_node = .*/devices_per_node = 99999999999999999999/' "$HW" >"
 { cat "$HW"; echo 'memory = 40GiB'; } >"$T/dup.hw"
 { printf 'name = '; big 10485760 a; printf '\n'; } >"$T/long.hw"
 head -c 150 "$HW" >"$T/trunc.hw"
-bad 2 "autoshard: $T/empty: missing required keys 'name'*" "hw: empty profile" hw show "$T/empty"
-bad 2 "autoshard: $T/trunc.hw: missing required keys 'hbm_bandwidth'*" "hw: truncated profile" \
+bad 2 "autoshard: $T/empty:1:1: missing required keys 'name'*" "hw: empty profile" hw show "$T/empty"
+bad 2 "autoshard: $T/trunc.hw:4:1: missing required keys 'hbm_bandwidth'*" "hw: truncated profile" \
     hw show "$T/trunc.hw"
-bad 2 "autoshard: $T/bin: contains a NUL byte (not a text profile)" "hw: binary profile" hw show "$T/bin"
+bad 2 "autoshard: $T/bin:1:8: contains a NUL byte (not a text profile)" "hw: binary profile" hw show "$T/bin"
 bad 2 "autoshard: $T/neg.hw:7:10: 'memory' must be > 0 (got -1)" "hw: memory -1" hw show "$T/neg.hw"
 bad 2 "autoshard: $T/big.hw:7:10: bad size '1e400' for 'memory'*" "hw: memory 1e400" hw show "$T/big.hw"
 bad 2 "autoshard: $T/nan.hw:6:17: bad number 'nan' for 'hbm_bandwidth'" "hw: NaN bandwidth" \
@@ -163,27 +163,27 @@ bad 2 "autoshard: $T/bin:1:1: '[' or '{' expected near '\\x7f'" "costgraph: bina
     solve --costgraph "$T/bin"
 bad 2 "autoshard: $T/nul.json:1:13: string or '}' expected near end of file" "costgraph: NUL byte" \
     solve --costgraph "$T/nul.json"
-bad 2 "autoshard: $T/types.json: nodes: expected a non-empty array" "costgraph: nodes is a number" \
+bad 2 "autoshard: $T/types.json:1:21: nodes: expected a non-empty array" "costgraph: nodes is a number" \
     solve --costgraph "$T/types.json"
-bad 2 "autoshard: $T/types2.json: nodes[0].c[0]: expected a number" "costgraph: a cost is a string" \
+bad 2 "autoshard: $T/types2.json:1:39: nodes[0].c[0]: expected a number" "costgraph: a cost is a string" \
     export --costgraph "$T/types2.json"
 bad 2 "autoshard: $T/deep.json:1:2049: maximum parsing depth reached near '['" \
     "costgraph: 100000 nested arrays" solve --costgraph "$T/deep.json"
-bad 2 "autoshard: $T/dupname.json: nodes[1]: duplicate node name 'a' (nodes 0 and 1)" \
+bad 2 "autoshard: $T/dupname.json:1:43: nodes[1]: duplicate node name 'a' (nodes 0 and 1)" \
     "costgraph: duplicate node name" solve --costgraph "$T/dupname.json"
 bad 2 "autoshard: $T/dupkey.json:1:20: duplicate object key near '\"memory\"'" "costgraph: duplicate key" \
     solve --costgraph "$T/dupkey.json"
 bad 2 "autoshard: $T/ovf.json:1:104: too big integer near '99999999999999999999'" \
     "costgraph: node index overflows 64 bits" solve --costgraph "$T/ovf.json"
-bad 2 "autoshard: $T/negmem.json: memory: expected bytes >= 0" "costgraph: memory -1" \
+bad 2 "autoshard: $T/negmem.json:1:11: memory: expected bytes >= 0" "costgraph: memory -1" \
     solve --costgraph "$T/negmem.json"
 bad 2 "autoshard: $T/bigmem.json:1:15: real number overflow near '1e400'" "costgraph: memory 1e400" \
     solve --costgraph "$T/bigmem.json"
 bad 2 "autoshard: $D/costgraph/bad_nan.json:1:37: invalid token near 'NaN'" "costgraph: NaN" \
     solve --costgraph "$D/costgraph/bad_nan.json"
-bad 2 "autoshard: $D/costgraph/bad_cycle.json: node 'a': follow cycle" "costgraph: follow cycle" \
+bad 2 "autoshard: $D/costgraph/bad_cycle.json:1:1: node 'a': follow cycle" "costgraph: follow cycle" \
     solve --costgraph "$D/costgraph/bad_cycle.json"
-bad 2 "autoshard: $T/long.json: memory: expected bytes >= 0" "costgraph: 10 MB string as the budget" \
+bad 2 "autoshard: $T/long.json:1:11: memory: expected bytes >= 0" "costgraph: 10 MB string as the budget" \
     solve --costgraph "$T/long.json"
 
 # --- plans (JSON) -----------------------------------------------------------
@@ -202,13 +202,13 @@ bad 2 "autoshard: $T/trunc.plan:*" "plan: truncated" lower "$G" --plan "$T/trunc
 bad 2 "autoshard: $T/bin:1:1: '[' or '{' expected near '\\x7f'" "plan: binary" lower "$G" --plan "$T/bin"
 bad 2 "autoshard: $T/deep.json:1:2049: maximum parsing depth reached near '['" "plan: 100000 nested arrays" \
     lower "$G" --plan "$T/deep.json"
-bad 2 "autoshard: $T/types.plan: 'tensors' and 'ops' must be arrays" "plan: tensors is a number" \
+bad 2 "autoshard: $T/types.plan:1:1: 'tensors' and 'ops' must be arrays" "plan: tensors is a number" \
     lower "$G" --plan "$T/types.plan"
-bad 2 "autoshard: $T/mesh0.plan: mesh 'x=0': axis 1 has size 0 (must be >= 1)" "plan: mesh x=0" \
+bad 2 "autoshard: $T/mesh0.plan:5:10: mesh 'x=0': axis 1 has size 0 (must be >= 1)" "plan: mesh x=0" \
     lower "$G" --plan "$T/mesh0.plan"
-bad 2 "autoshard: $T/meshbig.plan: mesh 'x=99999999999,y=2': axis 1 has size 99999999999 (at most 65536 devices)" \
+bad 2 "autoshard: $T/meshbig.plan:5:10: mesh 'x=99999999999,y=2': axis 1 has size 99999999999 (at most 65536 devices)" \
     "plan: mesh 99999999999" lower "$G" --plan "$T/meshbig.plan"
-bad 2 "autoshard: $T/spec.plan: tensors[0]: spec '[S9,None]': col 2: unknown mesh axis 'S9'" \
+bad 2 "autoshard: $T/spec.plan:14:3: tensors[0]: spec '[S9,None]': col 2: unknown mesh axis 'S9'" \
     "plan: unknown mesh axis in a spec" simulate "$G" --plan "$T/spec.plan"
 bad 2 "autoshard: $T/dupkey.plan:3:24: duplicate object key near '\"version\"'" "plan: duplicate key" \
     lower "$G" --plan "$T/dupkey.plan"
@@ -259,8 +259,8 @@ head -c 100 "$D/sim/demo.prog" >"$T/trunc.prog"
 bad 2 "autoshard: $T/empty:1:1: empty program (expected 'program NAME devices=N')" "program: empty" \
     simulate --program "$T/empty"
 bad 2 "autoshard: $T/trunc.prog:2:27: bad value for 'hw'" "program: truncated" simulate --program "$T/trunc.prog"
-bad 2 "autoshard: $T/bin: contains a NUL byte (not a program text)" "program: binary" simulate --program "$T/bin"
-bad 2 "autoshard: $T/nul.prog: contains a NUL byte (not a program text)" "program: NUL byte" \
+bad 2 "autoshard: $T/bin:1:8: contains a NUL byte (not a program text)" "program: binary" simulate --program "$T/bin"
+bad 2 "autoshard: $T/nul.prog:2:13: contains a NUL byte (not a program text)" "program: NUL byte" \
     simulate --program "$T/nul.prog"
 bad 2 "autoshard: $T/iota.prog:2:5: 'iota' needs attribute 'shape' (a list of integers)" \
     "program: compute without inputs" simulate --program "$T/iota.prog"

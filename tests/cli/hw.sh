@@ -55,7 +55,7 @@ expect_fail 2 "bad-negative.hw:3:22: 'inter_node_latency' must be >= 0 (got -5e-
 as hw show "$D/bad-duplicate.hw"
 expect_fail 2 "bad-duplicate.hw:4:1: duplicate key 'memory' (first set on line 3)" "duplicate key"
 as hw show "$D/bad-missing.hw"
-expect_fail 2 "bad-missing.hw: missing required keys 'devices_per_node', 'intra_node_bandwidth'" \
+expect_fail 2 "bad-missing.hw:[0-9]*:1: missing required keys 'devices_per_node', 'intra_node_bandwidth'" \
     "missing required keys"
 as hw show "$D/bad-base.hw"
 expect_fail 2 "bad-base.hw:1:8: unknown base profile 'b200'" "unknown base profile"

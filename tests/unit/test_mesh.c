@@ -348,11 +348,11 @@ test_file_bad(void)
                "v100-dgx2)",
                "unknown base");
     file_fails("name = x\npeak_flops.f32 = 1e12\nhbm_bandwidth = 1e12\n",
-               "bad.hw: missing required keys 'memory', 'kernel_overhead', 'devices_per_node', "
+               "bad.hw:4:1: missing required keys 'memory', 'kernel_overhead', 'devices_per_node', "
                "'intra_node_bandwidth', 'intra_node_latency', 'inter_node_bandwidth', "
                "'inter_node_latency'",
                "missing required keys listed");
-    file_fails("base = a100-dgx\n", "bad.hw: missing required key 'name'",
+    file_fails("base = a100-dgx\n", "bad.hw:2:1: missing required key 'name'",
                "name is required even with a base");
     file_fails("base = a100-dgx\nname = x\nkernel_overhead =\n",
                "bad.hw:3:18: missing value for 'kernel_overhead'", "missing value");
