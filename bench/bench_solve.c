@@ -21,7 +21,8 @@
  * -s runs issue 11's scale targets instead, the cases whose name starts with
  * CASE ("13b", "175b", "175b-16x8", "all"): gpt3-13b batch 16 on 2x8
  * (target <= 10 s, <= 1 GB), gpt3-175b batch 64 on 8x8 and 16x8 (<= 60 s,
- * <= 2 GB), each with repeated layers tied as `autoshard solve` ties them
+ * <= 2 GB), the 3-axis meshes: gpt3-1.3b batch 64 on 2x2x2 and 2x4x2 and
+ * gpt3-175b batch 1536 on 4x4x4 (<= 60 s, <= 2 GB), each with repeated layers tied as `autoshard solve` ties them
  * (period 2, plans settled), without a budget and with a binding one
  * (halfway, as above), GLPK and CBC.  They take minutes and gigabytes: not
  * part of the default run; run one case per process for its peak RSS
@@ -190,6 +191,9 @@ bench_scale(const char *which, double tlim)
         {"13b-2x8", "gpt3-13b", "2x8", 16},
         {"175b-8x8", "gpt3-175b", "8x8", 64},
         {"175b-16x8", "gpt3-175b", "16x8", 64},
+        {"1.3b-2x2x2", "gpt3-1.3b", "2x2x2", 64},
+        {"1.3b-2x4x2", "gpt3-1.3b", "2x4x2", 64},
+        {"175b-4x4x4", "gpt3-175b", "4x4x4", 1536},
     };
     size_t i, n = 0;
     int rc = 0;
@@ -213,7 +217,7 @@ bench_scale(const char *which, double tlim)
     }
     if (n == 0) {
         fprintf(stderr, "bench_solve: -s %s: no such case (13b-2x8, 175b-8x8, 175b-16x8, "
-                "all)\n", which);
+                "1.3b-2x2x2, 1.3b-2x4x2, 175b-4x4x4, all)\n", which);
         return 2;
     }
     return rc;
@@ -236,7 +240,7 @@ main(int argc, char **argv)
         case 's': scale = optarg; break;
         default:
             fprintf(stderr, "usage: bench_solve [-t SECONDS] [-g GAP] [-m MESH] [-d] "
-                    "[-s 13b|175b|175b-8x8|175b-16x8|all]\n");
+                    "[-s 13b|175b|175b-8x8|175b-16x8|1.3b|175b-4x4x4|all]\n");
             return 2;
         }
     }

@@ -39,6 +39,7 @@ struct as_build_map {
     int inflight;                       /* as_build_opts.inflight */
     as_build_stats st;
     double deadline;                    /* as_build_opts.deadline */
+    int share;                          /* edges borrow the context's matrices (map kept) */
     as_progress pg;
 };
 
@@ -359,7 +360,9 @@ add_edges(as_build_map *map, as_problem *p, as_err *err)
                 for (e = 0; e < n; e++)
                     acc.v[e] *= map->micro;
             }
-            rc = as_problem_add_edge(p, u, v, r, err);
+            /* a matrix of the strategy context is shared (the map outlives the problem) */
+            rc = r == acc.v || !map->share ? as_problem_add_edge(p, u, v, r, err)
+                                           : as_problem_add_edge_ref(p, u, v, r, err);
             map->st.edges++;
             map->st.matrix_entries += (double)n;
         }
@@ -741,6 +744,7 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map->g = g;
     map->cm = cm;
     map->deadline = o->deadline;
+    map->share = mapp != NULL;
     as_progress_start(&map->pg, "building the problem: ops");
     map->micro = o->microbatches > 1 ? o->microbatches : 1;
     map->inflight = o->inflight > 1 ? o->inflight : 1;

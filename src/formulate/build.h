@@ -15,6 +15,9 @@
  *
  * Ownership: the map owns the strategy context (every set and spec it
  * returns) and borrows the graph and the cost model, which must outlive it.
+ * A problem built with a map borrows the context's resharding matrices
+ * (one per pair of strategy sets, as_problem_add_edge_ref): read it only
+ * while the map lives (freeing the two in either order is fine).
  */
 #ifndef AS_BUILD_H
 #define AS_BUILD_H

@@ -478,10 +478,28 @@ count_classes(const double *r, size_t ku, size_t kv, int by_row, hrow *h, size_t
  * appears twice in a row and dropping of zeros included).  test_ilp checks
  * it against the built ILP.
  */
+/* An edge by its matrix address, for counting each shared matrix once. */
+typedef struct edge_ptr {
+    uintptr_t r;
+    size_t j;
+} edge_ptr;
+
+static int
+edge_ptr_cmp(const void *a, const void *b)
+{
+    const edge_ptr *x = a, *y = b;
+
+    if (x->r != y->r)
+        return x->r < y->r ? -1 : 1;
+    return (x->j > y->j) - (x->j < y->j);
+}
+
 int
 as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
 {
-    size_t n = as_problem_nnodes(p), v, j, t, i, s, q, kmax = 1, ks = 0, nr, nc;
+    size_t n = as_problem_nnodes(p), v, j, t, i, s, q, kmax = 1, ks = 0, nr = 1, nc = 1;
+    size_t lku = 0, lkv = 0;
+    edge_ptr *ord;
     size_t *scol, *rep, *touched, ntouched;
     double mem = as_problem_memory(p), *acc;
     hrow *h;
@@ -503,13 +521,26 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
     /* e columns, eu / ev rows */
     h = as_xcalloc(kmax + 1, sizeof *h);
     rep = as_xcalloc(kmax + 1, sizeof *rep);
+    /* edges sharing one matrix (as_problem_add_edge_ref) are counted once: in pointer order */
+    ord = as_xcalloc(as_problem_nedges(p) + 1, sizeof *ord);
     for (j = 0; j < as_problem_nedges(p); j++) {
-        const as_pedge *e = as_problem_edge(p, j);
+        ord[j].r = (uintptr_t)as_problem_edge(p, j)->r;
+        ord[j].j = j;
+    }
+    qsort(ord, as_problem_nedges(p), sizeof *ord, edge_ptr_cmp);
+    for (i = 0; i < as_problem_nedges(p); i++) {
+        const as_pedge *e = as_problem_edge(p, ord[i].j);
         size_t ku = as_problem_node(p, e->u)->k, kv = as_problem_node(p, e->v)->k;
-        if (is_const(e->r, ku * kv))
-            continue;
-        nr = count_classes(e->r, ku, kv, 1, h, rep);
-        nc = count_classes(e->r, ku, kv, 0, h, rep);
+        if (i == 0 || ord[i].r != ord[i - 1].r || ku != lku || kv != lkv) {
+            lku = ku;
+            lkv = kv;
+            if (is_const(e->r, ku * kv)) {
+                nr = nc = 1;
+            } else {
+                nr = count_classes(e->r, ku, kv, 1, h, rep);
+                nc = count_classes(e->r, ku, kv, 0, h, rep);
+            }
+        }
         if (nr == 1 || nc == 1)
             continue;
         st->cols += nr * nc;
@@ -518,6 +549,7 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
     }
     free(h);
     free(rep);
+    free(ord);
     /* mem_<t>: the coefficients per s column, summed (a node live twice adds up) */
     acc = as_xcalloc(ks + 1, sizeof *acc);
     touched = as_xcalloc(ks + 1, sizeof *touched);

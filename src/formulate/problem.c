@@ -134,6 +134,21 @@ as_problem_add_edge(as_problem *p, size_t u, size_t v, const double *r, as_err *
 }
 
 int
+as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, as_err *err)
+{
+    as_pedge e;
+
+    if (u >= p->nodes.n || v >= p->nodes.n)
+        return as_errf(err, AS_EUSAGE, "edge %zu: node index out of range (%zu -> %zu, %zu nodes)",
+                       p->edges.n, u, v, p->nodes.n);
+    e.u = u;
+    e.v = v;
+    e.r = r;
+    AS_VEC_PUSH(&p->edges, e);
+    return AS_OK;
+}
+
+int
 as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
                           double resident, as_err *err)
 {
@@ -343,12 +358,15 @@ validate_nodes(const as_problem *p, as_err *err)
 static int
 validate_edges(const as_problem *p, as_err *err)
 {
-    as_strmap seen;
+    as_strmap seen, checked;
     char **keys = as_xcalloc(p->edges.n + 1, sizeof *keys);
-    size_t j, q;
+    char **rkey = as_xcalloc(p->edges.n + 1, sizeof *rkey);
+    const double *last_r = NULL;
+    size_t j, q, last_n = 0;
     int rc = AS_OK;
 
     as_strmap_init(&seen);
+    as_strmap_init(&checked);
     for (j = 0; j < p->edges.n && rc == AS_OK; j++) {
         const as_pedge *e = &p->edges.v[j];
         size_t a = e->u < e->v ? e->u : e->v, b = e->u < e->v ? e->v : e->u;
@@ -366,6 +384,15 @@ validate_edges(const as_problem *p, as_err *err)
             break;
         }
         as_strmap_put(&seen, keys[j], (int64_t)j);
+        /* a matrix shared by many edges (as_problem_add_edge_ref) is checked once */
+        if (j > 0 && e->r == last_r && n == last_n)
+            continue;
+        rkey[j] = as_xasprintf("%p %zu", (const void *)e->r, n);
+        if (as_strmap_get(&checked, rkey[j], (size_t)-1, NULL))
+            continue;
+        as_strmap_put(&checked, rkey[j], (int64_t)j);
+        last_r = e->r;
+        last_n = n;
         for (q = 0; q < n; q++)
             if (!isfinite(e->r[q])) {
                 rc = as_errf(err, AS_EPARSE, "edge %zu ('%s' -> '%s'): r[%zu][%zu] is not finite",
@@ -375,9 +402,13 @@ validate_edges(const as_problem *p, as_err *err)
             }
     }
     as_strmap_destroy(&seen);
-    for (j = 0; j < p->edges.n; j++)
+    as_strmap_destroy(&checked);
+    for (j = 0; j < p->edges.n; j++) {
         free(keys[j]);
+        free(rkey[j]);
+    }
     free(keys);
+    free(rkey);
     return rc;
 }
 

@@ -73,6 +73,12 @@ int as_problem_set_strategy_name(as_problem *p, size_t v, size_t s, const char *
 int as_problem_set_follow(as_problem *p, size_t v, size_t leader, as_err *err);
 /** Add edge U -> V with the k_u x k_v row-major matrix R (copied). */
 int as_problem_add_edge(as_problem *p, size_t u, size_t v, const double *r, as_err *err);
+/**
+ * Add edge U -> V with the matrix R borrowed, not copied: R must stay valid and unchanged
+ * until P is freed (the problem builder's resharding matrices, shared by every edge between
+ * two strategy sets; as_problem_clone copies them).
+ */
+int as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, as_err *err);
 /** Add a liveness point: NODES[0..n) are live with their own m vectors, plus RESIDENT bytes. */
 int as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double resident,
                             as_err *err);

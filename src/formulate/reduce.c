@@ -436,7 +436,7 @@ work_edges(work *w)
     for (j = 0; j < as_problem_nedges(p); j++) {
         const as_pedge *e = as_problem_edge(p, j);
         size_t kv = kof(w, e->v);
-        if ((j & 255) == 255 && w->abort_at > 0 && as_now() > w->abort_at)
+        if ((j & 63) == 63 && w->abort_at > 0 && as_now() > w->abort_at)
             return 1;
         a = red->leader[e->u];
         b = red->leader[e->v];
@@ -645,6 +645,7 @@ work_dominance(work *w)
     size_t *off = as_xcalloc(n + 2, sizeof *off), *fill = as_xcalloc(n + 1, sizeof *fill);
     size_t *tro = NULL;
     AS_VEC(double) tr = {0};
+    AS_VEC(double) ext = {0};
     const double **mv;
 
     for (t = 0; t < w->rows.n; t++)
@@ -677,13 +678,46 @@ work_dominance(work *w)
                 for (q = 0; q < ky; q++)
                     AS_VEC_PUSH(&tr, e->r[q * kx + p]);
         }
+        /* per live edge and strategy of x: max and min of its row over the neighbour's
+           possible strategies; max_q (R[a][q] - R[p][q]) is at least the difference of the
+           maxima and of the minima, which rules most pairs out cheaply */
+        ext.n = 0;
+        AS_VEC_RESERVE(&ext, 2 * nd->adj.n * kx + 1);
+        for (i = 0; i < nd->adj.n; i++) {
+            const wedge *e = &w->edges.v[nd->adj.v[i]];
+            size_t y = e->u == x ? e->v : e->u, ky = kof(w, y);
+            const unsigned char *oy = w->nodes[y].ok;
+            double *mx = ext.v + 2 * i * kx, *mn = mx + kx;
+            for (p = 0; p < kx; p++) {
+                const double *rp = e->u == x ? e->r + p * ky : tr.v + tro[i] + p * ky;
+                mx[p] = -INFINITY;
+                mn[p] = INFINITY;
+                for (q = 0; e->alive && nd->ok[p] && q < ky; q++)
+                    if (oy[q]) {
+                        mx[p] = rp[q] > mx[p] ? rp[q] : mx[p];
+                        mn[p] = rp[q] < mn[p] ? rp[q] : mn[p];
+                    }
+            }
+        }
         for (p = 0; p < kx && nd->nok > 1; p++) {
             if (!nd->ok[p])
                 continue;
             for (a = 0; a < kx; a++) {
-                double d;
+                double d, lb, tol;
                 if (a == p || !nd->ok[a])
                     continue;
+                lb = nd->cost[a] - nd->cost[p];
+                tol = fabs(nd->cost[a]) + fabs(nd->cost[p]);
+                for (i = 0; i < nd->adj.n; i++) {
+                    const double *mx = ext.v + 2 * i * kx, *mn = mx + kx;
+                    double d1 = mx[a] - mx[p], d2 = mn[a] - mn[p];
+                    if (!w->edges.v[nd->adj.v[i]].alive)
+                        continue;
+                    lb += d1 > d2 ? d1 : d2;
+                    tol += fabs(mx[a]) + fabs(mx[p]) + fabs(mn[a]) + fabs(mn[p]);
+                }
+                if (lb > 1e-9 * tol)
+                    continue; /* a cannot dominate p (beyond any rounding) */
                 d = nd->cost[a] - nd->cost[p];
                 for (i = 0; d <= 0 && i < nd->adj.n; i++) {
                     const wedge *e = &w->edges.v[nd->adj.v[i]];
@@ -724,6 +758,7 @@ work_dominance(work *w)
     free(mv);
     free(tro);
     AS_VEC_FREE(&tr);
+    AS_VEC_FREE(&ext);
     w->red->stats.dominated += removed;
     return removed;
 }
