@@ -290,7 +290,9 @@ conv_get(const as_opinfo *info, conv_win *c, as_err *err)
                                         keys[a], n, c->l.nsp);
         for (k = 0; k < c->l.nsp; k++) {
             dst[a][k] = conv_at(v, n, k, dflt[a]);
-            if (dst[a][k] < minv[a] || (a == 5 && dst[a][k] > 1))
+            /* |values| <= 2^40 keep the window arithmetic (conv_infer, the evaluator) in range */
+            if (dst[a][k] < minv[a] || (a == 5 && dst[a][k] > 1) ||
+                dst[a][k] > ((int64_t)1 << 40) || dst[a][k] < -((int64_t)1 << 40))
                 return as_graph_i_shape_err(err, info, "%s entry %d is %lld", keys[a], k,
                                             (long long)dst[a][k]);
         }
@@ -329,8 +331,13 @@ conv_infer(const as_opinfo *info, as_shape *out, int *nout, as_err *err)
     out->dim[c.l.out_b] = x->dim[c.l.in_b] / c.bgroups;
     out->dim[c.l.out_f] = w->dim[c.l.k_o];
     for (k = 0; k < c.l.nsp; k++) {
-        int64_t in = (x->dim[c.l.in_sp[k]] - 1) * c.ld[k] + 1 + c.lo[k] + c.hi[k];
-        int64_t win = (w->dim[c.l.k_sp[k]] - 1) * c.rd[k] + 1;
+        int64_t in, win;
+        /* dilated and padded sizes, checked: dims, dilations and pads come from the input */
+        if (!as_mul_ok(x->dim[c.l.in_sp[k]] - 1, c.ld[k], &in) || !as_add_ok(in, 1, &in) ||
+            !as_add_ok(in, c.lo[k], &in) || !as_add_ok(in, c.hi[k], &in) ||
+            !as_mul_ok(w->dim[c.l.k_sp[k]] - 1, c.rd[k], &win) || !as_add_ok(win, 1, &win))
+            return as_graph_i_shape_err(err, info, "spatial dim %d: the padded or dilated size "
+                                        "overflows 64 bits", k);
         if (x->dim[c.l.in_sp[k]] < 1 || w->dim[c.l.k_sp[k]] < 1 || in < win)
             return as_graph_i_shape_err(err, info, "spatial dim %d: window %lld larger than the "
                                         "padded input %lld", k, (long long)win, (long long)in);
