@@ -795,6 +795,11 @@ ox_fold(ox *o, const Onnx__NodeProto *n, int *done)
         if (!bcast(&a->shape, &t, &s))
             return ox_nerr(o, n, "shape does not broadcast");
         s.dtype = a->shape.dtype;
+        {
+            as_err e2; /* the target shape is data: negative or overflowing dims are errors */
+            if (as_shape_validate(&s, 0, &e2) != AS_OK)
+                return ox_nerr(o, n, "%s", e2.msg);
+        }
         if (as_shape_numel(&s) <= OX_FOLD_MAX) {
             c = ox_const_new(o, &s);
             for (k = 0; k < c->n; k++) {
