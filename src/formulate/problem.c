@@ -121,16 +121,10 @@ as_problem_set_follow(as_problem *p, size_t v, size_t leader, as_err *err)
 int
 as_problem_add_edge(as_problem *p, size_t u, size_t v, const double *r, as_err *err)
 {
-    as_pedge e;
-
-    if (u >= p->nodes.n || v >= p->nodes.n)
-        return as_errf(err, AS_EUSAGE, "edge %zu: node index out of range (%zu -> %zu, %zu nodes)",
-                       p->edges.n, u, v, p->nodes.n);
-    e.u = u;
-    e.v = v;
-    e.r = dup_vec(p->arena, r, p->nodes.v[u].k * p->nodes.v[v].k);
-    AS_VEC_PUSH(&p->edges, e);
-    return AS_OK;
+    if (u >= p->nodes.n || v >= p->nodes.n) /* as_problem_add_edge_ref says so */
+        return as_problem_add_edge_ref(p, u, v, r, err);
+    return as_problem_add_edge_ref(p, u, v,
+                                   dup_vec(p->arena, r, p->nodes.v[u].k * p->nodes.v[v].k), err);
 }
 
 int
