@@ -942,9 +942,9 @@ typedef struct run {
     sweep_ctx *x;
     const as_sweep_opts *o;
     const as_sweep_cfg *cfg;
-    size_t *todo, ntodo;       /* indices into cfg of the configurations to run, in order */
-    char **line;               /* per todo: its JSON line once received */
-    size_t got, written;       /* lines received; lines appended (a prefix of todo) */
+    size_t *queue, nqueue;       /* indices into cfg of the configurations to run, in order */
+    char **line;               /* per queue entry: its JSON line once received */
+    size_t got, written;       /* lines received; lines appended (a prefix of queue) */
     size_t total;              /* configurations of the sweep */
     record *recs;
     size_t nrec;
@@ -955,7 +955,7 @@ typedef struct run {
     int running;
 } run;
 
-/* The line of todo T (owned text): record it, append every line now in order. */
+/* The line of queue entry T (owned text): record it, append every line now in order. */
 static int
 run_got(run *R, size_t t, char *text, as_err *err)
 {
@@ -977,7 +977,7 @@ run_got(run *R, size_t t, char *text, as_err *err)
         snprintf(R->bestkey, sizeof R->bestkey, "%s", rec->key);
     }
     /* in enumeration order, so --jobs N writes the file --jobs 1 writes */
-    while (R->written < R->ntodo && R->line[R->written] != NULL) {
+    while (R->written < R->nqueue && R->line[R->written] != NULL) {
         if (R->fd >= 0 && append_text(R->fd, R->line[R->written], R->o->out, err) != AS_OK)
             return err->code;
         free(R->line[R->written]);
@@ -997,7 +997,7 @@ run_progress(const run *R, const char *running)
     if (!R->tty)
         return;
     if (R->got > 0) {
-        double left = el / (double)R->got * (double)(R->ntodo - R->got);
+        double left = el / (double)R->got * (double)(R->nqueue - R->got);
         snprintf(eta, sizeof eta, "%.0f s", left);
     }
     fprintf(stderr, "\rsweep: %zu/%zu done, %d running, best %s (%.4g samples/s), ETA %s%s%s"
@@ -1029,8 +1029,8 @@ run_serial(run *R, as_err *err)
 {
     size_t t;
 
-    for (t = 0; t < R->ntodo; t++) {
-        const as_sweep_cfg *c = &R->cfg[R->todo[t]];
+    for (t = 0; t < R->nqueue; t++) {
+        const as_sweep_cfg *c = &R->cfg[R->queue[t]];
         record rec;
         json_t *j;
         R->running = 1;
@@ -1049,7 +1049,7 @@ run_serial(run *R, as_err *err)
 typedef struct worker {
     pid_t pid;                 /* 0: none */
     int task, result;          /* our ends: configuration indices out, lines in */
-    long busy;                 /* todo index running, -1 idle */
+    long busy;                 /* queue entry running, -1 idle */
     double started;
     int timed_out;
 } worker;
@@ -1202,16 +1202,16 @@ run_parallel(run *R, int jobs, as_err *err)
     for (k = 0; k < jobs; k++)
         w[k].busy = -1;
 
-    while (rc == AS_OK && R->got < R->ntodo) {
+    while (rc == AS_OK && R->got < R->nqueue) {
         int np = 0;
         const char *shown = NULL;
         for (k = 0; k < jobs && rc == AS_OK; k++) {
             uint64_t i;
-            if (w[k].busy >= 0 || next >= R->ntodo)
+            if (w[k].busy >= 0 || next >= R->nqueue)
                 continue;
             if (w[k].pid == 0 && (rc = worker_start(R, &w[k], w, jobs, err)) != AS_OK)
                 break;
-            i = R->todo[next];
+            i = R->queue[next];
             if (!write_full(w[k].task, &i, sizeof i)) { /* died idle: start another */
                 worker_end(&w[k], 1, NULL, 0);
                 k--;
@@ -1230,7 +1230,7 @@ run_parallel(run *R, int jobs, as_err *err)
                 pf[np].revents = 0;
                 who[np++] = k;
                 if (shown == NULL)
-                    shown = R->cfg[R->todo[w[k].busy]].key;
+                    shown = R->cfg[R->queue[w[k].busy]].key;
             }
         run_progress(R, R->running == 1 ? shown : NULL);
         if (poll(pf, (nfds_t)np, 250) < 0 && errno != EINTR) {
@@ -1262,7 +1262,7 @@ run_parallel(run *R, int jobs, as_err *err)
                 char why[128];
                 double wall = as_now() - x->started;
                 worker_end(x, 1, why, sizeof why);
-                text = failed_text(&R->cfg[R->todo[t]], why, wall);
+                text = failed_text(&R->cfg[R->queue[t]], why, wall);
             } else {
                 x->busy = -1;
             }
@@ -1356,13 +1356,13 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
             R.best = R.recs[i].throughput;
             snprintf(R.bestkey, sizeof R.bestkey, "%s", R.recs[i].key);
         }
-    R.todo = as_xcalloc(ncfg + 1, sizeof *R.todo);
+    R.queue = as_xcalloc(ncfg + 1, sizeof *R.queue);
     for (i = 0; i < ncfg; i++)
         if (!key_done(R.recs, R.nrec, cfg[i].key))
-            R.todo[R.ntodo++] = i;
-    R.line = as_xcalloc(R.ntodo + 1, sizeof *R.line);
-    if (o->jobs > 1 && R.ntodo > 1)
-        rc = run_parallel(&R, o->jobs < (int)R.ntodo ? o->jobs : (int)R.ntodo, err);
+            R.queue[R.nqueue++] = i;
+    R.line = as_xcalloc(R.nqueue + 1, sizeof *R.line);
+    if (o->jobs > 1 && R.nqueue > 1)
+        rc = run_parallel(&R, o->jobs < (int)R.nqueue ? o->jobs : (int)R.nqueue, err);
     else
         rc = run_serial(&R, err);
     if (R.tty)
@@ -1388,10 +1388,10 @@ out:
         close(R.fd);
     for (i = 0; i < 4; i++)
         as_graph_free(x.rg[i]);
-    for (i = 0; R.line != NULL && i < R.ntodo; i++)
+    for (i = 0; R.line != NULL && i < R.nqueue; i++)
         free(R.line[i]);
     free(R.line);
-    free(R.todo);
+    free(R.queue);
     free(cfg);
     free(R.recs);
     return rc;
