@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph/reader_hlo.h"
 
@@ -23,8 +24,9 @@
 #define NH 96
 #define HD 128
 #define F 49152
-#define LAYERS 96
 #define MICRO 8
+
+static long LAYERS = 96; /* -l */
 
 typedef struct gen {
     AS_VEC(char) t;
@@ -221,8 +223,8 @@ static char *
 gen_module(long *ninstr, size_t *len)
 {
     gen g;
-    layer_w *w = calloc(LAYERS, sizeof *w);
-    long acc[LAYERS][6], x, m, l, k, np = 0, id0;
+    layer_w *w = calloc((size_t)LAYERS, sizeof *w);
+    long(*acc)[6] = calloc((size_t)LAYERS, sizeof *acc), x, m, l, k, np = 0, id0;
 
     memset(&g, 0, sizeof g);
     gen_emit(&g, "HloModule gpt3_175b_step\n\n");
@@ -254,21 +256,43 @@ gen_module(long *ninstr, size_t *len)
     g.n++;
     AS_VEC_PUSH(&g.t, '\0');
     free(w);
+    free(acc);
     *ninstr = g.n;
     *len = g.t.n - 1;
     return g.t.v;
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
     long n;
     size_t len;
     double t0, t1;
-    char *text = gen_module(&n, &len), rss[32], sz[32];
+    char *text, rss[32], sz[32];
+    const char *out = NULL;
     as_graph *g = NULL;
     as_err err;
-    int rc;
+    int rc, c;
+
+    while ((c = getopt(argc, argv, "l:o:")) != -1) {
+        if (c == 'l' && atol(optarg) > 0 && atol(optarg) <= 10000)
+            LAYERS = atol(optarg);
+        else if (c == 'o')
+            out = optarg;
+        else {
+            fprintf(stderr, "usage: bench_hlo [-l LAYERS] [-o FILE.hlo]\n");
+            return 2;
+        }
+    }
+    text = gen_module(&n, &len);
+    if (out) {
+        FILE *f = fopen(out, "w");
+        if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+            fprintf(stderr, "bench_hlo: cannot write '%s'\n", out);
+            free(text);
+            return 1;
+        }
+    }
 
     t0 = as_now();
     rc = as_hlo_read("gpt3-175b.hlo", text, len, &g, &err);
