@@ -41,6 +41,7 @@ struct as_mrf_state {
     double **t;      /**< n current node costs */
     double *tmp, *msg;
     size_t kmax;
+    double deadline; /**< as_now() after which a run stops after its current sweep; 0 = none */
 };
 typedef struct as_mrf_state dual;
 
@@ -316,6 +317,12 @@ as_mrf_state_free(as_mrf_state *st)
 }
 
 void
+as_mrf_state_set_deadline(as_mrf_state *d, double deadline)
+{
+    d->deadline = deadline;
+}
+
+void
 as_mrf_state_sync(as_mrf_state *d)
 {
     const as_mrf *g = d->g;
@@ -365,6 +372,8 @@ as_mrf_state_run(as_mrf_state *d, int max_iters, as_mrf_result *res)
         if (it >= 10 && lb - hist[it % 10] <= 1e-7 * fabs(lb))
             break; /* stalled over the last 10 sweeps */
         hist[it % 10] = lb;
+        if (d->deadline > 0 && as_now() > d->deadline)
+            break; /* the time limit: the bound holds after any sweep */
     }
     dual_icm(d, res->plan);
     res->ub = as_mrf_eval(g, res->plan);

@@ -45,6 +45,8 @@ void as_mrf_dual(const as_mrf *g, int max_iters, as_mrf_result *res);
 typedef struct as_mrf_state as_mrf_state;
 /** Start from zero messages on G, which must outlive the state. */
 as_mrf_state *as_mrf_state_new(const as_mrf *g);
+/** Runs stop after the sweep that passes DEADLINE (an as_now() time; 0 = never). */
+void as_mrf_state_set_deadline(as_mrf_state *st, double deadline);
 /** The node costs G->c changed: take them up, keeping the messages. */
 void as_mrf_state_sync(as_mrf_state *st);
 /** Like as_mrf_dual, continuing from ST's messages (RES is overwritten). */

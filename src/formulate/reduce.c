@@ -1484,6 +1484,7 @@ work_bound(work *w)
     }
     pen = cg_penalise(w, &cg, &cr, c0);
     st = as_mrf_state_new(&cg.g);
+    as_mrf_state_set_deadline(st, w->deadline);
     as_mrf_state_run(st, BOUND_SWEEPS, &res);
     res.lb -= pen;
     lp = as_xcalloc(n + 1, sizeof *lp);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formulate/dual.h"
 #include "formulate/ilp.h"
 #include "formulate/problem.h"
 #include "tap.h"
@@ -360,6 +361,36 @@ test_reduce_gap(int seed)
     as_problem_free(p);
 }
 
+/*
+ * A frustrated 3-cycle (each edge costs 1 when its ends agree, 2-state nodes):
+ * TRW-S's bound stays below the optimum, so a run goes on until it stalls;
+ * with its deadline already passed it stops after one sweep, and what it
+ * returns is still a plan and a bound.
+ */
+static void
+test_mrf_deadline(void)
+{
+    static const double c0[2] = {0, 0.1}, c1[2] = {0.2, 0}, c2[2] = {0, 0};
+    static const double agree[4] = {1, 0, 0, 1};
+    static const size_t k[3] = {2, 2, 2}, eu[3] = {0, 1, 0}, ev[3] = {1, 2, 2};
+    const double *c[3] = {c0, c1, c2}, *r[3] = {agree, agree, agree};
+    as_mrf g = {.n = 3, .k = k, .c = c, .m = 3, .eu = eu, .ev = ev, .r = r};
+    as_mrf_result res;
+    as_mrf_state *st = as_mrf_state_new(&g);
+
+    as_mrf_state_run(st, 300, &res);
+    ok(res.iters > 1, "mrf: without a deadline the run takes %d sweeps", res.iters);
+    ok(res.lb <= res.ub + 1e-12, "mrf: bound %g <= plan %g", res.lb, res.ub);
+    as_mrf_result_free(&res, g.n);
+    as_mrf_state_set_deadline(st, as_now() - 1);
+    as_mrf_state_run(st, 300, &res);
+    ok(res.iters == 1, "mrf: a passed deadline stops the run after one sweep (%d)", res.iters);
+    ok(res.lb <= res.ub + 1e-12 && res.ub >= 1 - 1e-12,
+       "mrf: it still returns a plan (%g) and a bound (%g)", res.ub, res.lb);
+    as_mrf_result_free(&res, g.n);
+    as_mrf_state_free(st);
+}
+
 int
 main(void)
 {
@@ -371,6 +402,7 @@ main(void)
     test_json_pos();
     test_roundtrip();
     test_ilp();
+    test_mrf_deadline();
     for (s = 1; s <= 90; s++)
         test_reduce_exact(s);
     for (s = 1; s <= 40; s++)
