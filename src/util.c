@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -598,6 +599,33 @@ as_peak_rss(void)
     return (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
 }
 
+void
+as_huge_pages(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    uintptr_t a = ((uintptr_t)p + ((uintptr_t)1 << 21) - 1) & ~(((uintptr_t)1 << 21) - 1);
+    uintptr_t b = ((uintptr_t)p + bytes) & ~(((uintptr_t)1 << 21) - 1);
+
+    if (p != NULL && b > a)
+        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+void *
+as_xmalloc_huge(size_t n, size_t size)
+{
+    void *p;
+
+    if (size != 0 && n > SIZE_MAX / size)
+        as_oom(SIZE_MAX, NULL);
+    p = as_xmalloc(n * size);
+    as_huge_pages(p, n * size);
+    return p;
+}
+
 int
 as_read_file(const char *path, char **buf, size_t *len, as_err *err)
 {
@@ -605,10 +633,19 @@ as_read_file(const char *path, char **buf, size_t *len, as_err *err)
     char *p = NULL;
     size_t n = 0, cap = 0, got;
     int is_stdin = strcmp(path, "-") == 0;
+    struct stat st;
 
     fp = is_stdin ? stdin : fopen(path, "rb");
     if (fp == NULL)
         return as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+    /* a regular file: one buffer of its size (+ room to see the end), so a big
+     * file is neither copied by realloc nor faulted in 4 KiB at a time */
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uintmax_t)st.st_size < (uintmax_t)SIZE_MAX / 2) {
+        cap = (size_t)st.st_size + 65536;
+        p = as_xmalloc(cap + 1);
+        as_huge_pages(p, cap + 1);
+    }
     for (;;) {
         if (cap - n < 65536) {
             cap = cap ? cap * 2 : 131072;

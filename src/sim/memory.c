@@ -117,11 +117,11 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
                    as_sim_dev_stats *dev, size_t *nbuf, as_sim_i_mem_cb cb, void *ud)
 {
     size_t nb = p->bufs.n, i, nbk = (size_t)p->ndev * 4;
-    int32_t *lastev = as_xmalloc((nb ? nb : 1) * sizeof *lastev);
-    double *lastend = as_xmalloc((nb ? nb : 1) * sizeof *lastend);
-    double *bytes = as_xmalloc((nb ? nb : 1) * sizeof *bytes); /* 0: not counted */
-    int32_t *bdev = as_xmalloc((nb ? nb : 1) * sizeof *bdev);
-    int32_t *prod = as_xmalloc((nb ? nb : 1) * sizeof *prod);
+    int32_t *lastev = as_xmalloc_huge(nb ? nb : 1, sizeof *lastev);
+    double *lastend = as_xmalloc_huge(nb ? nb : 1, sizeof *lastend);
+    double *bytes = as_xmalloc_huge(nb ? nb : 1, sizeof *bytes); /* 0: not counted */
+    int32_t *bdev = as_xmalloc_huge(nb ? nb : 1, sizeof *bdev);
+    int32_t *prod = as_xmalloc_huge(nb ? nb : 1, sizeof *prod);
     mem_bucket *bk = as_xcalloc(nbk, sizeof *bk), tmp[2] = {{0}};
     double *base = as_xcalloc((size_t)p->ndev, sizeof *base);
     uint32_t k;

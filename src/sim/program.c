@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef __linux__
-#include <sys/mman.h>
 #endif
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -1380,25 +1379,6 @@ rd_attr(rd_state *r, const rd_tok *t, size_t klen, as_err *err)
     return AS_OK;
 }
 
-/*
- * Ask for huge pages on the whole 2 MiB pages of array [P, P + BYTES): the first
- * touches of a big program's arrays (one page fault per 4 KiB) cost the parser more
- * than parsing (transparent huge pages in "madvise" mode, as Debian ships them).
- */
-static void
-rd_huge(void *p, size_t bytes)
-{
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    uintptr_t a = ((uintptr_t)p + ((uintptr_t)1 << 21) - 1) & ~(((uintptr_t)1 << 21) - 1);
-    uintptr_t b = ((uintptr_t)p + bytes) & ~(((uintptr_t)1 << 21) - 1);
-
-    if (b > a)
-        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
 
 /* "program NAME devices=N [hw=H] [cost=M] [batch=B]" */
 static int
@@ -1452,11 +1432,11 @@ rd_header(rd_state *r, const rd_tok *t, int nt, as_sim_prog **out, as_err *err)
     AS_VEC_RESERVE(&(*out)->rds, r->nlines);
     AS_VEC_RESERVE(&(*out)->wrs, r->nlines);
     AS_VEC_RESERVE(&(*out)->bufs, r->nlines);
-    rd_huge((*out)->ev.v, (*out)->ev.cap * sizeof *(*out)->ev.v);
-    rd_huge((*out)->devs.v, (*out)->devs.cap * sizeof *(*out)->devs.v);
-    rd_huge((*out)->rds.v, (*out)->rds.cap * sizeof *(*out)->rds.v);
-    rd_huge((*out)->wrs.v, (*out)->wrs.cap * sizeof *(*out)->wrs.v);
-    rd_huge((*out)->bufs.v, (*out)->bufs.cap * sizeof *(*out)->bufs.v);
+    as_huge_pages((*out)->ev.v, (*out)->ev.cap * sizeof *(*out)->ev.v);
+    as_huge_pages((*out)->devs.v, (*out)->devs.cap * sizeof *(*out)->devs.v);
+    as_huge_pages((*out)->rds.v, (*out)->rds.cap * sizeof *(*out)->rds.v);
+    as_huge_pages((*out)->wrs.v, (*out)->wrs.cap * sizeof *(*out)->wrs.v);
+    as_huge_pages((*out)->bufs.v, (*out)->bufs.cap * sizeof *(*out)->bufs.v);
     as_sim_prog_set_path(*out, r->path);
     as_sim_prog_set_batch(*out, batch);
     if (hw != NULL) {
