@@ -26,7 +26,12 @@ typedef struct mem_rec {
     double delta; /**< +bytes allocated or -bytes freed */
 } mem_rec;
 
-typedef AS_VEC(mem_rec) mem_bucket;
+/* A vector of records; OWNED = 0: V is a slice of the run's pool (not freed alone). */
+typedef struct mem_bucket {
+    mem_rec *v;
+    size_t n, cap;
+    int owned;
+} mem_bucket;
 
 static int
 mem_cmp(const void *a, const void *b)
@@ -51,8 +56,17 @@ static inline void
 mem_push(mem_bucket *bk, double t, double delta)
 {
     if (bk->n == bk->cap) {
-        bk->cap = bk->cap ? bk->cap * 2 : 256;
-        bk->v = as_xreallocarray(bk->v, bk->cap, sizeof *bk->v);
+        size_t nc = bk->cap ? bk->cap * 2 : 256;
+        if (bk->owned) {
+            bk->v = as_xreallocarray(bk->v, nc, sizeof *bk->v);
+        } else { /* outgrew its slice of the pool */
+            mem_rec *nv = as_xreallocarray(NULL, nc, sizeof *nv);
+            if (bk->n > 0)
+                memcpy(nv, bk->v, bk->n * sizeof *nv);
+            bk->v = nv;
+            bk->owned = 1;
+        }
+        bk->cap = nc;
     }
     bk->v[bk->n].t = t > 0 ? t : 0;
     bk->v[bk->n++].delta = delta;
@@ -123,6 +137,8 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     int32_t *bdev = as_xmalloc_huge(nb ? nb : 1, sizeof *bdev);
     int32_t *prod = as_xmalloc_huge(nb ? nb : 1, sizeof *prod);
     mem_bucket *bk = as_xcalloc(nbk, sizeof *bk), tmp[2] = {{0}};
+    mem_rec *pool;
+    size_t *cnt = as_xcalloc(nbk ? nbk : 1, sizeof *cnt), tot = 0;
     double *base = as_xcalloc((size_t)p->ndev, sizeof *base);
     uint32_t k;
     int d;
@@ -143,9 +159,6 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
         if (bf->origin == SIM_BUF_RESIDENT)
             dev[bf->dev].resident += bf->bytes;
     }
-    /* Room for a balanced share of the records in every bucket (they still grow). */
-    for (i = 0; i < nbk; i++)
-        AS_VEC_RESERVE(&bk[i], 2 * p->wrs.n / (nbk ? nbk : 1) + 16);
     /* The event after whose end each buffer is freed: its last reader, else its producer. */
     for (i = 0; i < p->ev.n; i++) {
         const sim_event *ev = &p->ev.v[i];
@@ -155,6 +168,28 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
                 lastend[rd[k]] = end[i];
                 lastev[rd[k]] = (int32_t)i;
             }
+    }
+    /*
+     * Room for every bucket's records in one pool on huge pages: a counted buffer
+     * has one allocation record (at its producer) and one free record (at its
+     * last reader, else its producer), in the bucket of that event's stream.
+     * The counts size the slices only; a bucket that outgrows its slice moves.
+     */
+    for (i = 0; i < nb; i++) {
+        if (bytes[i] <= 0)
+            continue;
+        if (prod[i] >= 0)
+            cnt[MEM_BUCKET(bdev[i], p->ev.v[prod[i]].stream & 1, 1)]++;
+        if (lastev[i] >= 0)
+            cnt[MEM_BUCKET(bdev[i], p->ev.v[lastev[i]].stream & 1, 0)]++;
+    }
+    for (i = 0; i < nbk; i++)
+        tot += cnt[i] + 1;
+    pool = as_xmalloc_huge(tot ? tot : 1, sizeof *pool);
+    for (i = 0, tot = 0; i < nbk; i++) {
+        bk[i].v = pool + tot;
+        bk[i].cap = cnt[i] + 1;
+        tot += cnt[i] + 1;
     }
     for (i = 0; i < nb; i++)
         if (p->bufs.v[i].origin == SIM_BUF_INPUT && p->bufs.v[i].bytes > 0 && lastev[i] >= 0)
@@ -208,7 +243,10 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     }
     *nbuf = nb;
     for (i = 0; i < nbk; i++)
-        free(bk[i].v);
+        if (bk[i].owned)
+            free(bk[i].v);
+    free(pool);
+    free(cnt);
     free(tmp[0].v);
     free(tmp[1].v);
     free(bk);
