@@ -138,6 +138,7 @@ size_t as_arena_bytes(const as_arena *a);
 typedef struct as_strmap {
     const char **keys;
     int64_t *vals;
+    uint64_t *hashes; /* of each slot's key: probes compare them first, growing reuses them */
     size_t cap, n;
 } as_strmap;
 void as_strmap_init(as_strmap *m);

@@ -474,37 +474,48 @@ as_strmap_destroy(as_strmap *m)
 {
     free(m->keys);
     free(m->vals);
+    free(m->hashes);
     memset(m, 0, sizeof *m);
 }
 
 static void
 strmap_grow(as_strmap *m)
 {
-    size_t oldcap = m->cap, i;
+    size_t oldcap = m->cap, i, j;
     const char **oldk = m->keys;
     int64_t *oldv = m->vals;
+    uint64_t *oldh = m->hashes;
 
     m->cap = oldcap ? oldcap * 2 : 64;
     m->keys = as_xcalloc(m->cap, sizeof *m->keys);
     m->vals = as_xcalloc(m->cap, sizeof *m->vals);
-    m->n = 0;
-    for (i = 0; i < oldcap; i++)
-        if (oldk[i] != NULL)
-            as_strmap_put(m, oldk[i], oldv[i]);
+    m->hashes = as_xcalloc(m->cap, sizeof *m->hashes);
+    for (i = 0; i < oldcap; i++) {
+        if (oldk[i] == NULL)
+            continue;
+        /* keys are distinct: the first free slot, with the hash kept */
+        for (j = oldh[i] & (m->cap - 1); m->keys[j] != NULL; j = (j + 1) & (m->cap - 1))
+            ;
+        m->keys[j] = oldk[i];
+        m->vals[j] = oldv[i];
+        m->hashes[j] = oldh[i];
+    }
     free(oldk);
     free(oldv);
+    free(oldh);
 }
 
 void
 as_strmap_put(as_strmap *m, const char *key, int64_t val)
 {
     size_t len = strlen(key), i;
+    uint64_t h = strmap_hash(key, len);
 
     if ((m->n + 1) * 2 > m->cap)
         strmap_grow(m);
-    i = strmap_hash(key, len) & (m->cap - 1);
+    i = h & (m->cap - 1);
     while (m->keys[i] != NULL) {
-        if (strcmp(m->keys[i], key) == 0) {
+        if (m->hashes[i] == h && strcmp(m->keys[i], key) == 0) {
             m->vals[i] = val;
             return;
         }
@@ -512,6 +523,7 @@ as_strmap_put(as_strmap *m, const char *key, int64_t val)
     }
     m->keys[i] = key;
     m->vals[i] = val;
+    m->hashes[i] = h;
     m->n++;
 }
 
@@ -519,14 +531,16 @@ int
 as_strmap_get(const as_strmap *m, const char *key, size_t len, int64_t *val)
 {
     size_t i;
+    uint64_t h;
 
     if (m->cap == 0)
         return 0;
     if (len == (size_t)-1)
         len = strlen(key);
-    i = strmap_hash(key, len) & (m->cap - 1);
+    h = strmap_hash(key, len);
+    i = h & (m->cap - 1);
     while (m->keys[i] != NULL) {
-        if (strncmp(m->keys[i], key, len) == 0 && m->keys[i][len] == '\0') {
+        if (m->hashes[i] == h && strncmp(m->keys[i], key, len) == 0 && m->keys[i][len] == '\0') {
             if (val != NULL)
                 *val = m->vals[i];
             return 1;
