@@ -1879,24 +1879,58 @@ rd_line(rd_state *r, const rd_tok *t, int nt, as_err *err)
     return rd_event(r, t, nt, err);
 }
 
-int
-as_sim_prog_parse(const char *path, const char *text, as_sim_prog **out, as_err *err)
+/*
+ * Newlines in TEXT[0..LEN) (one pass, 16 bytes at a time with SSE2; no byte
+ * outside the range is read); *NUL gets 1 if a NUL byte is among them.
+ */
+static size_t
+rd_count_lines(const char *text, size_t len, int *nul)
+{
+    size_t i = 0, n = 0;
+    unsigned z = 0;
+
+#ifdef RD_SSE2
+    const __m128i nlv = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+
+    for (; i + 16 <= len; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(text + i));
+
+        n += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, nlv)));
+        z |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, zero));
+    }
+#endif
+    for (; i < len; i++) {
+        n += text[i] == '\n';
+        z |= text[i] == '\0';
+    }
+    *nul = z != 0;
+    return n;
+}
+
+/* Parse TEXT of LEN bytes (TEXT[LEN] is NUL); a NUL byte before LEN is an error. */
+static int
+rd_parse(const char *path, const char *text, size_t len, as_sim_prog **out, as_err *err)
 {
     rd_state r;
     rd_tok t[RD_MAX_TOKENS];
-    const char *q = text, *nl;
-    int rc = AS_OK, nt;
+    const char *q = text;
+    int rc = AS_OK, nt, nul;
 
+    /* lines, to size the program's arrays once (no copies as they grow); an event
+     * line has at least 20 bytes, so blank lines reserve nothing beyond that */
+    size_t nlines = rd_count_lines(text, len, &nul);
+    const char *lastnl = nlines > 0 ? memrchr(text, '\n', len) : NULL;
+    size_t upto = lastnl != NULL ? (size_t)(lastnl + 1 - text) : 0;
+
+    if (nul)
+        return as_err_nul(err, path, text, "not a program text");
     memset(&r, 0, sizeof r);
     r.path = path;
     r.scratch = as_arena_new();
     as_strmap_init(&r.opcache);
-    /* lines, to size the program's arrays once (no copies as they grow); an event
-     * line has at least 20 bytes, so blank lines reserve nothing beyond that */
-    for (q = text; (nl = strchr(q, '\n')) != NULL; q = nl + 1)
-        r.nlines++;
-    if (r.nlines > (size_t)(q - text) / 20)
-        r.nlines = (size_t)(q - text) / 20;
+    r.nlines = nlines;
+    if (r.nlines > upto / 20)
+        r.nlines = upto / 20;
     q = text;
     while (*q != '\0') {
         r.line++;
@@ -1926,6 +1960,12 @@ out:
     AS_VEC_FREE(&r.cwr);
     AS_VEC_FREE(&r.cwb);
     return rc;
+}
+
+int
+as_sim_prog_parse(const char *path, const char *text, as_sim_prog **out, as_err *err)
+{
+    return rd_parse(path, text, strlen(text), out, err);
 }
 
 #ifdef RD_MMAP
@@ -1984,11 +2024,7 @@ as_sim_prog_read(const char *path, as_sim_prog **out, as_err *err)
 #endif
     if (buf == NULL)
         AS_CHECK(as_read_file(path, &buf, &len, err));
-    if (memchr(buf, '\0', len) != NULL) {
-        rc = as_err_nul(err, path, buf, "not a program text");
-    } else {
-        rc = as_sim_prog_parse(path, buf, out, err);
-    }
+    rc = rd_parse(path, buf, len, out, err); /* a NUL byte in the file is an error */
 #ifdef RD_MMAP
     if (maplen > 0) {
         munmap(buf, maplen);
