@@ -237,6 +237,33 @@ lower_match(lower *L, as_err *err)
 
 /* ---- emission ---------------------------------------------------------- */
 
+/*
+ * BUF = "NAME/mMICRO", what snprintf(BUF, N, "%s/m%d", NAME, MICRO) writes (this runs
+ * per tensor and event of a pipeline, and printf's formatting was a tenth of the
+ * lowering).
+ */
+static void
+lower_name_micro(char *buf, size_t n, const char *name, int micro)
+{
+    size_t len = strlen(name), k = 0;
+    char dig[12];
+    unsigned u = (unsigned)micro;
+
+    if (micro < 0 || len + 2 + sizeof dig >= n) {
+        snprintf(buf, n, "%s/m%d", name, micro);
+        return;
+    }
+    do
+        dig[k++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    memcpy(buf, name, len);
+    buf[len++] = '/';
+    buf[len++] = 'm';
+    while (k > 0)
+        buf[len++] = dig[--k];
+    buf[len] = '\0';
+}
+
 /* Program tensor id of graph tensor T for microbatch MICRO (declared params: one id). */
 static int32_t
 lower_id(lower *L, int32_t t, int micro)
@@ -250,9 +277,10 @@ lower_id(lower *L, int32_t t, int micro)
     k = (size_t)micro * (size_t)L->nt + (size_t)t;
     if (L->ids[k] < 0) {
         if (L->np > 1 || L->nmicro > 1) {
-            snprintf(buf, sizeof buf, "%s/m%d", L->sname[t], micro);
             if (declared(gt) && gt->kind != AS_TK_INPUT)
                 snprintf(buf, sizeof buf, "%s", L->sname[t]);
+            else
+                lower_name_micro(buf, sizeof buf, L->sname[t], micro);
             L->ids[k] = as_sim_tensor(L->p, buf);
         } else {
             L->ids[k] = as_sim_tensor(L->p, L->sname[t]);
@@ -546,7 +574,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     e.nwrites = op->nout;
     e.label = L->sname[op->out[0]];
     if (L->np > 1 && L->role[o] != ROLE_OPT) { /* pipelines: the microbatch in the label */
-        snprintf(name, sizeof name, "%s/m%d", L->sname[op->out[0]], micro);
+        lower_name_micro(name, sizeof name, L->sname[op->out[0]], micro);
         e.label = name;
     }
     AS_CHECK_GOTO(rc, as_sim_add(L->p, &e, err), out);
