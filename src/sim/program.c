@@ -1891,13 +1891,23 @@ rd_count_lines(const char *text, size_t len, int *nul)
 
 #ifdef RD_SSE2
     const __m128i nlv = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+    __m128i acc = zero, zs = zero;
+    int rounds = 0;
 
+    /* per-byte newline counts in ACC (cmpeq gives -1), summed every 255 blocks */
     for (; i + 16 <= len; i += 16) {
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(text + i));
 
-        n += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, nlv)));
-        z |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, zero));
+        acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(x, nlv));
+        zs = _mm_or_si128(zs, _mm_cmpeq_epi8(x, zero));
+        if (++rounds == 255 || i + 32 > len) {
+            __m128i sad = _mm_sad_epu8(acc, zero);
+            n += (size_t)_mm_cvtsi128_si32(sad) + (size_t)_mm_cvtsi128_si32(_mm_srli_si128(sad, 8));
+            acc = zero;
+            rounds = 0;
+        }
     }
+    z = (unsigned)_mm_movemask_epi8(zs);
 #endif
     for (; i < len; i++) {
         n += text[i] == '\n';
