@@ -51,6 +51,13 @@ mem_counted(const sim_buf *b)
              (b->origin == SIM_BUF_ACT && b->producer < 0));
 }
 
+/* Bytes of buffer BF the memory model counts over time (0: resident, empty or never made). */
+static inline double
+mem_bytes(const sim_buf *bf)
+{
+    return mem_counted(bf) ? bf->bytes : 0;
+}
+
 /* Append a record to bucket BK. */
 static inline void
 mem_push(mem_bucket *bk, double t, double delta)
@@ -133,9 +140,6 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     size_t nb = p->bufs.n, i, nbk = (size_t)p->ndev * 4;
     int32_t *lastev = as_xmalloc_huge(nb ? nb : 1, sizeof *lastev);
     double *lastend = as_xmalloc_huge(nb ? nb : 1, sizeof *lastend);
-    double *bytes = as_xmalloc_huge(nb ? nb : 1, sizeof *bytes); /* 0: not counted */
-    int32_t *bdev = as_xmalloc_huge(nb ? nb : 1, sizeof *bdev);
-    int32_t *prod = as_xmalloc_huge(nb ? nb : 1, sizeof *prod);
     mem_bucket *bk = as_xcalloc(nbk, sizeof *bk), tmp[2] = {{0}};
     mem_rec *pool;
     size_t *cnt = as_xcalloc(nbk ? nbk : 1, sizeof *cnt), tot = 0;
@@ -143,7 +147,9 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     uint32_t k;
     int d;
 
-    /* Flat per-buffer facts, so the event loops touch small arrays only. */
+    /* Per-buffer state; the facts (device, producer, bytes) are read from the program's
+     * buffers, which are in memory already (copies of them were 30 MB of fresh pages
+     * on gpt3-175b/64, whose first touches cost more than the loops gained). */
     for (d = 0; d < p->ndev; d++) {
         dev[d].resident = 0;
         dev[d].peak = 0;
@@ -151,9 +157,6 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     }
     for (i = 0; i < nb; i++) {
         const sim_buf *bf = &p->bufs.v[i];
-        bytes[i] = mem_counted(bf) ? bf->bytes : 0;
-        bdev[i] = bf->dev;
-        prod[i] = bf->producer;
         lastev[i] = bf->producer;
         lastend[i] = bf->producer >= 0 ? end[bf->producer] : -1;
         if (bf->origin == SIM_BUF_RESIDENT)
@@ -176,12 +179,13 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
      * The counts size the slices only; a bucket that outgrows its slice moves.
      */
     for (i = 0; i < nb; i++) {
-        if (bytes[i] <= 0)
+        const sim_buf *bf = &p->bufs.v[i];
+        if (mem_bytes(bf) <= 0)
             continue;
-        if (prod[i] >= 0)
-            cnt[MEM_BUCKET(bdev[i], p->ev.v[prod[i]].stream & 1, 1)]++;
+        if (bf->producer >= 0)
+            cnt[MEM_BUCKET(bf->dev, p->ev.v[bf->producer].stream & 1, 1)]++;
         if (lastev[i] >= 0)
-            cnt[MEM_BUCKET(bdev[i], p->ev.v[lastev[i]].stream & 1, 0)]++;
+            cnt[MEM_BUCKET(bf->dev, p->ev.v[lastev[i]].stream & 1, 0)]++;
     }
     for (i = 0; i < nbk; i++)
         tot += cnt[i] + 1;
@@ -193,7 +197,7 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     }
     for (i = 0; i < nb; i++)
         if (p->bufs.v[i].origin == SIM_BUF_INPUT && p->bufs.v[i].bytes > 0 && lastev[i] >= 0)
-            base[bdev[i]] += p->bufs.v[i].bytes; /* inputs: allocated at time 0 */
+            base[p->bufs.v[i].dev] += p->bufs.v[i].bytes; /* inputs: allocated at time 0 */
     /*
      * Records per (device, stream, free/alloc) bucket, generated in program
      * order: a stream runs its events one after another, so every bucket is
@@ -206,24 +210,29 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
         const int32_t *wr = ev->nwr > 0 ? p->wrs.v + ev->wr_off : NULL;
         int st = ev->stream & 1;
         for (k = 0; k < ev->nwr; k++) {
-            int32_t b = wr[k];
-            if (bytes[b] > 0 && prod[b] == (int32_t)i)
-                mem_push(&bk[MEM_BUCKET(bdev[b], st, 1)], start[i], bytes[b]);
+            const sim_buf *bf = &p->bufs.v[wr[k]];
+            double by = mem_bytes(bf);
+            if (by > 0 && bf->producer == (int32_t)i)
+                mem_push(&bk[MEM_BUCKET(bf->dev, st, 1)], start[i], by);
         }
         for (k = 0; k < ev->nrd; k++) {
             int32_t b = rd[k];
             if (lastev[b] == (int32_t)i) {
+                const sim_buf *bf = &p->bufs.v[b];
+                double by = mem_bytes(bf);
                 lastev[b] = -2;
-                if (bytes[b] > 0)
-                    mem_push(&bk[MEM_BUCKET(bdev[b], st, 0)], end[i], -bytes[b]);
+                if (by > 0)
+                    mem_push(&bk[MEM_BUCKET(bf->dev, st, 0)], end[i], -by);
             }
         }
         for (k = 0; k < ev->nwr; k++) {
             int32_t b = wr[k];
             if (lastev[b] == (int32_t)i) {
+                const sim_buf *bf = &p->bufs.v[b];
+                double by = mem_bytes(bf);
                 lastev[b] = -2;
-                if (bytes[b] > 0)
-                    mem_push(&bk[MEM_BUCKET(bdev[b], st, 0)], end[i], -bytes[b]);
+                if (by > 0)
+                    mem_push(&bk[MEM_BUCKET(bf->dev, st, 0)], end[i], -by);
             }
         }
     }
@@ -251,9 +260,6 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     free(tmp[1].v);
     free(bk);
     free(base);
-    free(prod);
-    free(bdev);
-    free(bytes);
     free(lastend);
     free(lastev);
 }
