@@ -248,11 +248,11 @@ bench_parse_file(const char *path, int runs)
     printf("  program text     %zu lines, %.1f MB, %zu events\n", nlines, (double)len / 1e6, nev);
     printf("  parse time       %.3f s of CPU (best of %d; first %.3f s)\n", best,
            runs > 0 ? runs : 1, first);
-    printf("  lines/s          %.3g per CPU second (%.0f MB/s; first run %.3g)\n",
+    printf("  lines/s          %.3g per CPU second (%.0f MB/s; first run, on fresh memory: %.3g)\n",
            (double)nlines / best, (double)len / 1e6 / best, (double)nlines / first);
     printf("  simulate time    %.3f s of CPU (best of %d; first %.3f s), %d of %d devices explicit\n",
            bests, runs > 0 ? runs : 1, firsts, res->nexplicit, res->ndevices);
-    printf("  events/s         %.3g per CPU second (first run %.3g: what one `simulate` pays)\n",
+    printf("  events/s         %.3g per CPU second (first run, on fresh memory: %.3g)\n",
            (double)nev / bests, (double)nev / firsts);
     printf("  iteration time   %.6g s (simulated)\n", res->time);
     as_sim_result_free(res);
