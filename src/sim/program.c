@@ -2026,10 +2026,11 @@ int
 as_sim_prog_read(const char *path, as_sim_prog **out, as_err *err)
 {
     char *buf = NULL;
-    size_t len = 0, maplen = 0;
+    size_t len = 0;
     int rc;
-
 #ifdef RD_MMAP
+    size_t maplen = 0;
+
     rd_map_file(path, &buf, &len, &maplen);
 #endif
     if (buf == NULL)
