@@ -138,6 +138,7 @@ size_t as_arena_bytes(const as_arena *a);
 typedef struct as_strmap {
     const char **keys;
     int64_t *vals;
+    uint64_t *hashes; /* of each slot's key: probes compare them first, growing reuses them */
     size_t cap, n;
 } as_strmap;
 void as_strmap_init(as_strmap *m);
@@ -173,7 +174,18 @@ int as_json_locate(const char *text, size_t len, const char *path, int *line, in
 void as_err_json_pos(as_err *err, const char *name, const char *text, size_t len);
 /** AS_EPARSE "PATH:LINE:COL: contains a NUL byte (WHAT)" at the first NUL of TEXT. */
 int as_err_nul(as_err *err, const char *path, const char *text, const char *what);
-/** Read a whole file ("-" is stdin) into a NUL-terminated malloc'ed buffer. */
+/**
+ * Ask for transparent huge pages on the whole 2 MiB pages inside [P, P + BYTES)
+ * (a no-op for arrays under 2 MiB and off Linux): the first touches of a big
+ * array then fault once per 2 MiB instead of once per 4 KiB.
+ */
+void as_huge_pages(void *p, size_t bytes);
+/** as_xmalloc(N * SIZE) with as_huge_pages on it: for big arrays filled once. */
+void *as_xmalloc_huge(size_t n, size_t size);
+/**
+ * Read a whole file ("-" is stdin) into a NUL-terminated malloc'ed buffer
+ * (a regular file: one buffer of its size, on huge pages).
+ */
 int as_read_file(const char *path, char **buf, size_t *len, as_err *err);
 /**
  * Write LEN bytes atomically: to PATH.tmp.XXXXXX, then rename over PATH, so

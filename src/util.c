@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -473,37 +474,48 @@ as_strmap_destroy(as_strmap *m)
 {
     free(m->keys);
     free(m->vals);
+    free(m->hashes);
     memset(m, 0, sizeof *m);
 }
 
 static void
 strmap_grow(as_strmap *m)
 {
-    size_t oldcap = m->cap, i;
+    size_t oldcap = m->cap, i, j;
     const char **oldk = m->keys;
     int64_t *oldv = m->vals;
+    uint64_t *oldh = m->hashes;
 
     m->cap = oldcap ? oldcap * 2 : 64;
     m->keys = as_xcalloc(m->cap, sizeof *m->keys);
     m->vals = as_xcalloc(m->cap, sizeof *m->vals);
-    m->n = 0;
-    for (i = 0; i < oldcap; i++)
-        if (oldk[i] != NULL)
-            as_strmap_put(m, oldk[i], oldv[i]);
+    m->hashes = as_xcalloc(m->cap, sizeof *m->hashes);
+    for (i = 0; i < oldcap; i++) {
+        if (oldk[i] == NULL)
+            continue;
+        /* keys are distinct: the first free slot, with the hash kept */
+        for (j = oldh[i] & (m->cap - 1); m->keys[j] != NULL; j = (j + 1) & (m->cap - 1))
+            ;
+        m->keys[j] = oldk[i];
+        m->vals[j] = oldv[i];
+        m->hashes[j] = oldh[i];
+    }
     free(oldk);
     free(oldv);
+    free(oldh);
 }
 
 void
 as_strmap_put(as_strmap *m, const char *key, int64_t val)
 {
     size_t len = strlen(key), i;
+    uint64_t h = strmap_hash(key, len);
 
     if ((m->n + 1) * 2 > m->cap)
         strmap_grow(m);
-    i = strmap_hash(key, len) & (m->cap - 1);
+    i = h & (m->cap - 1);
     while (m->keys[i] != NULL) {
-        if (strcmp(m->keys[i], key) == 0) {
+        if (m->hashes[i] == h && strcmp(m->keys[i], key) == 0) {
             m->vals[i] = val;
             return;
         }
@@ -511,6 +523,7 @@ as_strmap_put(as_strmap *m, const char *key, int64_t val)
     }
     m->keys[i] = key;
     m->vals[i] = val;
+    m->hashes[i] = h;
     m->n++;
 }
 
@@ -518,14 +531,16 @@ int
 as_strmap_get(const as_strmap *m, const char *key, size_t len, int64_t *val)
 {
     size_t i;
+    uint64_t h;
 
     if (m->cap == 0)
         return 0;
     if (len == (size_t)-1)
         len = strlen(key);
-    i = strmap_hash(key, len) & (m->cap - 1);
+    h = strmap_hash(key, len);
+    i = h & (m->cap - 1);
     while (m->keys[i] != NULL) {
-        if (strncmp(m->keys[i], key, len) == 0 && m->keys[i][len] == '\0') {
+        if (m->hashes[i] == h && strncmp(m->keys[i], key, len) == 0 && m->keys[i][len] == '\0') {
             if (val != NULL)
                 *val = m->vals[i];
             return 1;
@@ -598,6 +613,33 @@ as_peak_rss(void)
     return (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
 }
 
+void
+as_huge_pages(void *p, size_t bytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    uintptr_t a = ((uintptr_t)p + ((uintptr_t)1 << 21) - 1) & ~(((uintptr_t)1 << 21) - 1);
+    uintptr_t b = ((uintptr_t)p + bytes) & ~(((uintptr_t)1 << 21) - 1);
+
+    if (p != NULL && b > a)
+        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+void *
+as_xmalloc_huge(size_t n, size_t size)
+{
+    void *p;
+
+    if (size != 0 && n > SIZE_MAX / size)
+        as_oom(SIZE_MAX, NULL);
+    p = as_xmalloc(n * size);
+    as_huge_pages(p, n * size);
+    return p;
+}
+
 int
 as_read_file(const char *path, char **buf, size_t *len, as_err *err)
 {
@@ -605,10 +647,19 @@ as_read_file(const char *path, char **buf, size_t *len, as_err *err)
     char *p = NULL;
     size_t n = 0, cap = 0, got;
     int is_stdin = strcmp(path, "-") == 0;
+    struct stat st;
 
     fp = is_stdin ? stdin : fopen(path, "rb");
     if (fp == NULL)
         return as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
+    /* a regular file: one buffer of its size (+ room to see the end), so a big
+     * file is neither copied by realloc nor faulted in 4 KiB at a time */
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uintmax_t)st.st_size < (uintmax_t)SIZE_MAX / 2) {
+        cap = (size_t)st.st_size + 65536;
+        p = as_xmalloc(cap + 1);
+        as_huge_pages(p, cap + 1);
+    }
     for (;;) {
         if (cap - n < 65536) {
             cap = cap ? cap * 2 : 131072;

@@ -195,8 +195,12 @@ eng_graph(eng *g)
 
     for (e = 0; e < nd; e++)
         last[e] = -1;
-    g->rowptr = as_xcalloc(n + 2, sizeof *g->rowptr);
-    g->indeg = as_xcalloc(n ? n : 1, sizeof *g->indeg);
+    /* per-event arrays on huge pages: their first touches would otherwise cost
+     * a page fault per 4 KiB, as much as the scheduling (as_huge_pages) */
+    g->rowptr = as_xmalloc_huge(n + 2, sizeof *g->rowptr);
+    memset(g->rowptr, 0, (n + 2) * sizeof *g->rowptr);
+    g->indeg = as_xmalloc_huge(n ? n : 1, sizeof *g->indeg);
+    memset(g->indeg, 0, (n ? n : 1) * sizeof *g->indeg);
     /* pass 1: stream predecessors, in-degrees and out-degree counts */
     for (e = 0; e < n; e++) {
         const sim_event *ev = &p->ev.v[e];
@@ -228,11 +232,11 @@ eng_graph(eng *g)
     }
     for (e = 0; e < n; e++)
         g->rowptr[e + 1] += g->rowptr[e];
-    g->succ = as_xmalloc(((size_t)g->rowptr[n] ? (size_t)g->rowptr[n] : 1) * sizeof *g->succ);
+    g->succ = as_xmalloc_huge((size_t)g->rowptr[n] ? (size_t)g->rowptr[n] : 1, sizeof *g->succ);
     fill = last; /* reuse as a cursor when it is large enough */
     if (nd < n) {
         free(last);
-        fill = as_xmalloc((n ? n : 1) * sizeof *fill);
+        fill = as_xmalloc_huge(n ? n : 1, sizeof *fill);
     }
     memcpy(fill, g->rowptr, n * sizeof *fill);
     /* pass 2: successor rows */
@@ -260,7 +264,7 @@ static size_t
 eng_schedule(eng *g, double *start, double *end)
 {
     size_t n = g->p->ev.n, head = 0, tail = 0, e;
-    int32_t *queue = as_xmalloc((n ? n : 1) * sizeof *queue);
+    int32_t *queue = as_xmalloc_huge(n ? n : 1, sizeof *queue);
 
     for (e = 0; e < n; e++) {
         start[e] = 0;
@@ -513,12 +517,12 @@ as_sim_run(const as_sim_prog *p, const as_sim_opts *o0, as_sim_result **out, as_
     g.p = p;
     g.dpn = as_cost_model_hw(g.cm)->devices_per_node;
     g.ns = o.overlap ? 2 : 1;
-    g.dur = as_xmalloc((n ? n : 1) * sizeof *g.dur);
-    g.spred = as_xmalloc((p->devs.n ? p->devs.n : 1) * sizeof *g.spred);
-    g.cpred = as_xmalloc((n ? n : 1) * sizeof *g.cpred);
+    g.dur = as_xmalloc_huge(n ? n : 1, sizeof *g.dur);
+    g.spred = as_xmalloc_huge(p->devs.n ? p->devs.n : 1, sizeof *g.spred);
+    g.cpred = as_xmalloc_huge(n ? n : 1, sizeof *g.cpred);
     r = as_xcalloc(1, sizeof *r);
-    r->start = as_xmalloc((n ? n : 1) * sizeof *r->start);
-    r->end = as_xmalloc((n ? n : 1) * sizeof *r->end);
+    r->start = as_xmalloc_huge(n ? n : 1, sizeof *r->start);
+    r->end = as_xmalloc_huge(n ? n : 1, sizeof *r->end);
     r->dev = as_xcalloc((size_t)p->ndev, sizeof *r->dev);
     eng_costs(&g);
     eng_graph(&g);
@@ -529,6 +533,16 @@ as_sim_run(const as_sim_prog *p, const as_sim_opts *o0, as_sim_result **out, as_
         rc = eng_deadlock(&g, done, r->end, err);
         goto out;
     }
+    /* the DAG is done with: the memory model's arrays reuse its memory (fresh pages
+     * cost a fault and a zeroing each) */
+    free(g.succ);
+    free(g.rowptr);
+    free(g.indeg);
+    free(g.spred);
+    g.succ = NULL;
+    g.rowptr = NULL;
+    g.indeg = NULL;
+    g.spred = NULL;
     r->overlap = o.overlap;
     r->ndevices = p->ndev;
     r->nevents = n;

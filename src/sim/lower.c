@@ -64,7 +64,17 @@ typedef struct lower {
     long nrs;                  /* resharded tensors so far (fresh names) */
     int *grp;                  /* scratch group */
     int *devs;                 /* scratch device list */
+    struct lower_icache *icache; /* [nops] the last interning of each op */
 } lower;
+
+/* Op O's last interning: its local input and output shapes and the result; the
+ * microbatches of a pipeline (and the stages' copies) repeat them, and building
+ * the op's canonical text per event cost a third of the lowering. */
+typedef struct lower_icache {
+    as_shape *sh;    /* [nin + nout] (NULL: not interned yet) */
+    int32_t id;
+    double time;
+} lower_icache;
 
 void
 as_lower_opts_init(as_lower_opts *o)
@@ -227,6 +237,33 @@ lower_match(lower *L, as_err *err)
 
 /* ---- emission ---------------------------------------------------------- */
 
+/*
+ * BUF = "NAME/mMICRO", what snprintf(BUF, N, "%s/m%d", NAME, MICRO) writes (this runs
+ * per tensor and event of a pipeline, and printf's formatting was a tenth of the
+ * lowering).
+ */
+static void
+lower_name_micro(char *buf, size_t n, const char *name, int micro)
+{
+    size_t len = strlen(name), k = 0;
+    char dig[12];
+    unsigned u = (unsigned)micro;
+
+    if (micro < 0 || len + 2 + sizeof dig >= n) {
+        snprintf(buf, n, "%s/m%d", name, micro);
+        return;
+    }
+    do
+        dig[k++] = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    memcpy(buf, name, len);
+    buf[len++] = '/';
+    buf[len++] = 'm';
+    while (k > 0)
+        buf[len++] = dig[--k];
+    buf[len] = '\0';
+}
+
 /* Program tensor id of graph tensor T for microbatch MICRO (declared params: one id). */
 static int32_t
 lower_id(lower *L, int32_t t, int micro)
@@ -240,9 +277,10 @@ lower_id(lower *L, int32_t t, int micro)
     k = (size_t)micro * (size_t)L->nt + (size_t)t;
     if (L->ids[k] < 0) {
         if (L->np > 1 || L->nmicro > 1) {
-            snprintf(buf, sizeof buf, "%s/m%d", L->sname[t], micro);
             if (declared(gt) && gt->kind != AS_TK_INPUT)
                 snprintf(buf, sizeof buf, "%s", L->sname[t]);
+            else
+                lower_name_micro(buf, sizeof buf, L->sname[t], micro);
             L->ids[k] = as_sim_tensor(L->p, buf);
         } else {
             L->ids[k] = as_sim_tensor(L->p, L->sname[t]);
@@ -395,6 +433,35 @@ lower_intern(lower *L, const as_op *op, const as_shape *in, const as_shape *lout
     return AS_OK;
 }
 
+/* lower_intern of op O, reusing its last result when the local shapes are the same. */
+static int
+lower_intern_cached(lower *L, int32_t o, const as_op *op, const as_shape *in,
+                    const as_shape *lout, int32_t *id, double *time)
+{
+    lower_icache *c = &L->icache[o];
+    int k, same = c->sh != NULL;
+
+    for (k = 0; same && k < op->nin; k++)
+        same = as_shape_equal(&c->sh[k], &in[k]);
+    for (k = 0; same && k < op->nout; k++)
+        same = as_shape_equal(&c->sh[op->nin + k], &lout[k]);
+    if (same) {
+        *id = c->id;
+        *time = c->time;
+        return AS_OK;
+    }
+    AS_CHECK(lower_intern(L, op, in, lout, id, time));
+    if (c->sh == NULL)
+        c->sh = as_arena_alloc(L->arena, ((size_t)op->nin + (size_t)op->nout + 1) * sizeof *c->sh);
+    if (op->nin > 0)
+        memcpy(c->sh, in, (size_t)op->nin * sizeof *c->sh);
+    if (op->nout > 0)
+        memcpy(c->sh + op->nin, lout, (size_t)op->nout * sizeof *c->sh);
+    c->id = *id;
+    c->time = *time;
+    return AS_OK;
+}
+
 /* Source of input T of an op of stage L->cur_stage in a pipeline pass C (substitutes). */
 static int32_t
 lower_src(lower *L, int32_t t, int micro, const as_sim_pipe_ctx *c)
@@ -493,7 +560,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
                     ? 0
                     : (double)as_shape_bytes(&lout[k]);
     }
-    lower_intern(L, op, lin, lout, &id, &time);
+    AS_CHECK_GOTO(rc, lower_intern_cached(L, o, op, lin, lout, &id, &time), out);
     as_sim_event_spec_init(&e);
     e.kind = AS_SIM_COMPUTE;
     e.devs = lower_devs(L, base);
@@ -507,7 +574,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     e.nwrites = op->nout;
     e.label = L->sname[op->out[0]];
     if (L->np > 1 && L->role[o] != ROLE_OPT) { /* pipelines: the microbatch in the label */
-        snprintf(name, sizeof name, "%s/m%d", L->sname[op->out[0]], micro);
+        lower_name_micro(name, sizeof name, L->sname[op->out[0]], micro);
         e.label = name;
     }
     AS_CHECK_GOTO(rc, as_sim_add(L->p, &e, err), out);
@@ -1105,6 +1172,7 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
     L.devs = as_xmalloc((size_t)L.n * sizeof *L.devs);
     nids = (size_t)L.nmicro * (size_t)L.nt + 1;
     L.ids = as_xmalloc(nids * sizeof *L.ids);
+    L.icache = as_xcalloc((size_t)L.nops + 1, sizeof *L.icache);
     memset(L.ids, 0xff, nids * sizeof *L.ids);
     for (t = 0; t < L.nt; t++) {
         const as_tensor *gt = as_graph_tensor(g, t);
@@ -1152,6 +1220,7 @@ out:
     free(L.grp);
     free(L.devs);
     free(L.ids);
+    free(L.icache);
     as_strmap_destroy(&L.rcache);
     as_arena_free(L.arena);
     as_strat_ctx_free(L.sctx);

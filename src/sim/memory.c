@@ -26,7 +26,12 @@ typedef struct mem_rec {
     double delta; /**< +bytes allocated or -bytes freed */
 } mem_rec;
 
-typedef AS_VEC(mem_rec) mem_bucket;
+/* A vector of records; OWNED = 0: V is a slice of the run's pool (not freed alone). */
+typedef struct mem_bucket {
+    mem_rec *v;
+    size_t n, cap;
+    int owned;
+} mem_bucket;
 
 static int
 mem_cmp(const void *a, const void *b)
@@ -46,13 +51,29 @@ mem_counted(const sim_buf *b)
              (b->origin == SIM_BUF_ACT && b->producer < 0));
 }
 
+/* Bytes of buffer BF the memory model counts over time (0: resident, empty or never made). */
+static inline double
+mem_bytes(const sim_buf *bf)
+{
+    return mem_counted(bf) ? bf->bytes : 0;
+}
+
 /* Append a record to bucket BK. */
 static inline void
 mem_push(mem_bucket *bk, double t, double delta)
 {
     if (bk->n == bk->cap) {
-        bk->cap = bk->cap ? bk->cap * 2 : 256;
-        bk->v = as_xreallocarray(bk->v, bk->cap, sizeof *bk->v);
+        size_t nc = bk->cap ? bk->cap * 2 : 256;
+        if (bk->owned) {
+            bk->v = as_xreallocarray(bk->v, nc, sizeof *bk->v);
+        } else { /* outgrew its slice of the pool */
+            mem_rec *nv = as_xreallocarray(NULL, nc, sizeof *nv);
+            if (bk->n > 0)
+                memcpy(nv, bk->v, bk->n * sizeof *nv);
+            bk->v = nv;
+            bk->owned = 1;
+        }
+        bk->cap = nc;
     }
     bk->v[bk->n].t = t > 0 ? t : 0;
     bk->v[bk->n++].delta = delta;
@@ -117,17 +138,18 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
                    as_sim_dev_stats *dev, size_t *nbuf, as_sim_i_mem_cb cb, void *ud)
 {
     size_t nb = p->bufs.n, i, nbk = (size_t)p->ndev * 4;
-    int32_t *lastev = as_xmalloc((nb ? nb : 1) * sizeof *lastev);
-    double *lastend = as_xmalloc((nb ? nb : 1) * sizeof *lastend);
-    double *bytes = as_xmalloc((nb ? nb : 1) * sizeof *bytes); /* 0: not counted */
-    int32_t *bdev = as_xmalloc((nb ? nb : 1) * sizeof *bdev);
-    int32_t *prod = as_xmalloc((nb ? nb : 1) * sizeof *prod);
+    int32_t *lastev = as_xmalloc_huge(nb ? nb : 1, sizeof *lastev);
+    double *lastend = as_xmalloc_huge(nb ? nb : 1, sizeof *lastend);
     mem_bucket *bk = as_xcalloc(nbk, sizeof *bk), tmp[2] = {{0}};
+    mem_rec *pool;
+    size_t *cnt = as_xcalloc(nbk ? nbk : 1, sizeof *cnt), tot = 0;
     double *base = as_xcalloc((size_t)p->ndev, sizeof *base);
     uint32_t k;
     int d;
 
-    /* Flat per-buffer facts, so the event loops touch small arrays only. */
+    /* Per-buffer state; the facts (device, producer, bytes) are read from the program's
+     * buffers, which are in memory already (copies of them were 30 MB of fresh pages
+     * on gpt3-175b/64, whose first touches cost more than the loops gained). */
     for (d = 0; d < p->ndev; d++) {
         dev[d].resident = 0;
         dev[d].peak = 0;
@@ -135,17 +157,11 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     }
     for (i = 0; i < nb; i++) {
         const sim_buf *bf = &p->bufs.v[i];
-        bytes[i] = mem_counted(bf) ? bf->bytes : 0;
-        bdev[i] = bf->dev;
-        prod[i] = bf->producer;
         lastev[i] = bf->producer;
         lastend[i] = bf->producer >= 0 ? end[bf->producer] : -1;
         if (bf->origin == SIM_BUF_RESIDENT)
             dev[bf->dev].resident += bf->bytes;
     }
-    /* Room for a balanced share of the records in every bucket (they still grow). */
-    for (i = 0; i < nbk; i++)
-        AS_VEC_RESERVE(&bk[i], 2 * p->wrs.n / (nbk ? nbk : 1) + 16);
     /* The event after whose end each buffer is freed: its last reader, else its producer. */
     for (i = 0; i < p->ev.n; i++) {
         const sim_event *ev = &p->ev.v[i];
@@ -156,9 +172,32 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
                 lastev[rd[k]] = (int32_t)i;
             }
     }
+    /*
+     * Room for every bucket's records in one pool on huge pages: a counted buffer
+     * has one allocation record (at its producer) and one free record (at its
+     * last reader, else its producer), in the bucket of that event's stream.
+     * The counts size the slices only; a bucket that outgrows its slice moves.
+     */
+    for (i = 0; i < nb; i++) {
+        const sim_buf *bf = &p->bufs.v[i];
+        if (mem_bytes(bf) <= 0)
+            continue;
+        if (bf->producer >= 0)
+            cnt[MEM_BUCKET(bf->dev, p->ev.v[bf->producer].stream & 1, 1)]++;
+        if (lastev[i] >= 0)
+            cnt[MEM_BUCKET(bf->dev, p->ev.v[lastev[i]].stream & 1, 0)]++;
+    }
+    for (i = 0; i < nbk; i++)
+        tot += cnt[i] + 1;
+    pool = as_xmalloc_huge(tot ? tot : 1, sizeof *pool);
+    for (i = 0, tot = 0; i < nbk; i++) {
+        bk[i].v = pool + tot;
+        bk[i].cap = cnt[i] + 1;
+        tot += cnt[i] + 1;
+    }
     for (i = 0; i < nb; i++)
         if (p->bufs.v[i].origin == SIM_BUF_INPUT && p->bufs.v[i].bytes > 0 && lastev[i] >= 0)
-            base[bdev[i]] += p->bufs.v[i].bytes; /* inputs: allocated at time 0 */
+            base[p->bufs.v[i].dev] += p->bufs.v[i].bytes; /* inputs: allocated at time 0 */
     /*
      * Records per (device, stream, free/alloc) bucket, generated in program
      * order: a stream runs its events one after another, so every bucket is
@@ -171,24 +210,29 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
         const int32_t *wr = ev->nwr > 0 ? p->wrs.v + ev->wr_off : NULL;
         int st = ev->stream & 1;
         for (k = 0; k < ev->nwr; k++) {
-            int32_t b = wr[k];
-            if (bytes[b] > 0 && prod[b] == (int32_t)i)
-                mem_push(&bk[MEM_BUCKET(bdev[b], st, 1)], start[i], bytes[b]);
+            const sim_buf *bf = &p->bufs.v[wr[k]];
+            double by = mem_bytes(bf);
+            if (by > 0 && bf->producer == (int32_t)i)
+                mem_push(&bk[MEM_BUCKET(bf->dev, st, 1)], start[i], by);
         }
         for (k = 0; k < ev->nrd; k++) {
             int32_t b = rd[k];
             if (lastev[b] == (int32_t)i) {
+                const sim_buf *bf = &p->bufs.v[b];
+                double by = mem_bytes(bf);
                 lastev[b] = -2;
-                if (bytes[b] > 0)
-                    mem_push(&bk[MEM_BUCKET(bdev[b], st, 0)], end[i], -bytes[b]);
+                if (by > 0)
+                    mem_push(&bk[MEM_BUCKET(bf->dev, st, 0)], end[i], -by);
             }
         }
         for (k = 0; k < ev->nwr; k++) {
             int32_t b = wr[k];
             if (lastev[b] == (int32_t)i) {
+                const sim_buf *bf = &p->bufs.v[b];
+                double by = mem_bytes(bf);
                 lastev[b] = -2;
-                if (bytes[b] > 0)
-                    mem_push(&bk[MEM_BUCKET(bdev[b], st, 0)], end[i], -bytes[b]);
+                if (by > 0)
+                    mem_push(&bk[MEM_BUCKET(bf->dev, st, 0)], end[i], -by);
             }
         }
     }
@@ -208,14 +252,14 @@ as_sim_i_memory_cb(const as_sim_prog *p, const double *start, const double *end,
     }
     *nbuf = nb;
     for (i = 0; i < nbk; i++)
-        free(bk[i].v);
+        if (bk[i].owned)
+            free(bk[i].v);
+    free(pool);
+    free(cnt);
     free(tmp[0].v);
     free(tmp[1].v);
     free(bk);
     free(base);
-    free(prod);
-    free(bdev);
-    free(bytes);
     free(lastend);
     free(lastev);
 }

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef __linux__
-#include <sys/mman.h>
 #endif
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -34,6 +33,14 @@
 #endif
 
 #include "sim_internal.h"
+
+#if defined(__linux__) && !defined(AS_FUZZING)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define RD_MMAP 1
+#endif
 
 #define SIM_MAX_DEVICES 65536
 
@@ -1380,25 +1387,6 @@ rd_attr(rd_state *r, const rd_tok *t, size_t klen, as_err *err)
     return AS_OK;
 }
 
-/*
- * Ask for huge pages on the whole 2 MiB pages of array [P, P + BYTES): the first
- * touches of a big program's arrays (one page fault per 4 KiB) cost the parser more
- * than parsing (transparent huge pages in "madvise" mode, as Debian ships them).
- */
-static void
-rd_huge(void *p, size_t bytes)
-{
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    uintptr_t a = ((uintptr_t)p + ((uintptr_t)1 << 21) - 1) & ~(((uintptr_t)1 << 21) - 1);
-    uintptr_t b = ((uintptr_t)p + bytes) & ~(((uintptr_t)1 << 21) - 1);
-
-    if (b > a)
-        (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
 
 /* "program NAME devices=N [hw=H] [cost=M] [batch=B]" */
 static int
@@ -1452,11 +1440,11 @@ rd_header(rd_state *r, const rd_tok *t, int nt, as_sim_prog **out, as_err *err)
     AS_VEC_RESERVE(&(*out)->rds, r->nlines);
     AS_VEC_RESERVE(&(*out)->wrs, r->nlines);
     AS_VEC_RESERVE(&(*out)->bufs, r->nlines);
-    rd_huge((*out)->ev.v, (*out)->ev.cap * sizeof *(*out)->ev.v);
-    rd_huge((*out)->devs.v, (*out)->devs.cap * sizeof *(*out)->devs.v);
-    rd_huge((*out)->rds.v, (*out)->rds.cap * sizeof *(*out)->rds.v);
-    rd_huge((*out)->wrs.v, (*out)->wrs.cap * sizeof *(*out)->wrs.v);
-    rd_huge((*out)->bufs.v, (*out)->bufs.cap * sizeof *(*out)->bufs.v);
+    as_huge_pages((*out)->ev.v, (*out)->ev.cap * sizeof *(*out)->ev.v);
+    as_huge_pages((*out)->devs.v, (*out)->devs.cap * sizeof *(*out)->devs.v);
+    as_huge_pages((*out)->rds.v, (*out)->rds.cap * sizeof *(*out)->rds.v);
+    as_huge_pages((*out)->wrs.v, (*out)->wrs.cap * sizeof *(*out)->wrs.v);
+    as_huge_pages((*out)->bufs.v, (*out)->bufs.cap * sizeof *(*out)->bufs.v);
     as_sim_prog_set_path(*out, r->path);
     as_sim_prog_set_batch(*out, batch);
     if (hw != NULL) {
@@ -1891,24 +1879,68 @@ rd_line(rd_state *r, const rd_tok *t, int nt, as_err *err)
     return rd_event(r, t, nt, err);
 }
 
-int
-as_sim_prog_parse(const char *path, const char *text, as_sim_prog **out, as_err *err)
+/*
+ * Newlines in TEXT[0..LEN) (one pass, 16 bytes at a time with SSE2; no byte
+ * outside the range is read); *NUL gets 1 if a NUL byte is among them.
+ */
+static size_t
+rd_count_lines(const char *text, size_t len, int *nul)
+{
+    size_t i = 0, n = 0;
+    unsigned z = 0;
+
+#ifdef RD_SSE2
+    const __m128i nlv = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+    __m128i acc = zero, zs = zero;
+    int rounds = 0;
+
+    /* per-byte newline counts in ACC (cmpeq gives -1), summed every 255 blocks */
+    for (; i + 16 <= len; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(text + i));
+
+        acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(x, nlv));
+        zs = _mm_or_si128(zs, _mm_cmpeq_epi8(x, zero));
+        if (++rounds == 255 || i + 32 > len) {
+            __m128i sad = _mm_sad_epu8(acc, zero);
+            n += (size_t)_mm_cvtsi128_si32(sad) + (size_t)_mm_cvtsi128_si32(_mm_srli_si128(sad, 8));
+            acc = zero;
+            rounds = 0;
+        }
+    }
+    z = (unsigned)_mm_movemask_epi8(zs);
+#endif
+    for (; i < len; i++) {
+        n += text[i] == '\n';
+        z |= text[i] == '\0';
+    }
+    *nul = z != 0;
+    return n;
+}
+
+/* Parse TEXT of LEN bytes (TEXT[LEN] is NUL); a NUL byte before LEN is an error. */
+static int
+rd_parse(const char *path, const char *text, size_t len, as_sim_prog **out, as_err *err)
 {
     rd_state r;
     rd_tok t[RD_MAX_TOKENS];
-    const char *q = text, *nl;
-    int rc = AS_OK, nt;
+    const char *q = text;
+    int rc = AS_OK, nt, nul;
 
+    /* lines, to size the program's arrays once (no copies as they grow); an event
+     * line has at least 20 bytes, so blank lines reserve nothing beyond that */
+    size_t nlines = rd_count_lines(text, len, &nul);
+    const char *lastnl = nlines > 0 ? memrchr(text, '\n', len) : NULL;
+    size_t upto = lastnl != NULL ? (size_t)(lastnl + 1 - text) : 0;
+
+    if (nul)
+        return as_err_nul(err, path, text, "not a program text");
     memset(&r, 0, sizeof r);
     r.path = path;
     r.scratch = as_arena_new();
     as_strmap_init(&r.opcache);
-    /* lines, to size the program's arrays once (no copies as they grow); an event
-     * line has at least 20 bytes, so blank lines reserve nothing beyond that */
-    for (q = text; (nl = strchr(q, '\n')) != NULL; q = nl + 1)
-        r.nlines++;
-    if (r.nlines > (size_t)(q - text) / 20)
-        r.nlines = (size_t)(q - text) / 20;
+    r.nlines = nlines;
+    if (r.nlines > upto / 20)
+        r.nlines = upto / 20;
     q = text;
     while (*q != '\0') {
         r.line++;
@@ -1941,18 +1973,75 @@ out:
 }
 
 int
+as_sim_prog_parse(const char *path, const char *text, as_sim_prog **out, as_err *err)
+{
+    return rd_parse(path, text, strlen(text), out, err);
+}
+
+#ifdef RD_MMAP
+/*
+ * Map regular file PATH read-only, NUL-terminated: the file's pages come from the
+ * page cache (no copy, no fresh zeroed memory: for a lowered program of 200 MB
+ * the copy and the zeroing of its buffer cost as much as parsing it).  The
+ * mapping is one page longer than the file when the file fills its last page,
+ * so TEXT[LEN] is a readable 0 either way (the kernel zeroes the rest of a
+ * file's last page).  *TEXT = NULL when the file is not regular, empty, small
+ * or cannot be mapped: the caller reads it.  *MAPLEN gets the mapping's size.
+ */
+static void
+rd_map_file(const char *path, char **text, size_t *len, size_t *maplen)
+{
+    struct stat st;
+    long pg = sysconf(_SC_PAGESIZE);
+    int fd;
+    size_t n, m;
+    char *base;
+
+    *text = NULL;
+    if (strcmp(path, "-") == 0 || pg <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < ((off_t)1 << 20) ||
+        (uintmax_t)st.st_size > (uintmax_t)SIZE_MAX / 2) {
+        close(fd);
+        return;
+    }
+    n = (size_t)st.st_size;
+    m = (n / (size_t)pg + 1) * (size_t)pg; /* at least one byte past the file */
+    base = mmap(NULL, m, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base != MAP_FAILED &&
+        mmap(base, n, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0) == MAP_FAILED) {
+        munmap(base, m);
+        base = MAP_FAILED;
+    }
+    close(fd);
+    if (base == MAP_FAILED)
+        return;
+    *text = base;
+    *len = n;
+    *maplen = m;
+}
+#endif
+
+int
 as_sim_prog_read(const char *path, as_sim_prog **out, as_err *err)
 {
     char *buf = NULL;
-    size_t len;
+    size_t len = 0;
     int rc;
+#ifdef RD_MMAP
+    size_t maplen = 0;
 
-    AS_CHECK(as_read_file(path, &buf, &len, err));
-    if (strlen(buf) != len) {
-        rc = as_err_nul(err, path, buf, "not a program text");
-    } else {
-        rc = as_sim_prog_parse(path, buf, out, err);
+    rd_map_file(path, &buf, &len, &maplen);
+#endif
+    if (buf == NULL)
+        AS_CHECK(as_read_file(path, &buf, &len, err));
+    rc = rd_parse(path, buf, len, out, err); /* a NUL byte in the file is an error */
+#ifdef RD_MMAP
+    if (maplen > 0) {
+        munmap(buf, maplen);
+        buf = NULL;
     }
+#endif
     free(buf);
     return rc;
 }
