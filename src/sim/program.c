@@ -36,6 +36,8 @@
 
 #if defined(__linux__) && !defined(AS_FUZZING)
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -2020,6 +2022,21 @@ rd_map_file(const char *path, char **text, size_t *len, size_t *maplen)
     *len = n;
     *maplen = m;
 }
+
+/* What the SIGBUS handler writes: a mapped file that another process truncates
+   while it is parsed faults on the pages it lost. */
+static char rd_bus_msg[512];
+static size_t rd_bus_len;
+
+static void
+rd_on_bus(int sig)
+{
+    ssize_t w = write(STDERR_FILENO, rd_bus_msg, rd_bus_len);
+
+    (void)sig;
+    (void)w;
+    _exit(1);
+}
 #endif
 
 int
@@ -2035,9 +2052,22 @@ as_sim_prog_read(const char *path, as_sim_prog **out, as_err *err)
 #endif
     if (buf == NULL)
         AS_CHECK(as_read_file(path, &buf, &len, err));
+#ifdef RD_MMAP
+    struct sigaction sa, old;
+    if (maplen > 0) {
+        int k = snprintf(rd_bus_msg, sizeof rd_bus_msg,
+                         "autoshard: %s: the file was truncated while it was read\n", path);
+        rd_bus_len = k > 0 && (size_t)k < sizeof rd_bus_msg ? (size_t)k : sizeof rd_bus_msg - 1;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = rd_on_bus;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, &old);
+    }
+#endif
     rc = rd_parse(path, buf, len, out, err); /* a NUL byte in the file is an error */
 #ifdef RD_MMAP
     if (maplen > 0) {
+        sigaction(SIGBUS, &old, NULL);
         munmap(buf, maplen);
         buf = NULL;
     }
