@@ -89,6 +89,24 @@ build_links(as_heur *h)
         h->lstart[own[i] + 2]++;
     for (u = 0; u < h->nu; u++)
         h->lstart[u + 2] += h->lstart[u + 1];
+    /* every edge matrix also transposed, so that both ends read it by rows: one copy per
+       edge, shared by its two links (tmp holds each edge's links side by side) */
+    h->tr = as_xcalloc(nl / 2 + 1, sizeof *h->tr);
+    for (i = 0; i + 1 < nl; i += 2) {
+        as_hlink *a = &tmp[i], *b = &tmp[i + 1]; /* a: u's side (own_is_u), b: v's */
+        size_t ku = b->ko, kv = a->ko, pi, q;
+        double *t;
+        if (a->r == NULL)
+            continue;
+        t = h->tr[h->ntr++] = as_xcalloc(ku * kv + 1, sizeof *t);
+        for (pi = 0; pi < ku; pi++)
+            for (q = 0; q < kv; q++)
+                t[q * ku + pi] = a->r[pi * kv + q];
+        a->ro = a->r;
+        a->rt = t;
+        b->ro = t;
+        b->rt = a->r;
+    }
     h->link = as_xcalloc(nl + 1, sizeof *h->link);
     for (i = 0; i < nl; i++)
         h->link[h->lstart[own[i] + 1]++] = tmp[i];
@@ -294,6 +312,9 @@ as_heur_free(as_heur *h)
         free((double *)h->hm[i].dm);
     for (i = 0; h->lstart != NULL && i < h->lstart[h->nu]; i++)
         free(h->link[i].minr), free(h->link[i].minro);
+    for (i = 0; i < h->ntr; i++)
+        free(h->tr[i]);
+    free(h->tr);
     free(h->cost);
     free(h->mw);
     free(h->share);
@@ -355,12 +376,9 @@ as_heur_greedy(const as_heur *h, size_t *x, double lambda)
             if (o == UNSET)
                 continue;
             if (l->r != NULL) {
-                if (l->own_is_u)
-                    for (s = 0; s < ku; s++)
-                        cv[s] += l->r[s * l->ko + o];
-                else
-                    for (s = 0; s < ku; s++)
-                        cv[s] += l->r[o * ku + s];
+                const double *rt = l->rt + o * ku;
+                for (s = 0; s < ku; s++)
+                    cv[s] += rt[s];
             } else {
                 for (s = 0; s < ku; s++)
                     if (l->bad[l->own_is_u ? s * l->ko + o : o * ku + s])
@@ -642,12 +660,9 @@ ls_init(ls *st, const as_heur *h, size_t *x)
             const as_hlink *l = &h->link[i];
             size_t o = x[l->other];
             if (l->r != NULL) {
-                if (l->own_is_u)
-                    for (s = 0; s < ku; s++)
-                        g[s] += l->r[s * l->ko + o];
-                else
-                    for (s = 0; s < ku; s++)
-                        g[s] += l->r[o * ku + s];
+                const double *rt = l->rt + o * ku;
+                for (s = 0; s < ku; s++)
+                    g[s] += rt[s];
             } else {
                 for (s = 0; s < ku; s++)
                     nb[s] += l->bad[l->own_is_u ? s * l->ko + o : o * ku + s];
@@ -696,14 +711,9 @@ ls_move(ls *st, size_t u, size_t b)
         double *g = st->g[o];
         st->dirty[o] = st->pdirty[o] = 1;
         if (l->r != NULL) {
-            if (l->own_is_u) { /* r[u's * ko + o's] */
-                const double *ra = l->r + a * ko, *rb = l->r + b * ko;
-                for (t = 0; t < ko; t++)
-                    g[t] += rb[t] - ra[t];
-            } else { /* r[o's * ku + u's] */
-                for (t = 0; t < ko; t++)
-                    g[t] += l->r[t * ku + b] - l->r[t * ku + a];
-            }
+            const double *ra = l->ro + a * ko, *rb = l->ro + b * ko;
+            for (t = 0; t < ko; t++)
+                g[t] += rb[t] - ra[t];
         } else {
             unsigned *nb = st->nbad[o];
             for (t = 0; t < ko; t++) {
@@ -806,7 +816,7 @@ ls_pairs(ls *st)
                 for (j = 0; j < nl; j++) {
                     const as_hlink *m = &h->link[lk[j]];
                     if (m->r != NULL)
-                        c -= m->r[LIDX(m, a, b0)];
+                        c -= m->rt[b0 * ku + a];
                     else
                         nb -= m->bad[LIDX(m, a, b0)];
                 }
@@ -818,7 +828,7 @@ ls_pairs(ls *st)
                 for (j = 0; j < nl; j++) {
                     const as_hlink *m = &h->link[lk[j]];
                     if (m->r != NULL)
-                        c -= m->r[LIDX(m, a0, b)];
+                        c -= m->ro[a0 * kw + b];
                     else
                         nb -= m->bad[LIDX(m, a0, b)];
                 }
@@ -843,7 +853,7 @@ ls_pairs(ls *st)
                     for (j = 0; j < nl && !bad; j++) {
                         const as_hlink *m = &h->link[lk[j]];
                         if (m->r != NULL)
-                            c += m->r[LIDX(m, a, b)];
+                            c += m->ro[a * kw + b];
                         else
                             bad = m->bad[LIDX(m, a, b)];
                     }

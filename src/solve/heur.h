@@ -28,6 +28,9 @@ typedef struct as_hlink {
     double *minr;     /**< edge: per strategy of this unit, the cheapest resharding to any
                            strategy of the other (a lower bound while the other is open) */
     double *minro;    /**< edge: the same per strategy of the other unit, over this one's */
+    const double *ro; /**< edge: the matrix with this unit's strategy major, ro[s * ko + o]
+                           (r itself or its transpose: both ends read rows, not columns) */
+    const double *rt; /**< edge: the other unit's strategy major, rt[o * k + s] */
 } as_hlink;
 
 /** Memory a unit's strategies add to one liveness point that can bind. */
@@ -65,6 +68,8 @@ typedef struct as_heur {
                                 how much memory a strategy takes), 0 without a budget */
     double *share;         /**< nu: how much the unit's choice can change the objective */
     int reverse;           /**< units numbered in reverse node order (as_heur_init_ex) */
+    double **tr;           /**< ntr transposed edge matrices (owned) */
+    size_t ntr;
 } as_heur;
 
 /** Build the view of P (valid).  Costs O(nodes + edges + liveness entries * k). */
