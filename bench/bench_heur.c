@@ -131,7 +131,8 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
             printf("  gap to bound %7.3f%%", 100 * fmax(0, r.plans[0].gap));
         if (strcmp(solver, "mcts") == 0 && r.plans[0].nodes > 0) {
             *ms_ep = 1e3 * r.plans[0].time_s / (double)r.plans[0].nodes;
-            printf("  %.3f ms/episode", *ms_ep);
+            printf("  %ld episodes, %.3f ms/episode (wall), %.3f (cpu)", r.plans[0].nodes,
+                   *ms_ep, 1e3 * *cpu / (double)r.plans[0].nodes);
         }
     }
     printf("  (peak RSS %.0f MiB)\n", (double)as_peak_rss() / 1048576.0);
