@@ -7,17 +7,24 @@
  * default gap) and to the reductions' lower bound.
  *
  *   bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] [-q] [-u]
+ *              [-w REFS | -r REFS] [-s SOLVER]
  *
  * -t limits every solve (default 120 s); -p and -m run one preset or mesh;
  * -b sets the global batch (default 8); -q: beam K=1,10 and mcts 1,000 only;
  * -u: layers untied (autoshard solve --no-tie); by default repeated layers
- * are tied as autoshard solve ties them.
+ * are tied as autoshard solve ties them.  -w appends the ILP's results (its
+ * objective and peak without a budget, its objective with the budget) to
+ * REFS; -r reads them from REFS instead of solving the ILP again (the ILP
+ * does not change when the heuristics do).  -s runs only the heuristic runs
+ * whose label starts with SOLVER ("beam", "mcts", "beam K=100").  At the end
+ * a table: CPU seconds (user + system) and the gap to the ILP's plan.
  */
 #include "config.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "formulate/build.h"
@@ -37,12 +44,59 @@ static const run runs[] = {
 
 static int quick;
 static int untied; /* -u: solve the layers apart (autoshard solve --no-tie) */
+static const char *only_s; /* -s: the runs whose label starts with this */
+static FILE *refs_w;        /* -w */
+static const char *refs_r;  /* -r */
+
+/* The table printed at the end: one row per preset, mesh and budget. */
+#define NRUNS (sizeof runs / sizeof runs[0])
+typedef struct row {
+    char name[96];
+    double ref, cpu[NRUNS], obj[NRUNS], ms_ep[NRUNS];
+} row;
+static row table[64];
+static size_t nrows;
+
+static double
+cpu_now(void)
+{
+    struct rusage ru, rc;
+    getrusage(RUSAGE_SELF, &ru);
+    getrusage(RUSAGE_CHILDREN, &rc); /* glpk and cbc solve in a forked child */
+    return (double)(ru.ru_utime.tv_sec + rc.ru_utime.tv_sec) +
+           1e-6 * (double)(ru.ru_utime.tv_usec + rc.ru_utime.tv_usec) +
+           (double)(ru.ru_stime.tv_sec + rc.ru_stime.tv_sec) +
+           1e-6 * (double)(ru.ru_stime.tv_usec + rc.ru_stime.tv_usec);
+}
+
+/* The ILP's results for PRESET on MESH from the -r file: 1 if found. */
+static int
+read_ref(const char *preset, const char *mesh, double *obj, double *peak, double *bobj)
+{
+    FILE *f = fopen(refs_r, "r");
+    char pr[64], me[32], ti[16];
+    double a, b, c;
+    int found = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fscanf(f, "%63s %31s %15s %lf %lf %lf", pr, me, ti, &a, &b, &c) == 6)
+        if (strcmp(pr, preset) == 0 && strcmp(me, mesh) == 0 &&
+            strcmp(ti, untied ? "untied" : "tied") == 0) {
+            *obj = a;
+            *peak = b;
+            *bobj = c;
+            found = 1;
+        }
+    fclose(f);
+    return found;
+}
 static struct as_group_result *groups; /* tied classes, for settling the plans */
 
 /* Solve P once; prints a line; returns the objective (INFINITY without a plan). */
 static double
 one(const as_problem *p, const char *solver, const char *param, const char *label, double tlim,
-    double ref, double *peak)
+    double ref, double *peak, double *cpu, double *ms_ep)
 {
     as_solve_opts o;
     as_solve_result r;
@@ -57,12 +111,15 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
     o.params = params;
     o.nparams = param != NULL;
     o.groups = groups;
+    *cpu = cpu_now();
     if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
         printf("  %-11s error: %s\n", label, err.msg);
         fflush(stdout);
         return INFINITY;
     }
-    printf("  %-11s %8.3f s  %-8s", label, r.total_s, as_outcome_name(r.outcome));
+    *cpu = cpu_now() - *cpu;
+    printf("  %-11s %8.3f s (cpu %7.3f s)  %-8s", label, r.total_s, *cpu,
+           as_outcome_name(r.outcome));
     if (r.nplans > 0) {
         obj = r.plans[0].objective;
         if (peak != NULL)
@@ -72,8 +129,11 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
             printf("  vs ILP %+7.3f%%", 100 * (obj - ref) / ref);
         if (isfinite(r.plans[0].bound))
             printf("  gap to bound %7.3f%%", 100 * fmax(0, r.plans[0].gap));
-        if (strcmp(solver, "mcts") == 0 && r.plans[0].nodes > 0)
-            printf("  %.3f ms/episode", 1e3 * r.plans[0].time_s / (double)r.plans[0].nodes);
+        if (strcmp(solver, "mcts") == 0 && r.plans[0].nodes > 0) {
+            *ms_ep = 1e3 * r.plans[0].time_s / (double)r.plans[0].nodes;
+            printf("  %ld episodes, %.3f ms/episode (wall), %.3f (cpu)", r.plans[0].nodes,
+                   *ms_ep, 1e3 * *cpu / (double)r.plans[0].nodes);
+        }
     }
     printf("  (peak RSS %.0f MiB)\n", (double)as_peak_rss() / 1048576.0);
     fflush(stdout);
@@ -81,19 +141,65 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
     return obj;
 }
 
-static void
-bench_problem(const as_problem *p, double tlim, const char *tag, double *peak)
+/* The ILP (unless REF is given: finite, or -r) and the heuristics on P; a table row. */
+static double
+bench_problem(const as_problem *p, double tlim, const char *name, const char *tag, double ref,
+              double *peak)
 {
-    double ref;
     size_t i;
+    row *rw = nrows < sizeof table / sizeof table[0] ? &table[nrows++] : &table[nrows - 1];
+    double cpu;
 
     printf(" %s\n", tag);
-    ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak);
-    for (i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    memset(rw, 0, sizeof *rw);
+    snprintf(rw->name, sizeof rw->name, "%s", name);
+    if (refs_r == NULL)
+        ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak, &cpu, &rw->ms_ep[0]);
+    else
+        printf("  ILP (glpk)  from %s: obj %.9g s\n", refs_r, ref);
+    rw->ref = ref;
+    for (i = 0; i < NRUNS; i++) {
+        rw->cpu[i] = rw->obj[i] = NAN;
+        rw->ms_ep[i] = 0;
         if (quick && (strstr(runs[i].label, "100") || strstr(runs[i].label, "10k")))
             continue;
-        one(p, runs[i].solver, runs[i].param, runs[i].label, tlim, ref, NULL);
+        if (only_s != NULL && strncmp(runs[i].label, only_s, strlen(only_s)) != 0)
+            continue;
+        rw->obj[i] = one(p, runs[i].solver, runs[i].param, runs[i].label, tlim, ref, NULL,
+                         &rw->cpu[i], &rw->ms_ep[i]);
     }
+    return ref;
+}
+
+static void
+print_table(void)
+{
+    size_t r, i;
+
+    printf("\n| problem | ILP obj (s) |");
+    for (i = 0; i < NRUNS; i++)
+        printf(" %s |", runs[i].label);
+    printf("\n|---|---|");
+    for (i = 0; i < NRUNS; i++)
+        printf("---|");
+    printf("\n");
+    for (r = 0; r < nrows; r++) {
+        printf("| %s | %.6g |", table[r].name, table[r].ref);
+        for (i = 0; i < NRUNS; i++) {
+            double o = table[r].obj[i], ref = table[r].ref;
+            if (isnan(table[r].cpu[i]))
+                printf(" - |");
+            else if (!isfinite(o))
+                printf(" %.2f s, no plan |", table[r].cpu[i]);
+            else if (isfinite(ref))
+                printf(" %.2f s, %+.2f%% |", table[r].cpu[i], 100 * (o - ref) / ref);
+            else
+                printf(" %.2f s, %.6g |", table[r].cpu[i], o);
+        }
+        printf("\n");
+    }
+    printf("(CPU seconds user+system per solve, building the problem excluded; gap = "
+           "(objective - ILP's) / ILP's)\n");
 }
 
 static int
@@ -106,7 +212,8 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
     as_graph_setup su = {.mesh = mesh};
     as_graph_problem gp;
     as_err err = {0};
-    double peak = -1, lb;
+    double peak = -1, lb, ref = INFINITY, bref = INFINITY;
+    char name[96];
 
     if (pr == NULL) {
         fprintf(stderr, "bench_heur: no preset %s\n", preset);
@@ -133,7 +240,13 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
            (int)as_graph_nops(gp.g), as_problem_nnodes(gp.p), as_problem_nedges(gp.p),
            gp.build_s);
     fflush(stdout);
-    bench_problem(gp.p, tlim, "no budget", &peak);
+    if (refs_r != NULL && !read_ref(preset, mesh, &ref, &peak, &bref)) {
+        fprintf(stderr, "bench_heur: %s on %s: not in %s\n", preset, mesh, refs_r);
+        as_graph_problem_free(&gp);
+        return 1;
+    }
+    snprintf(name, sizeof name, "%s %s", preset, mesh);
+    ref = bench_problem(gp.p, tlim, name, "no budget", ref, &peak);
     as_problem_set_memory(gp.p, 1);
     lb = as_problem_peak_lower_bound(gp.p);
     if (peak > lb * (1 + 1e-6)) {
@@ -142,9 +255,15 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
         snprintf(tag, sizeof tag, "budget %.3f GiB (halfway between %.3f and %.3f GiB)",
                  (lb + 0.5 * (peak - lb)) / 1073741824.0, lb / 1073741824.0,
                  peak / 1073741824.0);
-        bench_problem(gp.p, tlim, tag, NULL);
+        snprintf(name, sizeof name, "%s %s budget", preset, mesh);
+        bref = bench_problem(gp.p, tlim, name, tag, bref, NULL);
     } else {
         printf(" no budget can bind\n");
+    }
+    if (refs_w != NULL) {
+        fprintf(refs_w, "%s %s %s %.17g %.17g %.17g\n", preset, mesh, untied ? "untied" : "tied",
+                ref, peak, bref);
+        fflush(refs_w);
     }
     as_graph_problem_free(&gp);
     return 0;
@@ -162,7 +281,7 @@ main(int argc, char **argv)
     int c, rc = 0;
     size_t i, j;
 
-    while ((c = getopt(argc, argv, "t:p:m:b:qu")) != -1) {
+    while ((c = getopt(argc, argv, "t:p:m:b:quw:r:s:")) != -1) {
         switch (c) {
         case 't': tlim = strtod(optarg, NULL); break;
         case 'p': only_p = optarg; break;
@@ -170,9 +289,18 @@ main(int argc, char **argv)
         case 'b': batch = strtoll(optarg, NULL, 10); break;
         case 'q': quick = 1; break;
         case 'u': untied = 1; break;
+        case 'w':
+            refs_w = fopen(optarg, "a");
+            if (refs_w == NULL) {
+                perror(optarg);
+                return 2;
+            }
+            break;
+        case 'r': refs_r = optarg; break;
+        case 's': only_s = optarg; break;
         default:
             fprintf(stderr, "usage: bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] "
-                            "[-q] [-u]\n");
+                            "[-q] [-u] [-w REFS | -r REFS] [-s SOLVER]\n");
             return 2;
         }
     }
@@ -197,5 +325,8 @@ main(int argc, char **argv)
             if (only_m == NULL || strcmp(only_m, meshes[j]) == 0)
                 rc |= bench_preset(only_p, batch, meshes[j], tlim);
     }
+    print_table();
+    if (refs_w != NULL)
+        fclose(refs_w);
     return rc;
 }

@@ -998,7 +998,7 @@ crows_sums(const work *w, const cgraph *cg, const crows *cr, const size_t *plan,
  * Make PLAN (compact) satisfy the live memory rows: greedily apply the
  * single-node move with the least cost increase per byte of excess removed,
  * then improve by moves that keep every row within its room.  Returns 1 if
- * the plan fits.
+ * the plan fits; 0 also when the deadline passes first.
  */
 static int
 work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
@@ -1021,6 +1021,8 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
             excess += OVER(t, sum[t]);
     for (it = 1; excess > 0 && it <= 20 * nn + 100; it++) {
         double best = INFINITY;
+        if ((it & 15) == 0 && past(w))
+            break; /* out of time: no plan (the bound rounds only prune less) */
         size_t bc = NONE, bb = 0, ntouch = 0;
         /* excess removed by each move, over the rows over their room now */
         for (t = 0; t < nr; t++) {

@@ -89,6 +89,24 @@ build_links(as_heur *h)
         h->lstart[own[i] + 2]++;
     for (u = 0; u < h->nu; u++)
         h->lstart[u + 2] += h->lstart[u + 1];
+    /* every edge matrix also transposed, so that both ends read it by rows: one copy per
+       edge, shared by its two links (tmp holds each edge's links side by side) */
+    h->tr = as_xcalloc(nl / 2 + 1, sizeof *h->tr);
+    for (i = 0; i + 1 < nl; i += 2) {
+        as_hlink *a = &tmp[i], *b = &tmp[i + 1]; /* a: u's side (own_is_u), b: v's */
+        size_t ku = b->ko, kv = a->ko, pi, q;
+        double *t;
+        if (a->r == NULL)
+            continue;
+        t = h->tr[h->ntr++] = as_xcalloc(ku * kv + 1, sizeof *t);
+        for (pi = 0; pi < ku; pi++)
+            for (q = 0; q < kv; q++)
+                t[q * ku + pi] = a->r[pi * kv + q];
+        a->ro = a->r;
+        a->rt = t;
+        b->ro = t;
+        b->rt = a->r;
+    }
     h->link = as_xcalloc(nl + 1, sizeof *h->link);
     for (i = 0; i < nl; i++)
         h->link[h->lstart[own[i] + 1]++] = tmp[i];
@@ -294,6 +312,9 @@ as_heur_free(as_heur *h)
         free((double *)h->hm[i].dm);
     for (i = 0; h->lstart != NULL && i < h->lstart[h->nu]; i++)
         free(h->link[i].minr), free(h->link[i].minro);
+    for (i = 0; i < h->ntr; i++)
+        free(h->tr[i]);
+    free(h->tr);
     free(h->cost);
     free(h->mw);
     free(h->share);
@@ -335,20 +356,42 @@ as_heur_step_cost(const as_heur *h, const size_t *x, size_t u, size_t s)
 void
 as_heur_greedy(const as_heur *h, size_t *x, double lambda)
 {
-    size_t u, s;
+    size_t u, s, i, kmax = 1;
+    double *cv;
 
+    for (u = 0; u < h->nu; u++)
+        kmax = h->k[u] > kmax ? h->k[u] : kmax;
+    cv = as_xcalloc(kmax, sizeof *cv);
     for (u = 0; u < h->nu; u++) {
-        size_t best = 0;
+        size_t best = 0, ku = h->k[u];
         double bc = INFINITY, bm = INFINITY;
         if (x[u] != UNSET)
             continue;
-        for (s = 0; s < h->k[u]; s++) {
-            double c = as_heur_step_cost(h, x, u, s), m = h->mw[u][s];
-            size_t i;
+        /* the cost against the assigned units (links in order, as as_heur_step_cost adds
+           them), then the cheapest resharding to the open ones */
+        memcpy(cv, h->cost[u], ku * sizeof *cv);
+        for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
+            const as_hlink *l = &h->link[i];
+            size_t o = x[l->other];
+            if (o == UNSET)
+                continue;
+            if (l->r != NULL) {
+                const double *rt = l->rt + o * ku;
+                for (s = 0; s < ku; s++)
+                    cv[s] += rt[s];
+            } else {
+                for (s = 0; s < ku; s++)
+                    if (l->bad[l->own_is_u ? s * l->ko + o : o * ku + s])
+                        cv[s] = INFINITY;
+            }
+        }
+        for (i = h->lstart[u]; i < h->lstart[u + 1]; i++)
+            if (h->link[i].minr != NULL && x[h->link[i].other] == UNSET)
+                for (s = 0; s < ku; s++)
+                    cv[s] += h->link[i].minr[s];
+        for (s = 0; s < ku; s++) {
+            double c = cv[s], m = h->mw[u][s];
             int better;
-            for (i = h->lstart[u]; i < h->lstart[u + 1]; i++)
-                if (h->link[i].minr != NULL && x[h->link[i].other] == UNSET)
-                    c += h->link[i].minr[s];
             if (isinf(lambda))
                 better = isfinite(c) && (m < bm || (m == bm && c < bc));
             else {
@@ -363,6 +406,7 @@ as_heur_greedy(const as_heur *h, size_t *x, double lambda)
         }
         x[u] = best;
     }
+    free(cv);
 }
 
 static void memory_of(const as_heur *h, const size_t *x, double *tot);
@@ -560,63 +604,316 @@ pair_fits(const as_heur *h, const seg *t, size_t u, size_t a0, size_t a, size_t 
     return 1;
 }
 
+int
+as_heur_improve(const as_heur *h, size_t *x, int max_sweeps)
+{
+    return as_heur_improve_ex(h, x, max_sweeps, 1);
+}
+
 /*
- * Pair moves: for every edge between units U and W, the best pair of strategies given
- * every other unit's (ICM cannot make two coupled units change together).  Returns the
- * number of moves made.
+ * Local search state: every unit's cost vector against the others' current strategies
+ * (g[u][s] = own cost + the links at the others' strategies; nbad: alias pairs broken),
+ * kept up to date as units move, so that a unit's best strategy costs O(k) instead of
+ * O(k x links), and a pair move O(k_u x k_w) (pruned by a bound) instead of
+ * O((k_u + k_w) x links + k_u x k_w).
+ */
+typedef struct ls {
+    const as_heur *h;
+    size_t *x;
+    double *gbuf;
+    double **g;
+    unsigned *bbuf;
+    unsigned **nbad;
+    unsigned char *dirty; /* singles: the unit's vector or strategy changed since it was
+                             last looked at, or a better strategy did not fit the budget */
+    unsigned char *pdirty; /* pairs: the same for the pairs the unit is in */
+    seg tot;
+} ls;
+
+static void
+ls_init(ls *st, const as_heur *h, size_t *x)
+{
+    size_t u, s, i, nk = 0;
+
+    memset(st, 0, sizeof *st);
+    st->h = h;
+    st->x = x;
+    for (u = 0; u < h->nu; u++)
+        nk += h->k[u];
+    st->gbuf = as_xcalloc(nk + 1, sizeof *st->gbuf);
+    st->bbuf = as_xcalloc(nk + 1, sizeof *st->bbuf);
+    st->g = as_xcalloc(h->nu + 1, sizeof *st->g);
+    st->nbad = as_xcalloc(h->nu + 1, sizeof *st->nbad);
+    st->dirty = as_xcalloc(h->nu + 1, 1);
+    st->pdirty = as_xcalloc(h->nu + 1, 1);
+    nk = 0;
+    for (u = 0; u < h->nu; u++) {
+        size_t ku = h->k[u];
+        double *g = st->g[u] = st->gbuf + nk;
+        unsigned *nb = st->nbad[u] = st->bbuf + nk;
+        nk += ku;
+        st->dirty[u] = st->pdirty[u] = 1;
+        for (s = 0; s < ku; s++)
+            g[s] = h->cost[u][s];
+        memset(nb, 0, ku * sizeof *nb);
+        for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
+            const as_hlink *l = &h->link[i];
+            size_t o = x[l->other];
+            if (l->r != NULL) {
+                const double *rt = l->rt + o * ku;
+                for (s = 0; s < ku; s++)
+                    g[s] += rt[s];
+            } else {
+                for (s = 0; s < ku; s++)
+                    nb[s] += l->bad[l->own_is_u ? s * l->ko + o : o * ku + s];
+            }
+        }
+    }
+    if (h->nbind > 0) {
+        double *mem = as_xcalloc(h->nbind + 1, sizeof *mem);
+        memory_of(h, x, mem);
+        seg_init(&st->tot, mem, h->nbind);
+        free(mem);
+    }
+}
+
+static void
+ls_free(ls *st)
+{
+    free(st->gbuf);
+    free(st->bbuf);
+    free(st->g);
+    free(st->nbad);
+    free(st->dirty);
+    free(st->pdirty);
+    seg_free(&st->tot);
+}
+
+/* The cost of unit U at strategy S against the others (INFINITY if an alias forbids it). */
+static double
+ls_cost(const ls *st, size_t u, size_t s)
+{
+    return st->nbad[u][s] ? INFINITY : st->g[u][s];
+}
+
+/* Unit U takes strategy B: its neighbours' vectors and the memory follow. */
+static void
+ls_move(ls *st, size_t u, size_t b)
+{
+    const as_heur *h = st->h;
+    size_t a = st->x[u], i, t, ku = h->k[u];
+
+    if (a == b)
+        return;
+    for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
+        const as_hlink *l = &h->link[i];
+        size_t o = l->other, ko = l->ko;
+        double *g = st->g[o];
+        st->dirty[o] = st->pdirty[o] = 1;
+        if (l->r != NULL) {
+            const double *ra = l->ro + a * ko, *rb = l->ro + b * ko;
+            for (t = 0; t < ko; t++)
+                g[t] += rb[t] - ra[t];
+        } else {
+            unsigned *nb = st->nbad[o];
+            for (t = 0; t < ko; t++) {
+                size_t ia = l->own_is_u ? a * ko + t : t * ku + a;
+                size_t ib = l->own_is_u ? b * ko + t : t * ku + b;
+                nb[t] += (unsigned)l->bad[ib] - (unsigned)l->bad[ia];
+            }
+        }
+    }
+    st->pdirty[u] = 1;
+    move_apply(h, &st->tot, st->x, u, b);
+}
+
+/* One sweep of single moves in unit order; the number of moves. */
+static size_t
+ls_sweep(ls *st)
+{
+    const as_heur *h = st->h;
+    size_t u, s, moves = 0;
+
+    for (u = 0; u < h->nu; u++) {
+        size_t cur = st->x[u], best = cur, ku = h->k[u];
+        double bc;
+        if (!st->dirty[u])
+            continue; /* nothing around it moved: its best is what it has */
+        st->dirty[u] = 0;
+        bc = ls_cost(st, u, cur);
+        for (s = 0; s < ku; s++) {
+            double c;
+            if (s == cur)
+                continue;
+            c = ls_cost(st, u, s);
+            if (!(c < bc - 1e-12 * fabs(bc)))
+                continue;
+            if (h->nbind == 0 || move_fits(h, &st->tot, u, cur, s)) {
+                best = s;
+                bc = c;
+            } else {
+                st->dirty[u] = 1; /* it may fit once others move */
+            }
+        }
+        if (best != cur) {
+            ls_move(st, u, best);
+            moves++;
+        }
+    }
+    return moves;
+}
+
+/*
+ * Pair moves: for every pair of units joined by an edge, the best pair of strategies
+ * given every other unit's (ICM cannot make two coupled units change together).  Returns
+ * the number of moves made.
  */
 static size_t
-pair_moves(const as_heur *h, size_t *x, seg *tot)
+ls_pairs(ls *st)
 {
-    size_t u, i, moves = 0, kmax = 1;
+    const as_heur *h = st->h;
+    size_t *x = st->x;
+    size_t u, i, j, moves = 0, kmax = 1, nl, *lk, *seen;
     double *cu, *cw;
+    unsigned char *pd = as_xcalloc(h->nu + 1, 1);
 
-    for (u = 0; u < h->nu; u++)
+    /* a pair whose two vectors and strategies did not change since it was last looked
+       at (and did not miss the budget) has no better pair of strategies now */
+    for (u = 0; u < h->nu; u++) {
         kmax = h->k[u] > kmax ? h->k[u] : kmax;
+        pd[u] = st->pdirty[u];
+        st->pdirty[u] = 0;
+    }
     cu = as_xcalloc(kmax, sizeof *cu);
     cw = as_xcalloc(kmax, sizeof *cw);
+    lk = as_xcalloc(h->lstart[h->nu] + 1, sizeof *lk);
+    seen = as_xcalloc(h->nu + 1, sizeof *seen);
     for (u = 0; u < h->nu; u++)
         for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
             const as_hlink *l = &h->link[i];
             size_t w = l->other, a0 = x[u], b0 = x[w], a, b, ba = a0, bb = b0, ku = h->k[u];
-            double best;
-            if (w < u || l->r == NULL)
-                continue; /* each edge once, from its earlier unit */
+            size_t kw = h->k[w];
+            double best, mincw = INFINITY;
+            int has_r = 0;
+            if (w < u || seen[w] == u + 1)
+                continue; /* each pair once, from its earlier unit */
+            seen[w] = u + 1;
+            if (!pd[u] && !pd[w] && !st->pdirty[u] && !st->pdirty[w])
+                continue;
+            nl = 0;
+            for (j = i; j < h->lstart[u + 1]; j++)
+                if (h->link[j].other == w) {
+                    lk[nl++] = j;
+                    has_r |= h->link[j].r != NULL;
+                }
+            if (!has_r)
+                continue;
+#define LIDX(m, a, b) ((m)->own_is_u ? (a) * (m)->ko + (b) : (b) * ku + (a))
             /* each end's cost against everything but the other end */
-            x[w] = UNSET;
-            for (a = 0; a < ku; a++)
-                cu[a] = as_heur_step_cost(h, x, u, a);
-            x[w] = b0;
-            x[u] = UNSET;
-            for (b = 0; b < h->k[w]; b++)
-                cw[b] = as_heur_step_cost(h, x, w, b);
-            x[u] = a0;
-#define PAIR_R(a, b) (l->r[l->own_is_u ? (a) * l->ko + (b) : (b) * ku + (a)])
-            best = cu[a0] + cw[b0] + PAIR_R(a0, b0);
             for (a = 0; a < ku; a++) {
+                double c = st->g[u][a];
+                unsigned nb = st->nbad[u][a];
+                for (j = 0; j < nl; j++) {
+                    const as_hlink *m = &h->link[lk[j]];
+                    if (m->r != NULL)
+                        c -= m->rt[b0 * ku + a];
+                    else
+                        nb -= m->bad[LIDX(m, a, b0)];
+                }
+                cu[a] = nb ? INFINITY : c;
+            }
+            for (b = 0; b < kw; b++) {
+                double c = st->g[w][b];
+                unsigned nb = st->nbad[w][b];
+                for (j = 0; j < nl; j++) {
+                    const as_hlink *m = &h->link[lk[j]];
+                    if (m->r != NULL)
+                        c -= m->ro[a0 * kw + b];
+                    else
+                        nb -= m->bad[LIDX(m, a0, b)];
+                }
+                cw[b] = nb ? INFINITY : c;
+                mincw = fmin(mincw, cw[b]);
+            }
+            best = st->g[u][a0] + cw[b0];
+            for (a = 0; a < ku; a++) {
+                double mr = 0; /* the cheapest the links can cost with a */
                 if (!isfinite(cu[a]))
                     continue;
-                for (b = 0; b < h->k[w]; b++) {
-                    double c = cu[a] + cw[b] + PAIR_R(a, b);
-                    if (!(c < best - 1e-12 * fabs(best)))
+                for (j = 0; j < nl; j++)
+                    if (h->link[lk[j]].minr != NULL)
+                        mr += h->link[lk[j]].minr[a];
+                if (!(cu[a] + mincw + mr < best - 1e-12 * fabs(best)))
+                    continue; /* no strategy of w makes a pay */
+                for (b = 0; b < kw; b++) {
+                    double c = cu[a] + cw[b];
+                    int bad = 0;
+                    if (!(c + mr < best - 1e-12 * fabs(best)))
                         continue;
-                    if (h->nbind > 0 && !pair_fits(h, tot, u, a0, a, w, b0, b))
+                    for (j = 0; j < nl && !bad; j++) {
+                        const as_hlink *m = &h->link[lk[j]];
+                        if (m->r != NULL)
+                            c += m->ro[a * kw + b];
+                        else
+                            bad = m->bad[LIDX(m, a, b)];
+                    }
+                    if (bad || !(c < best - 1e-12 * fabs(best)))
                         continue;
+                    if (h->nbind > 0 && !pair_fits(h, &st->tot, u, a0, a, w, b0, b)) {
+                        st->pdirty[u] = st->pdirty[w] = 1; /* it may fit later */
+                        continue;
+                    }
                     best = c;
                     ba = a;
                     bb = b;
                 }
             }
-#undef PAIR_R
+#undef LIDX
             if (ba != a0 || bb != b0) {
-                move_apply(h, tot, x, u, ba);
-                move_apply(h, tot, x, w, bb);
+                ls_move(st, u, ba);
+                ls_move(st, w, bb);
                 moves++;
             }
         }
     free(cu);
     free(cw);
+    free(lk);
+    free(seen);
+    free(pd);
     return moves;
+}
+
+/* Single moves until none helps, then pair moves, and again; the number of moves. */
+static size_t
+ls_improve(ls *st, int max_sweeps, int use_pairs)
+{
+    size_t moves = 0;
+    int sweep, changed = 1, pairs = 0;
+
+    for (sweep = 0; changed && sweep < max_sweeps; sweep++) {
+        size_t m = ls_sweep(st);
+        moves += m;
+        changed = m > 0;
+        if (!changed && use_pairs && pairs < max_sweeps) { /* a local optimum of singles */
+            size_t pm = ls_pairs(st);
+            pairs++;
+            moves += pm;
+            changed = pm > 0;
+        }
+    }
+    return moves;
+}
+
+int
+as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pairs)
+{
+    ls st;
+    size_t moves;
+
+    ls_init(&st, h, x);
+    moves = ls_improve(&st, max_sweeps, use_pairs);
+    ls_free(&st);
+    return (int)(moves > 0);
 }
 
 /*
@@ -624,7 +921,9 @@ pair_moves(const as_heur *h, size_t *x, seg *tot)
  * answer in breadth-first order, each with its best strategy against the others', up to
  * CHAIN_DEPTH links away and CHAIN_UNITS units; the chain is kept if the plan got cheaper
  * and still fits.  This is how a run of ops leaves data parallelism for Megatron's
- * column-then-row pattern together, which no single or pair move can do.
+ * column-then-row pattern together, which no single or pair move can do.  The cost
+ * change is summed move by move from the units' vectors (each move's change given the
+ * others' strategies at that moment), so a chain costs O(its units x (k + links x k)).
  */
 #define CHAIN_DEPTH 4
 #define CHAIN_UNITS 48
@@ -633,46 +932,20 @@ typedef struct chain {
     size_t *in;     /* nu: stamp of the chain a unit is in */
     size_t *old;    /* nu: its strategy before the chain */
     size_t *list, *depth, n, stamp;
-    double *tot;    /* nbind + 1 */
 } chain;
 
-/* Cost change of the units in C->list moving from C->old to X. */
-static double
-chain_delta(const as_heur *h, const chain *c, const size_t *x)
-{
-    size_t j, i;
-    double d = 0;
-
-    for (j = 0; j < c->n; j++) {
-        size_t w = c->list[j], kw = h->k[w];
-        d += h->cost[w][x[w]] - h->cost[w][c->old[w]];
-        for (i = h->lstart[w]; i < h->lstart[w + 1]; i++) {
-            const as_hlink *l = &h->link[i];
-            size_t o = l->other, on, oo, an, ao;
-            int oin = c->in[o] == c->stamp;
-            if (oin && o < w)
-                continue; /* both ends moved: once */
-            on = x[o];
-            oo = oin ? c->old[o] : x[o];
-            an = l->own_is_u ? x[w] * l->ko + on : on * kw + x[w];
-            ao = l->own_is_u ? c->old[w] * l->ko + oo : oo * kw + c->old[w];
-            if (l->r != NULL)
-                d += l->r[an] - l->r[ao];
-            else if (l->bad[an])
-                return INFINITY;
-        }
-    }
-    return d;
-}
-
 static size_t
-chain_moves(const as_heur *h, size_t *x, chain *c)
+chain_moves(ls *st, chain *c)
 {
+    const as_heur *h = st->h;
+    size_t *x = st->x;
     size_t u, s, j, i, moves = 0;
 
     for (u = 0; u < h->nu; u++)
         for (s = 0; s < h->k[u]; s++) {
             size_t head = 0;
+            double d;
+            long nbad;
             if (s == x[u] || !isfinite(h->cost[u][s]))
                 continue;
             c->stamp++;
@@ -681,7 +954,9 @@ chain_moves(const as_heur *h, size_t *x, chain *c)
             c->old[u] = x[u];
             c->list[c->n] = u;
             c->depth[c->n++] = 0;
-            x[u] = s;
+            d = st->g[u][s] - st->g[u][x[u]];
+            nbad = (long)st->nbad[u][s] - (long)st->nbad[u][x[u]];
+            ls_move(st, u, s);
             while (head < c->n) {
                 size_t w = c->list[head], dw = c->depth[head++];
                 if (dw >= CHAIN_DEPTH)
@@ -691,9 +966,9 @@ chain_moves(const as_heur *h, size_t *x, chain *c)
                     double bc;
                     if (c->in[o] == c->stamp)
                         continue;
-                    bc = as_heur_step_cost(h, x, o, b);
+                    bc = ls_cost(st, o, b);
                     for (t = 0; t < h->k[o]; t++) {
-                        double ct = t == x[o] ? bc : as_heur_step_cost(h, x, o, t);
+                        double ct = t == x[o] ? bc : ls_cost(st, o, t);
                         if (ct < bc - 1e-12 * fabs(bc)) {
                             bc = ct;
                             b = t;
@@ -705,23 +980,21 @@ chain_moves(const as_heur *h, size_t *x, chain *c)
                     c->old[o] = x[o];
                     c->list[c->n] = o;
                     c->depth[c->n++] = dw + 1;
-                    x[o] = b;
+                    d += st->g[o][b] - st->g[o][x[o]];
+                    nbad += (long)st->nbad[o][b] - (long)st->nbad[o][x[o]];
+                    ls_move(st, o, b);
                 }
             }
             {
-                double d = chain_delta(h, c, x);
-                int keep = d < -1e-12 * fabs(h->share[u] + 1e-300) && d < 0;
-                if (keep && h->nbind > 0) {
-                    memory_of(h, x, c->tot);
-                    for (j = 0; j < h->nbind && keep; j++)
-                        keep = c->tot[j] <= h->cap;
-                }
+                int keep = nbad <= 0 && d < -1e-12 * fabs(h->share[u] + 1e-300) && d < 0;
+                if (keep && h->nbind > 0)
+                    keep = st->tot.mx[1] <= h->cap;
                 if (keep) {
                     moves++;
                     continue;
                 }
-                for (j = 0; j < c->n; j++)
-                    x[c->list[j]] = c->old[c->list[j]];
+                for (j = c->n; j-- > 0;)
+                    ls_move(st, c->list[j], c->old[c->list[j]]);
             }
         }
     return moves;
@@ -731,78 +1004,122 @@ int
 as_heur_chain(const as_heur *h, size_t *x, int max_rounds)
 {
     chain c = {0};
+    ls st;
     size_t moves = 0, m;
     int r;
 
+    ls_init(&st, h, x);
     c.in = as_xcalloc(h->nu + 1, sizeof *c.in);
     c.old = as_xcalloc(h->nu + 1, sizeof *c.old);
     c.list = as_xcalloc(CHAIN_UNITS + 1, sizeof *c.list);
     c.depth = as_xcalloc(CHAIN_UNITS + 1, sizeof *c.depth);
-    c.tot = as_xcalloc(h->nbind + 1, sizeof *c.tot);
     for (r = 0; r < max_rounds; r++) {
-        m = chain_moves(h, x, &c);
+        m = chain_moves(&st, &c);
         moves += m;
         if (m == 0)
             break;
-        as_heur_improve(h, x, 20);
+        ls_improve(&st, 20, 1);
     }
     free(c.in);
     free(c.old);
     free(c.list);
     free(c.depth);
-    free(c.tot);
+    ls_free(&st);
     return moves > 0;
 }
 
-int
-as_heur_improve(const as_heur *h, size_t *x, int max_sweeps)
+struct as_hls {
+    ls st;
+    chain c;
+    size_t moves; /* since the vectors were last computed afresh */
+};
+
+as_hls *
+as_hls_new(const as_heur *h, const size_t *x)
 {
-    return as_heur_improve_ex(h, x, max_sweeps, 1);
+    as_hls *q = as_xcalloc(1, sizeof *q);
+    size_t *own = as_xcalloc(h->nu + 1, sizeof *own);
+
+    memcpy(own, x, h->nu * sizeof *own);
+    ls_init(&q->st, h, own);
+    q->c.in = as_xcalloc(h->nu + 1, sizeof *q->c.in);
+    q->c.old = as_xcalloc(h->nu + 1, sizeof *q->c.old);
+    q->c.list = as_xcalloc(CHAIN_UNITS + 1, sizeof *q->c.list);
+    q->c.depth = as_xcalloc(CHAIN_UNITS + 1, sizeof *q->c.depth);
+    return q;
+}
+
+void
+as_hls_free(as_hls *q)
+{
+    size_t *own;
+
+    if (q == NULL)
+        return;
+    own = q->st.x;
+    ls_free(&q->st);
+    free(own);
+    free(q->c.in);
+    free(q->c.old);
+    free(q->c.list);
+    free(q->c.depth);
+    free(q);
+}
+
+/* Recompute the vectors afresh now and then: the updates add rounding. */
+#define HLS_REFRESH 200000
+
+void
+as_hls_set(as_hls *q, const size_t *x)
+{
+    const as_heur *h = q->st.h;
+    size_t u;
+
+    if (q->moves > HLS_REFRESH) {
+        size_t *own = q->st.x;
+        unsigned char *d = as_xcalloc(h->nu + 1, 2);
+        memcpy(d, q->st.dirty, h->nu);
+        memcpy(d + h->nu + 1, q->st.pdirty, h->nu);
+        ls_free(&q->st);
+        ls_init(&q->st, h, own);
+        memcpy(q->st.dirty, d, h->nu); /* what was settled stays settled */
+        memcpy(q->st.pdirty, d + h->nu + 1, h->nu);
+        free(d);
+        q->moves = 0;
+    }
+    for (u = 0; u < h->nu; u++)
+        if (q->st.x[u] != x[u]) {
+            ls_move(&q->st, u, x[u]);
+            q->moves++;
+        }
 }
 
 int
-as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pairs)
+as_hls_improve(as_hls *q, int max_sweeps, int use_pairs)
 {
-    double *mem = as_xcalloc(h->nbind + 1, sizeof *mem);
-    seg tree = {0}, *tot = &tree;
-    size_t u, s, moves = 0;
-    int sweep, changed = 1, pairs = 0;
+    size_t m = ls_improve(&q->st, max_sweeps, use_pairs);
+    q->moves += m;
+    return m > 0;
+}
 
-    if (h->nbind > 0) {
-        memory_of(h, x, mem);
-        seg_init(tot, mem, h->nbind);
+int
+as_hls_chain(as_hls *q, int max_rounds)
+{
+    size_t moves = 0, m;
+    int r;
+
+    for (r = 0; r < max_rounds; r++) {
+        m = chain_moves(&q->st, &q->c);
+        moves += m;
+        if (m == 0)
+            break;
+        q->moves += m + ls_improve(&q->st, 20, 1);
     }
-    for (sweep = 0; changed && sweep < max_sweeps; sweep++) {
-        changed = 0;
-        for (u = 0; u < h->nu; u++) {
-            size_t cur = x[u], best = cur;
-            double bc = as_heur_step_cost(h, x, u, cur);
-            for (s = 0; s < h->k[u]; s++) {
-                double c;
-                if (s == cur)
-                    continue;
-                c = as_heur_step_cost(h, x, u, s);
-                if (!(c < bc - 1e-12 * fabs(bc)))
-                    continue;
-                if (move_fits(h, tot, u, cur, s)) {
-                    best = s;
-                    bc = c;
-                }
-            }
-            if (best != cur) {
-                move_apply(h, tot, x, u, best);
-                changed = 1;
-                moves++;
-            }
-        }
-        if (!changed && use_pairs && pairs < max_sweeps) { /* a local optimum of singles */
-            size_t pm = pair_moves(h, x, tot);
-            pairs++;
-            moves += pm;
-            changed = pm > 0;
-        }
-    }
-    seg_free(tot);
-    free(mem);
-    return (int)(moves > 0);
+    return moves > 0;
+}
+
+const size_t *
+as_hls_x(const as_hls *q)
+{
+    return q->st.x;
 }

@@ -28,6 +28,9 @@ typedef struct as_hlink {
     double *minr;     /**< edge: per strategy of this unit, the cheapest resharding to any
                            strategy of the other (a lower bound while the other is open) */
     double *minro;    /**< edge: the same per strategy of the other unit, over this one's */
+    const double *ro; /**< edge: the matrix with this unit's strategy major, ro[s * ko + o]
+                           (r itself or its transpose: both ends read rows, not columns) */
+    const double *rt; /**< edge: the other unit's strategy major, rt[o * k + s] */
 } as_hlink;
 
 /** Memory a unit's strategies add to one liveness point that can bind. */
@@ -65,6 +68,8 @@ typedef struct as_heur {
                                 how much memory a strategy takes), 0 without a budget */
     double *share;         /**< nu: how much the unit's choice can change the objective */
     int reverse;           /**< units numbered in reverse node order (as_heur_init_ex) */
+    double **tr;           /**< ntr transposed edge matrices (owned) */
+    size_t ntr;
 } as_heur;
 
 /** Build the view of P (valid).  Costs O(nodes + edges + liveness entries * k). */
@@ -116,6 +121,27 @@ double as_heur_eval(const as_heur *h, const size_t *x, double *tot);
  * MAX_ROUNDS ran.  Never makes X dearer.  1 if X changed.
  */
 int as_heur_chain(const as_heur *h, size_t *x, int max_rounds);
+
+/**
+ * Local search that persists: the units' cost vectors against a current complete
+ * assignment, kept up to date as units move, and what is already settled (a unit whose
+ * vector and strategy did not change since it was last looked at has no better single
+ * or pair move).  Moving to a new assignment costs O(units that differ x links x k), and
+ * polishing it looks again only at the units whose surroundings changed, so a search
+ * that polishes many similar plans (MCTS's rollouts) pays for what differs.
+ */
+typedef struct as_hls as_hls;
+/** A local search at the complete assignment X (copied). */
+as_hls *as_hls_new(const as_heur *h, const size_t *x);
+void as_hls_free(as_hls *q);
+/** Move to the complete assignment X. */
+void as_hls_set(as_hls *q, const size_t *x);
+/** as_heur_improve_ex at the current assignment.  1 if it changed. */
+int as_hls_improve(as_hls *q, int max_sweeps, int use_pairs);
+/** as_heur_chain at the current assignment.  1 if it changed. */
+int as_hls_chain(as_hls *q, int max_rounds);
+/** The current assignment (nu entries; valid until the next call on Q). */
+const size_t *as_hls_x(const as_hls *q);
 
 /** Expand a unit assignment X into a node assignment CHOICE (n entries). */
 void as_heur_expand(const as_heur *h, const size_t *x, size_t *choice);

@@ -669,7 +669,8 @@ heuristic(const as_solve_opts *o)
  * thrown away.  Sets ST's lb and bound rounds.
  */
 static int
-heuristic_bound(const as_problem *rp, const as_solve_opts *o, as_reduce_stats *st, as_err *err)
+heuristic_bound(const as_problem *rp, const as_solve_opts *o, double t0, as_reduce_stats *st,
+                as_err *err)
 {
     as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .gap = o->lim.gap, .top = 1};
     as_problem *bp = NULL;
@@ -677,6 +678,12 @@ heuristic_bound(const as_problem *rp, const as_solve_opts *o, as_reduce_stats *s
 
     if (as_problem_nnodes(rp) == 0)
         return AS_OK;
+    /* under a time limit the bound may take a fifth of what is left: the heuristic needs
+       the rest (with a budget, repairing the rounds' plan to fit took 2-10 s a solve on
+       bert-large and made the re-solves for memory run out of time without a plan); past
+       it the bound is the rounds' so far, still a bound */
+    if (o->lim.time_limit_s > 0)
+        ro.deadline = as_now() + 0.2 * fmax(0, t0 + o->lim.time_limit_s - as_now());
     AS_CHECK(as_reduce_ex(rp, &ro, &bp, &bred, err));
     st->lb = as_reduction_stats(bred)->lb;
     st->ub = as_reduction_stats(bred)->ub;
@@ -725,7 +732,7 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
             fprintf(stderr, "solve: reduced %.3f s\n", as_now() - t0);
         res->red = *as_reduction_stats(red);
         if (o->reduce & AS_REDUCE_BOUND & ~flags)
-            AS_CHECK_GOTO(rc, heuristic_bound(rp, o, &res->red, err), out);
+            AS_CHECK_GOTO(rc, heuristic_bound(rp, o, t0, &res->red, err), out);
     } else {
         rp = as_problem_clone(p);
         res->red.nodes = as_problem_nnodes(p);

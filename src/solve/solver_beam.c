@@ -380,6 +380,7 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
     cand *cands = NULL;
     size_t ncap = 0, u, i, j, width = data->width, *lf, *lp, nlf = 0, nlp = 0, *posf, *posp;
     size_t *x = NULL, best, *order = NULL, *choice = NULL, *xp = NULL;
+    as_hls *ls = NULL; /* the final plans' polish */
     int pass;
     double obj, bestobj = *bestobj_;
     dedup dd = {0};
@@ -543,9 +544,15 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
             for (pass = 0; pass < 2; pass++) {
                 /* polished first; the plan as found if the polished one is excluded (k-best) */
                 if (pass == 0 && data->polish) {
-                    memcpy(xp, x, h.nu * sizeof *x);
-                    as_heur_improve(&h, xp, 100);
-                    as_heur_chain(&h, xp, 5);
+                    /* one local search for all the final plans: they share most units, and
+                       a plan moves it only where it differs from the one before */
+                    if (ls == NULL)
+                        ls = as_hls_new(&h, x);
+                    else
+                        as_hls_set(ls, x);
+                    as_hls_improve(ls, 100, 1);
+                    as_hls_chain(ls, 5);
+                    memcpy(xp, as_hls_x(ls), h.nu * sizeof *xp);
                     as_heur_expand(&h, xp, choice);
                 } else {
                     as_heur_expand(&h, x, choice);
@@ -572,6 +579,7 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
             bestobj = out->objective;
         }
     }
+    as_hls_free(ls);
     *nodes += (long)tr.n;
     if (bestobj < *bestobj_ && h.nu > 0)
         out->objective = bestobj;

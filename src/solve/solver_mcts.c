@@ -225,6 +225,21 @@ set_group(const mcts *m, size_t *x, size_t g, size_t s)
         x[m->gmem[i]] = s;
 }
 
+/* Polish X in place with the local search *Q (made at the first call): single and pair
+   moves, then CHAINS rounds of chain moves. */
+static void
+polish(const as_heur *h, as_hls **q, size_t *x, int chains)
+{
+    if (*q == NULL)
+        *q = as_hls_new(h, x);
+    else
+        as_hls_set(*q, x);
+    as_hls_improve(*q, 20, 1);
+    if (chains > 0)
+        as_hls_chain(*q, chains);
+    memcpy(x, as_hls_x(*q), h->nu * sizeof *x);
+}
+
 static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
     as_heur h, hr;
@@ -234,6 +249,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     double ref = 0, bestobj = INFINITY, bestraw = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
     double *tot;
     int pol;
+    as_hls *q = NULL; /* the local search, carried from rollout to rollout */
 
     as_heur_init_ex(&h, p, data->order);
     as_heur_init_ex(&hr, p, !data->order);
@@ -315,14 +331,14 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
         rollout(&m, x, ep == 0 ? 0 : data->eps, 0, (int)(ep & 1));
         if (pol == 2)
-            as_heur_improve_ex(&h, x, 20, 1);
+            polish(&h, &q, x, 0);
         val = as_heur_eval(&h, x, tot);
         if (!isfinite(val)) {
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
             rollout(&m, x, 0, INFINITY, (int)(ep & 1));
             if (pol == 2)
-                as_heur_improve_ex(&h, x, 20, 1);
+                polish(&h, &q, x, 0);
             val = as_heur_eval(&h, x, tot);
         }
         r = 0;
@@ -331,10 +347,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             /* better than any rollout before: polish (pair moves too) and check it on
                the problem itself, which alone decides what becomes the plan */
             bestraw = val;
-            if (pol > 0) {
-                as_heur_improve(&h, x, 20);
-                as_heur_chain(&h, x, 3);
-            }
+            if (pol > 0)
+                polish(&h, &q, x, 3);
             as_heur_expand(&h, x, choice);
             if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK)
                 obj = INFINITY;
@@ -398,6 +412,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(tot);
     free(best);
     free(m.xr);
+    as_hls_free(q);
     as_heur_free(&hr);
     as_heur_free(&h);
     return AS_OK;
