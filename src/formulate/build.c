@@ -472,6 +472,33 @@ partial_bytes(const as_build_map *map, const as_strategy_set *set, int s, int o)
     return spec_bytes(map, &set->s[pv].out[o], &set->out_shape[o]);
 }
 
+/*
+ * Is T a gradient whose partial sums are accumulated in place over the
+ * microbatches and resolved once after the last (K > 1: sim/lower.c
+ * lower_defer, for gradients read only by the optimizer)?  The simulator
+ * then writes no separate partial buffer, so the rows count none.
+ */
+static int
+partial_deferred(const as_build_map *map, int32_t t)
+{
+    const as_graph *g = map->g;
+    const as_tensor *tt = as_graph_tensor(g, t);
+    int32_t i;
+    int j;
+
+    if (map->micro <= 1 || !grad_buffer(tt))
+        return 0;
+    for (i = tt->producer + 1; i < as_graph_nops(g); i++) {
+        const as_op *r = as_graph_op(g, i);
+        if (r->flags & AS_OF_OPTIMIZER)
+            continue;
+        for (j = 0; j < r->nin; j++)
+            if (r->in[j] == t)
+                return 0;
+    }
+    return 1;
+}
+
 /* Does any strategy of op node V leave a partial result next to its output? */
 static int
 has_partial(const as_build_map *map, size_t v)
@@ -507,7 +534,8 @@ add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, s
         int32_t t = active[i];
         size_t v = map->tensor_node[t];
         const as_strategy_set *set = map->node_set[v];
-        int mine = as_graph_tensor(map->g, t)->producer == op && op >= 0;
+        int mine = as_graph_tensor(map->g, t)->producer == op && op >= 0 &&
+                   !partial_deferred(map, t);
         nodes[nres + i] = v;
         if (set->nout > 1 || (mine && has_partial(map, v))) {
             int s, o = map->tensor_out[t];
