@@ -1,7 +1,7 @@
 #!/bin/sh
 # memory_step.sh -- one memory model under every training-step setting (issue 18
 # item 5): for GPT, BERT and T5 graphs with gradient accumulation, recomputation
-# and pipelines, the peak per device that `solve` reports (per stage with
+# and pipelines, and a wide ResNet with accumulation, the peak per device that `solve` reports (per stage with
 # --pipeline) equals the simulator's for the same plan within 1 %, and so do the
 # ILP's own rows (these settings make no resharded copies on this mesh, the one
 # class of bytes the rows leave to the refit rounds; docs/ilp.md "Memory").
@@ -25,7 +25,9 @@ as gen bert-base --layers 2 --seq 64 --batch 8 --vocab 2048 --train -o "$T/bert.
 [ $rc -eq 0 ] || s=1
 as gen t5-base --layers 2 --seq 32 --batch 8 --vocab 2048 --train -o "$T/t5.asg"
 [ $rc -eq 0 ] || s=1
-ok $s "small GPT, BERT and T5 training steps"
+as gen wresnet-50 --width 1 --batch 8 --train -o "$T/wrn.asg"
+[ $rc -eq 0 ] || s=1
+ok $s "small GPT, BERT, T5 and wide ResNet training steps"
 
 # agree GRAPH OPTIONS...: solve on mesh 2, simulate the plan, compare per stage
 agree() {
@@ -64,5 +66,7 @@ for g in gpt bert t5; do
     agree $g --pipeline 2 --microbatches 4
     agree $g --pipeline 2 --microbatches 4 --recompute full
 done
+# weight gradients reduce-scattered once after K microbatches: no partial buffer per microbatch
+agree wrn --microbatches 4
 
 done_testing
