@@ -6,9 +6,9 @@
 # record), and the difference in %; also the ILP's own rows (the memory rows
 # the ILP solved under, before the simulator's check) for comparison.
 #
-#   bench/peaks.sh [quick]      (AUTOSHARD=path/to/autoshard, default ./autoshard)
+#   bench/peaks.sh [quick|big]  (AUTOSHARD=path/to/autoshard, default ./autoshard)
 #
-# quick: the small presets only.  Each row is one `solve` and one `simulate`
+# quick: the small presets only; big: gpt3-1.3b and gpt3-13b only.  Each row is one `solve` and one `simulate`
 # (gpt3-13b rows take minutes); run under `nice`.  Prints one row per stage.
 set -u
 A=${AUTOSHARD:-./autoshard}
@@ -73,6 +73,7 @@ row() { # row PRESET BATCH MESH [solve options...]
     done
 }
 
+if [ "${1:-}" != big ]; then
 row gpt2-small 32 2x4
 row gpt2-small 32 2x4 --recompute full
 row gpt2-small 32 2x4 --recompute selective
@@ -89,6 +90,7 @@ row t5-base 32 2x4 --recompute selective
 row t5-base 32 2x2 --pipeline 2 --microbatches 4 --schedule gpipe
 row wresnet-50 32 2x4 --time-limit 120
 row wresnet-50 32 2x4 --microbatches 4 --time-limit 120
+fi
 [ "${1:-}" = quick ] && exit 0
 row gpt3-1.3b 64 2x4
 row gpt3-1.3b 64 2x4 --recompute full --microbatches 4

@@ -32,6 +32,7 @@
 #include "formulate/group.h"
 #include "formulate/progress.h"
 #include "graph/autodiff.h"
+#include "solve/recompute_search.h"
 #include "graph/io.h"
 #include "graph/presets.h"
 #include "spmd/rules.h"
@@ -1580,27 +1581,92 @@ auto_try(solve_cli *c, const as_train_cli *base, const char *keys, int k, auto_c
     return AS_OK;
 }
 
+/* The candidates of --recompute auto for the search (solve/recompute_search.h). */
+typedef struct auto_ctx {
+    solve_cli *c;
+    as_train_cli base;
+    const char *keys;
+    int nl;
+    FILE *sink;
+    auto_cand best, cur;
+} auto_ctx;
+
+static int
+auto_cb_try(void *ud, int k, int *fits, double *objective, as_err *err)
+{
+    auto_ctx *x = ud;
+    double t1 = as_now();
+    int rc = auto_try(x->c, &x->base, x->keys, k, &x->cur, x->sink, err);
+
+    *fits = rc == AS_OK && x->cur.fits;
+    *objective = x->cur.objective;
+    as_info("--recompute auto: %d of %d layers recomputed: %s (%.2f s)", k, x->nl,
+            rc != AS_OK ? "stopped" : *fits ? "fits" : "no fit", as_now() - t1);
+    return rc;
+}
+
+static void
+auto_cb_keep(void *ud)
+{
+    auto_ctx *x = ud;
+
+    auto_cand_free(&x->best);
+    x->best = x->cur;
+    memset(&x->cur, 0, sizeof x->cur);
+}
+
+static void
+auto_cb_drop(void *ud)
+{
+    auto_cand_free(&((auto_ctx *)ud)->cur);
+}
+
+/* Does the budget bind the best candidate (k = 0)?  Solve it without one. */
+static int
+auto_cb_unbound(void *ud, int *unbound, as_err *err)
+{
+    auto_ctx *x = ud;
+    double budget = as_problem_memory(x->best.gp.p);
+    as_solve_opts o = x->c->o;
+    as_solve_result u;
+    int rc;
+
+    *unbound = 1;
+    if (budget <= 0)
+        return AS_OK;
+    o.top = 1;
+    o.groups = x->best.gp.groups;
+    as_problem_set_memory(x->best.gp.p, 0);
+    rc = as_solve_problem(x->best.gp.p, &o, &u, err);
+    as_problem_set_memory(x->best.gp.p, budget);
+    if (rc != AS_OK)
+        return rc;
+    *unbound = u.nplans > 0 && u.plans[0].objective >= x->best.objective * (1 - 1e-9);
+    as_solve_result_free(&u);
+    return AS_OK;
+}
+
 /*
  * --recompute auto: the plan of the step with its first k layers (program
- * order) recomputed fully, k = 0..L, that fits the budget at the least
- * objective (docs/solve.md).  Without a budget, or when the budget does not
- * bind at k = 0 (the plan without recomputation is as fast as the plan of
- * no budget at all), k = 0.
+ * order) recomputed fully that fits the budget at the least objective; the
+ * search over k is solve/recompute_search.h's (docs/solve.md).
  */
 static int
 solve_auto(solve_cli *c)
 {
-    FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout, *sink;
-    as_train_cli base = c->train;
-    auto_cand best, cur;
+    static const as_recomp_ops ops = {auto_cb_try, auto_cb_keep, auto_cb_drop, auto_cb_unbound};
+    FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout;
+    auto_ctx x;
+    auto_cand best;
+    as_recomp_result sr = {0};
     as_graph *g = NULL, *r = NULL;
     as_err err = {0};
     char *keys = NULL, *tried = NULL;
-    size_t tlen = 0;
-    FILE *tf;
-    int nl = 0, k, rc;
+    int nl = 0, rc;
 
-    memset(&best, 0, sizeof best);
+    memset(&x, 0, sizeof x);
+    x.c = c;
+    x.base = c->train;
     memset(&c->train, 0, sizeof c->train);
     if (solve_load_graph(c, &g, &err) != AS_OK)
         return as_cmd_fail(&err);
@@ -1611,52 +1677,18 @@ solve_auto(solve_cli *c)
     keys = as_graph_layer_list(g, r, &nl);
     as_graph_free(r);
     as_graph_free(g);
-    if ((sink = fopen("/dev/null", "w")) == NULL || (tf = open_memstream(&tried, &tlen)) == NULL) {
-        if (sink != NULL)
-            fclose(sink);
+    if ((x.sink = fopen("/dev/null", "w")) == NULL) {
         free(keys);
-        fprintf(stderr, "autoshard: --recompute auto: cannot open /dev/null or a memory "
-                "stream\n");
+        fprintf(stderr, "autoshard: --recompute auto: cannot open /dev/null\n");
         return AS_EXIT_RUNTIME;
     }
-    rc = AS_OK;
-    for (k = 0; k <= nl && rc == AS_OK; k++) {
-        rc = auto_try(c, &base, keys, k, &cur, sink, &err);
-        if (rc != AS_OK) {
-            auto_cand_free(&cur);
-            break;
-        }
-        if (cur.fits)
-            fprintf(tf, "%s%d: %.6g s", k ? ", " : "", k, cur.objective);
-        else
-            fprintf(tf, "%s%d: no fit", k ? ", " : "", k);
-        if (cur.fits && (!best.fits || cur.objective < best.objective)) {
-            auto_cand_free(&best);
-            best = cur;
-        } else {
-            auto_cand_free(&cur);
-        }
-        if (k == 0 && best.fits) { /* does the budget bind? */
-            double budget = as_problem_memory(best.gp.p);
-            as_solve_opts o = c->o;
-            as_solve_result u;
-            if (budget <= 0)
-                break;
-            o.top = 1;
-            o.groups = best.gp.groups;
-            as_problem_set_memory(best.gp.p, 0);
-            rc = as_solve_problem(best.gp.p, &o, &u, &err);
-            as_problem_set_memory(best.gp.p, budget);
-            if (rc != AS_OK)
-                break;
-            k = u.nplans > 0 && u.plans[0].objective >= best.objective * (1 - 1e-9) ? nl : 0;
-            if (k == nl)
-                fprintf(tf, " (the budget does not bind)");
-            as_solve_result_free(&u);
-        }
-    }
-    fclose(sink);
-    fclose(tf);
+    x.keys = keys;
+    x.nl = nl;
+    rc = as_recompute_search(nl, &ops, &x, c->o.lim.time_limit_s, c->t_start, &sr, &err);
+    fclose(x.sink);
+    auto_cand_free(&x.cur);
+    best = x.best;
+    tried = sr.log;
     if (rc != AS_OK) {
         auto_cand_free(&best);
         free(keys);
@@ -1666,7 +1698,7 @@ solve_auto(solve_cli *c)
     if (!best.fits) { /* no candidate fits: say why as --recompute full would */
         free(keys);
         free(tried);
-        c->train = base;
+        c->train = x.base;
         c->train.recompute = AS_RECOMPUTE_FULL;
         fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every layer "
                 "recomputed\n");
@@ -1676,8 +1708,9 @@ solve_auto(solve_cli *c)
     c->o.groups = best.gp.groups;
     print_graph_header(fp, c, &best.gp);
     fprintf(fp, "%-13sauto: %d of %d layers recomputed fully%s%s%s (objective by layers "
-            "recomputed, first k in program order: %s)\n", "recompute", best.k, nl,
-            best.k ? " (" : "", best.k ? best.train.layers : "", best.k ? ")" : "", tried);
+            "recomputed, first k in program order, as tried: %s)\n", "recompute", best.k, nl,
+            best.k ? " (" : "", best.k ? best.train.layers : "", best.k ? ")" : "",
+            tried != NULL ? tried : "");
     print_summary(fp, best.gp.p, as_graph_name(best.gp.g), c->o.reduce, &best.res);
     print_graph_result(fp, c, &best.gp, best.res.plans, best.res.nplans, c->o.solver,
                        best.rows);

@@ -200,9 +200,13 @@ add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_s
 
 /*
  * Memory factor of declared tensor T: a trained parameter carries its
- * gradient buffer and its states, in bytes relative to its own (mixed
- * precision: a 16-bit parameter with fp32 states has factor
- * 1 + 1 + 4 x 2 = 10 under Adam).
+ * optimizer states (master weights, gradient accumulator, moments), in
+ * bytes relative to its own (mixed precision: a 16-bit parameter with fp32
+ * states has factor 1 + 4 x 2 = 9 under Adam).  Its gradient is not in the
+ * factor: the gradient buffer is laid out as the op that produces it leaves
+ * it (often sharded where the parameter is replicated), so it is a resident
+ * entry of its own on that op's node (grad_buffer), as the simulator
+ * declares it (sim/lower.c lower_grad_buf).
  */
 static double
 tensor_factor(const as_graph *g, const as_tensor *t, int micro)
@@ -210,19 +214,19 @@ tensor_factor(const as_graph *g, const as_tensor *t, int micro)
     double own = as_dtype_size(t->shape.dtype), f;
     int32_t i;
 
+    if (t->kind == AS_TK_INPUT && (t->flags & AS_TF_RECV))
+        return 1; /* received from another stage: one microbatch's, while it is used */
     if (t->kind == AS_TK_INPUT)
         return micro > 1 ? micro : 1; /* every microbatch's inputs are loaded at the start */
     if (t->kind == AS_TK_STATE)
         return t->of >= 0 ? 0 : 1;
     if (t->kind != AS_TK_PARAM || t->update < 0 || own <= 0)
         return 1;
-    f = 2; /* the parameter and its gradient buffer (the parameter's type unless flagged) */
+    f = 1;
     for (i = 0; i < as_graph_ntensors(g); i++) {
         const as_tensor *s = as_graph_tensor(g, i);
         if (s->kind == AS_TK_STATE && s->of == t->id)
             f += as_dtype_size(s->shape.dtype) / own;
-        else if ((s->flags & AS_TF_GRAD) && s->of == t->id)
-            f += as_dtype_size(s->shape.dtype) / own - 1;
     }
     return f;
 }
@@ -418,15 +422,26 @@ add_aliases(as_build_map *map, as_problem *p, as_err *err)
 
 /* ---- liveness ---- */
 
-/* Is T counted as an activation (or data input) in the liveness points? */
+/*
+ * Is T a parameter's gradient, held in a buffer for the whole iteration?
+ * The simulator declares every gradient resident (sim/lower.c
+ * lower_grad_buf) at the layout its producer's strategy leaves it in, so
+ * the rows count it at every point, on its producer's node.
+ */
+static int
+grad_buffer(const as_tensor *t)
+{
+    return t->producer >= 0 && t->update_of < 0 && (t->flags & AS_TF_GRAD);
+}
+
+/* Is T counted as an activation, data input or gradient buffer in the liveness points? */
 static int
 live_counted(const as_graph *g, const as_tensor *t)
 {
+    (void)g;
     if (t->kind == AS_TK_INPUT)
         return 1;
     if (t->producer < 0 || t->update_of >= 0)
-        return 0;
-    if ((t->flags & AS_TF_GRAD) && t->of >= 0 && as_graph_tensor(g, t->of)->update >= 0)
         return 0;
     return 1;
 }
@@ -455,6 +470,33 @@ partial_bytes(const as_build_map *map, const as_strategy_set *set, int s, int o)
     if (pv < 0 || as_spec_equal(&set->s[pv].out[o], &set->s[s].out[o]))
         return 0;
     return spec_bytes(map, &set->s[pv].out[o], &set->out_shape[o]);
+}
+
+/*
+ * Is T a gradient whose partial sums are accumulated in place over the
+ * microbatches and resolved once after the last (K > 1: sim/lower.c
+ * lower_defer, for gradients read only by the optimizer)?  The simulator
+ * then writes no separate partial buffer, so the rows count none.
+ */
+static int
+partial_deferred(const as_build_map *map, int32_t t)
+{
+    const as_graph *g = map->g;
+    const as_tensor *tt = as_graph_tensor(g, t);
+    int32_t i;
+    int j;
+
+    if (map->micro <= 1 || !grad_buffer(tt))
+        return 0;
+    for (i = tt->producer + 1; i < as_graph_nops(g); i++) {
+        const as_op *r = as_graph_op(g, i);
+        if (r->flags & AS_OF_OPTIMIZER)
+            continue;
+        for (j = 0; j < r->nin; j++)
+            if (r->in[j] == t)
+                return 0;
+    }
+    return 1;
 }
 
 /* Does any strategy of op node V leave a partial result next to its output? */
@@ -492,7 +534,8 @@ add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, s
         int32_t t = active[i];
         size_t v = map->tensor_node[t];
         const as_strategy_set *set = map->node_set[v];
-        int mine = as_graph_tensor(map->g, t)->producer == op && op >= 0;
+        int mine = as_graph_tensor(map->g, t)->producer == op && op >= 0 &&
+                   !partial_deferred(map, t);
         nodes[nres + i] = v;
         if (set->nout > 1 || (mine && has_partial(map, v))) {
             int s, o = map->tensor_out[t];
@@ -531,6 +574,20 @@ add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, s
     return rc;
 }
 
+/*
+ * Is T received from the previous pipeline stage for the forward pass (an
+ * activation, read first by a forward op)?  The simulator receives it when
+ * the microbatch's forward starts and keeps it to its last use, so it is
+ * stashed like the stage's own activations while later microbatches are in
+ * flight.  A tensor received for the backward (a gradient from the next
+ * stage) arrives when the backward starts.  FIRST[t] is T's first reader.
+ */
+static int
+recv_fwd(const as_tensor *t, int32_t firstbwd, const int32_t *first)
+{
+    return (t->flags & AS_TF_RECV) && (firstbwd < 0 || first[t->id] < firstbwd);
+}
+
 static int
 add_liveness(as_build_map *map, as_problem *p, as_err *err)
 {
@@ -540,6 +597,7 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
     int32_t *last = as_xmalloc((size_t)(nt + 1) * sizeof *last);
     int32_t *start = as_xmalloc((size_t)(nt + 1) * sizeof *start);
     int32_t *end = as_xmalloc((size_t)(nt + 1) * sizeof *end);
+    int32_t *first = as_xmalloc((size_t)(nt + 1) * sizeof *first);
     int32_t *births = as_xcalloc((size_t)nops + 1, sizeof *births);
     int32_t *deaths = as_xcalloc((size_t)nops + 1, sizeof *deaths);
     AS_VEC(int32_t) active = {0};
@@ -547,16 +605,27 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
     AS_VEC(int32_t) stash = {0};
     size_t a;
     int rc, prev_kept = 0;
-    int32_t lastfwd = -1;
+    int32_t lastfwd = -1, firstbwd = -1;
 
     AS_CHECK_GOTO(rc, as_graph_liveness(g, def, last, err), out);
     for (i = 0; i < nops && map->inflight > 1; i++)
         if (!(as_graph_op(g, i)->flags & (AS_OF_BACKWARD | AS_OF_OPTIMIZER)))
             lastfwd = i;
+    for (t = 0; t < nt; t++)
+        first[t] = nops;
+    for (i = nops - 1; i >= 0; i--) {
+        const as_op *op = as_graph_op(g, i);
+        int k;
+        for (k = 0; k < op->nin; k++)
+            first[op->in[k]] = i;
+        if (op->flags & AS_OF_BACKWARD)
+            firstbwd = i;
+    }
     for (t = 0; t < nt && lastfwd >= 0; t++) {
         const as_tensor *tt = as_graph_tensor(g, t);
-        if (tt->producer >= 0 && tt->producer <= lastfwd && live_counted(g, tt) &&
-            !(as_graph_op(g, tt->producer)->flags & (AS_OF_BACKWARD | AS_OF_OPTIMIZER)) &&
+        if (((tt->producer >= 0 && tt->producer <= lastfwd && live_counted(g, tt) &&
+              !(as_graph_op(g, tt->producer)->flags & (AS_OF_BACKWARD | AS_OF_OPTIMIZER))) ||
+             recv_fwd(tt, firstbwd, first)) &&
             last[t] > lastfwd && last[t] < nops)
             AS_VEC_PUSH(&stash, t);
     }
@@ -568,8 +637,12 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
             AS_VEC_PUSH(&res, map->tensor_node[t]);
         if (!live_counted(g, tt) || nops == 0)
             continue;
-        start[t] = tt->producer >= 0 ? tt->producer : 0;
-        end[t] = last[t] < 0 ? start[t] : (last[t] >= nops ? nops - 1 : last[t]);
+        start[t] = tt->producer >= 0 && !grad_buffer(tt) ? tt->producer : 0;
+        if ((tt->flags & AS_TF_RECV) && !recv_fwd(tt, firstbwd, first) && firstbwd >= 0)
+            start[t] = firstbwd; /* a gradient from the next stage: received for the backward */
+        end[t] = grad_buffer(tt) ? nops - 1
+                 : last[t] < 0   ? start[t]
+                                 : (last[t] >= nops ? nops - 1 : last[t]);
         if (end[t] < start[t])
             end[t] = start[t];
         births[start[t]]++;
@@ -615,6 +688,7 @@ out:
     free(last);
     free(start);
     free(end);
+    free(first);
     free(births);
     free(deaths);
     AS_VEC_FREE(&active);

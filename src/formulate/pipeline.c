@@ -311,6 +311,8 @@ as_pipe_subgraph(const as_graph *g, const int *stage, int s, const int *batch_di
                 const as_tensor *gt = as_graph_tensor(g, t);
                 rc = as_graph_add_tensor(m, gt->name, &gt->shape, AS_TK_INPUT,
                                          batch_dim != NULL ? batch_dim[t] : -1, &map[t], err);
+                if (rc == AS_OK)
+                    as_graph_tensor_flag(m, map[t], AS_TF_RECV, -1);
             }
             in[j] = map[t];
         }

@@ -136,6 +136,7 @@ typedef enum as_tensor_kind {
 
 #define AS_TF_OUTPUT 0x1u /* a graph output */
 #define AS_TF_GRAD 0x2u   /* gradient of a parameter (the optimizer's input) */
+#define AS_TF_RECV 0x4u   /* INPUT of a pipeline stage graph: received from another stage */
 
 typedef struct as_tensor {
     int32_t id;          /**< dense index */

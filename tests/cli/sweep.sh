@@ -207,12 +207,13 @@ kills 2 4 "$T/kk2.jsonl"
 # ---- pruning by the memory lower bound ----
 as hw show a100-dgx
 sed 's/^memory *=.*/memory = 45MiB/; s/^name *=.*/name = small/' "$T/out" >"$T/small.hw"
-as sweep "$T/g.asg" $R --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl"
+# P = 4 (one device per stage: a whole layer and the embedding unsharded) cannot fit
+as sweep "$T/g.asg" --devices 4 --pipeline 1,4 --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl"
 check "45 MiB per device: 1 pruned by the memory lower bound, counted" \
     grep -q '2 configurations (0 done before), 2 run now, 1 pruned by the memory lower bound' "$T/out"
 p=$(jq -r 'select(.status == "pruned" and .lower_bound > .capacity) | .pipeline' "$T/m.jsonl" | tr '\n' ' ')
 q=$(jq -r 'select(.status == "ok" and .peak_memory <= .capacity) | .pipeline' "$T/m.jsonl")
-check "P = 2 pruned (lower bound > capacity), P = 1 solved and fits" test "$p$q" = "2 1"
+check "P = 4 pruned (lower bound > capacity), P = 1 solved and fits" test "$p$q" = "4 1"
 
 # ---- --svg: the Pareto chart ----
 wellformed() {
@@ -234,7 +235,8 @@ check "the MLP sweep's front joins its Pareto-optimal configurations ($nfront; j
 check "axis labels and ticks" \
     sh -c "grep -q 'peak memory per device (MiB)' '$T/s.svg' && grep -q 'throughput (samples/s)' '$T/s.svg' &&
         test \$(grep -c 'class=\"xtick\"' '$T/s.svg') -ge 3 && test \$(grep -c 'class=\"ytick\"' '$T/s.svg') -ge 3"
-as sweep "$T/g.asg" $R --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl" --svg "$T/m.svg"
+as sweep "$T/g.asg" --devices 4 --pipeline 1,4 --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl" \
+    --svg "$T/m.svg"
 check "45 MiB: the pruned configuration in red, the other in blue" \
     test "$(grep -c 'class="fit"' "$T/m.svg")/$(grep -c 'class="nofit"' "$T/m.svg")" = 1/1
 if command -v rsvg-convert >/dev/null 2>&1; then
