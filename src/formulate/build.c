@@ -40,6 +40,9 @@ struct as_build_map {
     as_build_stats st;
     double deadline;                    /* as_build_opts.deadline */
     int share;                          /* edges borrow the context's matrices (map kept) */
+    uint8_t role[AS_MESH_MAX_AXES];     /* axis roles (as_build_opts.roles) */
+    int roles;                          /* some axis of more than one device has a role */
+    int zero;                           /* ZeRO stage (as_build_opts.zero) */
     as_progress pg;
 };
 
@@ -95,6 +98,14 @@ int32_t
 as_build_map_node_tensor(const as_build_map *map, size_t node)
 {
     return map->node_tensor[node];
+}
+
+const uint8_t *
+as_build_map_roles(const as_build_map *map, int *zero)
+{
+    if (zero != NULL)
+        *zero = map->zero;
+    return map->role;
 }
 
 const as_strategy_set *
@@ -170,20 +181,84 @@ batch_filter(const as_build_map *map, const as_strategy_set *set, int32_t op, in
     return set->s[s].out[0].axis[0] == batch ? 0 : AS_STRAT_INFINITY_COST;
 }
 
+/*
+ * Axis roles (as_build_opts.roles): AS_STRAT_INFINITY_COST when strategy S of
+ * SET breaks a role, else 0.  INB[nin] / OUTB[nout] are the batch dims of
+ * the inputs and outputs (-1 none).  On a data axis every input that has a
+ * batch dim arrives split along it (STRICT; 0 lets it be replicated too, for
+ * a node where nothing else is left) and no other dim is split; partial sums
+ * are no split (the weight gradient of a batch contraction is partial over
+ * the data axis).  On a tensor axis no batch dim is split.
+ */
+static double
+role_filter(const as_build_map *map, const as_strategy_set *set, const int *inb,
+            const int *outb, int s, int strict)
+{
+    const as_strategy *st = &set->s[s];
+    const as_mesh *m = as_cost_model_mesh(map->cm);
+    int k, j;
+
+    if (!map->roles)
+        return 0;
+    for (k = 0; k < as_mesh_naxes(m); k++) {
+        int data = map->role[k] == AS_ROLE_DATA;
+        if (map->role[k] == AS_ROLE_AUTO || as_mesh_axis_size(m, k) < 2)
+            continue;
+        for (j = 0; j < set->nin; j++) {
+            int d = st->in[j].axis[k];
+            if (data && strict && inb[j] >= 0 && d != inb[j])
+                return AS_STRAT_INFINITY_COST;
+            if (d >= 0 && (data ? d != inb[j] : d == inb[j]))
+                return AS_STRAT_INFINITY_COST;
+        }
+        for (j = 0; j < set->nout; j++) {
+            int d = st->out[j].axis[k];
+            if (data && strict && set->nin == 0 && outb[j] >= 0 && d != outb[j])
+                return AS_STRAT_INFINITY_COST; /* a data input */
+            if (d >= 0 && (data ? d != outb[j] : d == outb[j]))
+                return AS_STRAT_INFINITY_COST;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Memory factors of declared tensor T (tensor_factor's sum): *VALUE the
+ * tensor itself, *GRAD its gradient buffer, *STATE its optimizer states,
+ * in bytes relative to its own.
+ */
+static void tensor_factor_parts(const as_graph *g, const as_tensor *t, int micro, double *value,
+                                double *grad, double *state);
+
 static int
 add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_set *set,
-         int32_t op, int32_t tensor, int batch, as_err *err)
+         int32_t op, int32_t tensor, int batch, const int *inb, const int *outb, as_err *err)
 {
     double *c = as_xmalloc((size_t)set->n * 3 * sizeof *c), *d = c + set->n, *m = d + set->n;
-    double wc, wd;
+    double wc, wd, fv = 1, fg = 0, fs = 0;
+    const as_tensor *tt = tensor >= 0 ? as_graph_tensor(map->g, tensor) : NULL;
+    int zero = map->zero > 0 && tt != NULL && tt->kind == AS_TK_PARAM && tt->update >= 0;
     size_t id;
     int i, rc;
 
     op_weights(map, op, &wc, &wd);
+    if (zero)
+        tensor_factor_parts(map->g, tt, map->micro, &fv, &fg, &fs);
+    int strict = 0;
+    for (i = 0; map->roles && i < set->n && !strict; i++)
+        strict = role_filter(map, set, inb, outb, i, 1) == 0;
     for (i = 0; i < set->n; i++) {
-        c[i] = set->s[i].compute * wc + batch_filter(map, set, op, batch, i);
+        c[i] = set->s[i].compute * wc + batch_filter(map, set, op, batch, i) +
+               role_filter(map, set, inb, outb, i, strict);
         d[i] = set->s[i].comm * wd;
         m[i] = set->s[i].mem;
+        if (zero && fv + fg + fs > 0) {
+            /* ZeRO: states (1) and gradients (2) sharded over the data axes it replicates */
+            double parts = as_spec_zero_parts(&set->s[i].out[0], as_cost_model_mesh(map->cm),
+                                              map->role);
+            m[i] = set->s[i].mem / (fv + fg + fs) *
+                   (fv + fg / (map->zero >= 2 ? parts : 1) + fs / parts);
+        }
     }
     rc = as_problem_add_node(p, name, (size_t)set->n, c, d, m, &id, err);
     for (i = 0; rc == AS_OK && i < set->n; i++)
@@ -204,27 +279,42 @@ add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_s
  * precision: a 16-bit parameter with fp32 states has factor
  * 1 + 1 + 4 x 2 = 10 under Adam).
  */
-static double
-tensor_factor(const as_graph *g, const as_tensor *t, int micro)
+static void
+tensor_factor_parts(const as_graph *g, const as_tensor *t, int micro, double *value,
+                    double *grad, double *state)
 {
-    double own = as_dtype_size(t->shape.dtype), f;
+    double own = as_dtype_size(t->shape.dtype);
     int32_t i;
 
-    if (t->kind == AS_TK_INPUT)
-        return micro > 1 ? micro : 1; /* every microbatch's inputs are loaded at the start */
-    if (t->kind == AS_TK_STATE)
-        return t->of >= 0 ? 0 : 1;
+    *value = 1;
+    *grad = *state = 0;
+    if (t->kind == AS_TK_INPUT) {
+        *value = micro > 1 ? micro : 1; /* every microbatch's inputs are loaded at the start */
+        return;
+    }
+    if (t->kind == AS_TK_STATE) {
+        *value = t->of >= 0 ? 0 : 1;
+        return;
+    }
     if (t->kind != AS_TK_PARAM || t->update < 0 || own <= 0)
-        return 1;
-    f = 2; /* the parameter and its gradient buffer (the parameter's type unless flagged) */
+        return;
+    *grad = 1; /* the gradient buffer (the parameter's type unless flagged) */
     for (i = 0; i < as_graph_ntensors(g); i++) {
         const as_tensor *s = as_graph_tensor(g, i);
         if (s->kind == AS_TK_STATE && s->of == t->id)
-            f += as_dtype_size(s->shape.dtype) / own;
+            *state += as_dtype_size(s->shape.dtype) / own;
         else if ((s->flags & AS_TF_GRAD) && s->of == t->id)
-            f += as_dtype_size(s->shape.dtype) / own - 1;
+            *grad += as_dtype_size(s->shape.dtype) / own - 1;
     }
-    return f;
+}
+
+static double
+tensor_factor(const as_graph *g, const as_tensor *t, int micro)
+{
+    double v, gr, st;
+
+    tensor_factor_parts(g, t, micro, &v, &gr, &st);
+    return v + gr + st;
 }
 
 static int
@@ -238,11 +328,12 @@ add_declared(as_build_map *map, as_problem *p, as_err *err)
         const as_strategy_set *set;
         if (tt->producer >= 0)
             continue;
+        int outb = tt->kind == AS_TK_INPUT ? tt->batch_dim : -1;
         set = as_strat_tensor_batch(map->ctx, &tt->shape, tt->kind,
                                     tensor_factor(g, tt, map->micro), tt->batch_dim);
         map->tensor_node[t] = map->nnodes;
         map->tensor_out[t] = 0;
-        AS_CHECK(add_node(map, p, tt->name, set, -1, t, -1, err));
+        AS_CHECK(add_node(map, p, tt->name, set, -1, t, -1, NULL, &outb, err));
         map->nnodes++;
     }
     return AS_OK;
@@ -297,8 +388,8 @@ add_ops(as_build_map *map, as_problem *p, as_err *err)
         as_strat_batch_dims(set, inb, outb);
         for (k = 0; k < op->nout && k < set->nout; k++)
             batch[op->out[k]] = outb[k];
-        if ((rc = add_node(map, p, op->name, set, i, -1, set->nout > 0 ? outb[0] : -1, err)) !=
-            AS_OK)
+        if ((rc = add_node(map, p, op->name, set, i, -1, set->nout > 0 ? outb[0] : -1, inb, outb,
+                           err)) != AS_OK)
             break;
         map->nnodes++;
     }
@@ -749,6 +840,23 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map->micro = o->microbatches > 1 ? o->microbatches : 1;
     map->inflight = o->inflight > 1 ? o->inflight : 1;
     map->ctx = as_strat_ctx_new(cm);
+    map->zero = o->zero;
+    if (o->roles != NULL && (rc = as_mesh_parse_roles(mesh, o->roles, map->role, err)) != AS_OK) {
+        as_build_map_free(map);
+        return rc;
+    }
+    for (rc = 0; rc < as_mesh_naxes(mesh); rc++)
+        map->roles |= map->role[rc] != AS_ROLE_AUTO && as_mesh_axis_size(mesh, rc) > 1;
+    if (o->zero < 0 || o->zero > 2) {
+        as_build_map_free(map);
+        return as_errf(err, AS_EUSAGE, "--zero must be 0, 1 or 2, got %d (3, parameters sharded "
+                       "too, is not supported)", o->zero);
+    }
+    if (o->zero > 0 && memchr(map->role, AS_ROLE_DATA, sizeof map->role) == NULL) {
+        as_build_map_free(map);
+        return as_errf(err, AS_EUSAGE, "--zero %d needs a data axis to shard over (--role "
+                       "AXIS=data)", o->zero);
+    }
     map->node_op = as_xmalloc(nn * sizeof *map->node_op);
     map->node_tensor = as_xmalloc(nn * sizeof *map->node_tensor);
     map->node_set = as_xcalloc(nn, sizeof *map->node_set);
@@ -803,6 +911,8 @@ as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan
     pl->graph = as_shard_plan_strdup(pl, as_graph_name(g));
     pl->hw = as_shard_plan_strdup(pl, as_cost_model_hw(cm)->name);
     pl->cost_model = as_shard_plan_strdup(pl, as_cost_model_ops(cm)->name);
+    memcpy(pl->role, map->role, sizeof pl->role);
+    pl->zero = map->zero;
     if (src != NULL) {
         pl->solver = as_shard_plan_strdup(pl, src->solver);
         pl->status = as_shard_plan_strdup(pl, src->status);

@@ -62,6 +62,8 @@ typedef struct lower {
     double *act_bytes;         /* [np] bytes per device sent forward per microbatch */
     as_strmap rcache;          /* reshard cache "t/micro/stage/spec" -> tensor id */
     long nrs;                  /* resharded tensors so far (fresh names) */
+    const uint8_t *mrole;      /* [AS_MESH_MAX_AXES] axis roles of the plan */
+    int zero;                  /* ZeRO stage of the plan (0..2) */
     int *grp;                  /* scratch group */
     int *devs;                 /* scratch device list */
 } lower;
@@ -331,6 +333,23 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
         }
         if (inplace)
             wb = 0;
+        if (L->zero >= 1 && st[i].kind == AS_COLL_ALL_REDUCE && (gt->flags & AS_TF_GRAD) &&
+            gt->of >= 0 && L->mrole[st[i].axis] == AS_ROLE_DATA) {
+            /* ZeRO: the gradient is reduce-scattered, each device updates its 1/D of the
+             * parameter and the updated shards are all-gathered (the bytes of the
+             * all-reduce's buffer are both collectives' full size) */
+            int32_t mid;
+            snprintf(name, sizeof name, "%s/rs%ld", as_sim_tensor_name(L->p, src), L->nrs++);
+            mid = as_sim_tensor(L->p, name);
+            snprintf(label, sizeof label, "%s%s/zero.%s", L->sname[t], L->np > 1 ? "" : "",
+                     as_mesh_axis_name(L->mesh, st[i].axis));
+            AS_CHECK(lower_coll(L, AS_COLL_REDUCE_SCATTER, st[i].axis, st[i].bytes, cur, mid, wb,
+                                base, label, err));
+            AS_CHECK(lower_coll(L, AS_COLL_ALL_GATHER, st[i].axis, st[i].bytes, mid, next, wb,
+                                base, label, err));
+            cur = next;
+            continue;
+        }
         if (L->np > 1) /* pipelines: the microbatch in the label (critical path, traces) */
             snprintf(label, sizeof label, "%s/m%d/%s.%s", L->sname[t], micro,
                      as_coll_name((as_coll)st[i].kind), as_mesh_axis_name(L->mesh, st[i].axis));
@@ -539,6 +558,8 @@ lower_declare(lower *L, int32_t t, int base, as_err *err)
                                     lower_id(L, t, m), b, err));
         return AS_OK;
     }
+    if (L->zero >= 1 && gt->kind == AS_TK_STATE && gt->of >= 0) /* ZeRO-1: a 1/D shard */
+        b /= as_spec_zero_parts(&L->spec[gt->of], L->mesh, L->mrole);
     return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->ne, lower_id(L, t, 0), b,
                           err);
 }
@@ -547,11 +568,15 @@ lower_declare(lower *L, int32_t t, int base, as_err *err)
 static int
 lower_grad_buf(lower *L, int32_t t, int base, as_err *err)
 {
+    const as_tensor *gt = as_graph_tensor(L->g, t);
+    double b = lower_bytes(L, t, &L->spec[t]);
     char name[600];
 
+    if (L->zero >= 2 && gt->of >= 0) /* ZeRO-2: the buffer is the reduce-scattered 1/D */
+        b /= as_spec_zero_parts(&L->spec[gt->of], L->mesh, L->mrole);
     snprintf(name, sizeof name, "%s/buf", L->sname[t]);
     return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->ne,
-                          as_sim_tensor(L->p, name), lower_bytes(L, t, &L->spec[t]), err);
+                          as_sim_tensor(L->p, name), b, err);
 }
 
 /* ---- pipeline ---------------------------------------------------------- */
@@ -1068,6 +1093,8 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
     if (o.pipeline > 1 && plan->stage_layers != NULL && plan->pipeline == o.pipeline)
         L.layers = plan->stage_layers;
     L.mesh = plan->mesh;
+    L.mrole = plan->role;
+    L.zero = plan->zero;
     L.n = as_mesh_ndevices(plan->mesh);
     L.np = o.pipeline;
     L.nmicro = o.nmicro;
