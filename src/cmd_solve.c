@@ -1431,6 +1431,9 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
     return AS_EXIT_OK;
 }
 
+static int solve_graph_after(solve_cli *c, as_graph_problem *gp, as_solve_opts *op,
+                             as_solve_result *rp, int rc0, double t0, FILE *fp, as_err *errp);
+
 static int
 solve_graph_run(solve_cli *c, as_graph_problem *gp)
 {
@@ -1438,7 +1441,8 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     as_solve_result res;
     as_solve_opts o = c->o;
     as_err err = {0};
-    double rows = -1, t0 = c->t_start;
+    as_layout_set *ls = NULL;
+    double t0 = c->t_start;
     int rc;
 
     print_graph_header(fp, c, gp);
@@ -1457,7 +1461,31 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     }
     if (o.lim.time_limit_s > 0 && as_problem_memory(gp->p) > 0)
         o.lim.time_limit_s *= 0.5; /* a budget: leave half for refit rounds (solve_fit) */
-    if (as_solve_problem(gp->p, &o, &res, &err) != AS_OK)
+    if (o.top > 1) { /* k-best: distinct layouts (refits in solve_fit too) */
+        ls = as_layout_set_new(gp->map);
+        o.distinct = c->o.distinct = as_layout_distinct;
+        o.distinct_ud = c->o.distinct_ud = ls;
+    }
+    rc = as_solve_problem(gp->p, &o, &res, &err);
+    rc = solve_graph_after(c, gp, &o, &res, rc, t0, fp, &err);
+    c->o.distinct = NULL;
+    c->o.distinct_ud = NULL;
+    as_layout_set_free(ls);
+    return rc;
+}
+
+/* The rest of solve_graph_run once the first solve returned RC (RES). */
+static int
+solve_graph_after(solve_cli *c, as_graph_problem *gp, as_solve_opts *op, as_solve_result *rp,
+                  int rc0, double t0, FILE *fp, as_err *errp)
+{
+    as_solve_opts o = *op;
+    as_solve_result res = *rp;
+    as_err err = *errp;
+    double rows = -1;
+    int rc;
+
+    if (rc0 != AS_OK)
         return as_cmd_fail(&err);
     if (res.nplans == 0 && res.outcome == AS_OUTCOME_LIMIT && o.lim.time_limit_s > 0 &&
         c->o.lim.time_limit_s - (as_now() - t0) > 1) {
@@ -1468,6 +1496,10 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
             return as_cmd_fail(&err);
     }
     print_summary(fp, gp->p, as_graph_name(gp->g), c->o.reduce, &res);
+    if (res.skipped > 0)
+        fprintf(fp, "%-13s%zu more plans cut off as the same layout as one kept (mesh-axis "
+                "symmetry, or a tie that changes no parameter's or input's spec)\n", "layouts",
+                res.skipped);
     if (res.outcome == AS_OUTCOME_INFEASIBLE) {
         as_solve_result_free(&res);
         return solve_infeasible(gp->p, c);

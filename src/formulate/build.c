@@ -986,3 +986,125 @@ as_graph_problem_free(as_graph_problem *gp)
     as_graph_free(gp->g);
     memset(gp, 0, sizeof *gp);
 }
+
+/* ---- distinct layouts (k-best) ---- */
+
+struct as_layout_set {
+    const as_build_map *map;
+    int naxes, nperm;
+    int perm[24][AS_MESH_MAX_AXES]; /* permutations of interchangeable axes (identity first) */
+    size_t nt, len;                 /* tensors; bytes of a full key */
+    AS_VEC(unsigned char *) full;   /* canonical keys of every tensor's spec */
+    AS_VEC(double) obj;
+    unsigned char *cur, *best;      /* scratch [len] */
+};
+
+static void
+layout_perms(as_layout_set *ls, int *p, int k, unsigned used)
+{
+    const as_mesh *m = as_cost_model_mesh(ls->map->cm);
+    int dpn = as_cost_model_hw(ls->map->cm)->devices_per_node, a;
+
+    if (k == ls->naxes) {
+        memcpy(ls->perm[ls->nperm++], p, sizeof ls->perm[0]);
+        return;
+    }
+    for (a = 0; a < ls->naxes; a++)
+        if (!(used & (1u << a)) && as_mesh_axis_size(m, a) == as_mesh_axis_size(m, k) &&
+            ls->map->role[a] == ls->map->role[k] &&
+            as_mesh_axis_link(m, a, dpn) == as_mesh_axis_link(m, k, dpn)) {
+            p[k] = a;
+            layout_perms(ls, p, k + 1, used | (1u << a));
+        }
+}
+
+as_layout_set *
+as_layout_set_new(const as_build_map *map)
+{
+    as_layout_set *ls = as_xcalloc(1, sizeof *ls);
+    int p[AS_MESH_MAX_AXES] = {0};
+
+    ls->map = map;
+    ls->naxes = as_mesh_naxes(as_cost_model_mesh(map->cm));
+    layout_perms(ls, p, 0, 0);
+    ls->nt = (size_t)as_graph_ntensors(map->g);
+    ls->len = ls->nt * (size_t)ls->naxes * 2 + 1;
+    ls->cur = as_xmalloc(ls->len);
+    ls->best = as_xmalloc(ls->len);
+    return ls;
+}
+
+static void
+layout_forget(as_layout_set *ls)
+{
+    size_t i;
+
+    for (i = 0; i < ls->full.n; i++)
+        free(ls->full.v[i]);
+    ls->full.n = ls->obj.n = 0;
+}
+
+void
+as_layout_set_free(as_layout_set *ls)
+{
+    if (ls == NULL)
+        return;
+    layout_forget(ls);
+    AS_VEC_FREE(&ls->full);
+    AS_VEC_FREE(&ls->obj);
+    free(ls->cur);
+    free(ls->best);
+    free(ls);
+}
+
+/* The canonical key of CHOICE: every tensor's spec, the least over the permutations. */
+static unsigned char *
+layout_key(as_layout_set *ls, const size_t *choice)
+{
+    unsigned char *key;
+    size_t n = 0;
+    int q, k;
+    int32_t t;
+
+    for (q = 0; q < ls->nperm; q++) {
+        n = 0;
+        for (t = 0; t < (int32_t)ls->nt; t++) {
+            const as_spec *sp = as_build_map_tensor_spec(ls->map, t, choice);
+            for (k = 0; k < ls->naxes; k++) {
+                int a = ls->perm[q][k];
+                ls->cur[n++] = (unsigned char)(sp->axis[a] + 8);
+                ls->cur[n++] = sp->partial[a];
+            }
+        }
+        if (q == 0 || memcmp(ls->cur, ls->best, n) < 0)
+            memcpy(ls->best, ls->cur, n);
+    }
+    key = as_xcalloc(1, ls->len); /* zero-padded: keys compare over LEN bytes */
+    memcpy(key, ls->best, n);
+    return key;
+}
+
+int
+as_layout_distinct(void *ud, const size_t *choice, double objective)
+{
+    as_layout_set *ls = ud;
+    unsigned char *full;
+    size_t i;
+
+    if (choice == NULL) {
+        layout_forget(ls);
+        return 1;
+    }
+    full = layout_key(ls, choice);
+    for (i = 0; i < ls->full.n; i++) {
+        double o = ls->obj.v[i];
+        if (memcmp(full, ls->full.v[i], ls->len) == 0 ||
+            fabs(objective - o) <= 1e-9 * fmax(fabs(objective), fabs(o))) {
+            free(full);
+            return 0;
+        }
+    }
+    AS_VEC_PUSH(&ls->full, full);
+    AS_VEC_PUSH(&ls->obj, objective);
+    return 1;
+}

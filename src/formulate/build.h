@@ -131,6 +131,21 @@ typedef struct as_plan_source {
 int as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan_source *src,
                         as_shard_plan **out, as_err *err);
 
+/* Distinct layouts for k-best (as_solve_opts.distinct). */
+/**
+ * Two plans of MAP's problem are one layout when a permutation of
+ * interchangeable mesh axes (same size, link class and role) maps one onto
+ * the other (every tensor's spec), or when they cost the same (1e-9
+ * relative): what differs between them costs nothing (a zero-cost tie, such
+ * as the labels' layout, or the axes swapped).  A set remembers the layouts
+ * kept.
+ */
+typedef struct as_layout_set as_layout_set;
+as_layout_set *as_layout_set_new(const as_build_map *map); /* MAP borrowed */
+void as_layout_set_free(as_layout_set *ls);                 /* NULL is a no-op */
+/** as_solve_opts.distinct for UD = an as_layout_set. */
+int as_layout_distinct(void *ud, const size_t *choice, double objective);
+
 /* Everything a command needs to solve a graph. */
 /** Where a graph problem comes from (strings borrowed). */
 typedef struct as_graph_setup {
