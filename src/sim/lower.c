@@ -1245,3 +1245,47 @@ as_sim_microbatch_dims(const as_graph *g, int nmicro, int *mbdim, as_err *err)
             rc = lower_mb_op(&L, o, err);
     return rc;
 }
+
+int
+as_sim_pipeline_plan(const as_graph *g, const int *stage, const int *tstage,
+                     as_shard_plan *const *sp, const double *obj, int p, int k,
+                     as_sim_sched sched, const char *recompute, const int *count, const char *hw,
+                     as_shard_plan **plan, as_sim_result **res, double *peak, double *sim_s,
+                     as_err *err)
+{
+    as_lower_opts lo;
+    double t;
+    int s, d, n, rc;
+
+    as_shard_plan_free(*plan);
+    *plan = NULL;
+    as_sim_result_free(*res);
+    *res = NULL;
+    AS_CHECK(as_pipe_merge(g, stage, tstage, sp, p, plan, err));
+    (*plan)->objective = as_pipe_estimate(obj, p, k, NULL);
+    as_shard_plan_set_step(*plan, p, k, as_sim_sched_name(sched), recompute, count, NULL);
+    as_lower_opts_init(&lo);
+    lo.hw = hw;
+    lo.pipeline = p;
+    lo.nmicro = k;
+    lo.sched = sched;
+    lo.given = AS_LOWER_GIVEN_PIPELINE | AS_LOWER_GIVEN_MICRO | AS_LOWER_GIVEN_SCHED;
+    t = as_now();
+    rc = as_sim_plan(g, *plan, &lo, NULL, res, NULL, err);
+    if (sim_s != NULL)
+        *sim_s += as_now() - t;
+    if (rc != AS_OK) {
+        as_err_prefix(err, "simulating the pipeline plan: ");
+        return rc;
+    }
+    n = (*res)->ndevices / p;
+    (*plan)->peak = 0;
+    for (s = 0; s < p; s++) {
+        peak[s] = 0;
+        for (d = s * n; d < (s + 1) * n; d++)
+            peak[s] = fmax(peak[s], (*res)->dev[d].peak);
+        (*plan)->peak = fmax((*plan)->peak, peak[s]);
+    }
+    as_shard_plan_set_step(*plan, p, k, as_sim_sched_name(sched), recompute, count, peak);
+    return AS_OK;
+}

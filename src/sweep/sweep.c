@@ -313,9 +313,8 @@ static int
 merge_sim(const sweep_ctx *x, const as_sweep_cfg *c, const as_graph *g, eval *E, as_err *err)
 {
     as_shard_plan **sp = as_xcalloc((size_t)c->p, sizeof *sp);
-    double *tt = as_xcalloc((size_t)c->p, sizeof *tt), t;
-    as_lower_opts lo;
-    int s, d, n, rc = AS_OK;
+    double *tt = as_xcalloc((size_t)c->p, sizeof *tt);
+    int s, rc = AS_OK;
 
     for (s = 0; s < c->p && rc == AS_OK; s++) {
         const as_plan *pl = &E->res[s].plans[0];
@@ -324,38 +323,10 @@ merge_sim(const sweep_ctx *x, const as_sweep_cfg *c, const as_graph *g, eval *E,
         rc = as_plan_from_choice(E->gp[s].map, pl->choice, &src, &sp[s], err);
         tt[s] = pl->objective;
     }
-    as_shard_plan_free(E->plan);
-    E->plan = NULL;
-    as_sim_result_free(E->sim);
-    E->sim = NULL;
     if (rc == AS_OK)
-        rc = as_pipe_merge(g, E->stage, E->tstage, sp, c->p, &E->plan, err);
-    if (rc == AS_OK) {
-        E->plan->objective = as_pipe_estimate(tt, c->p, c->k, NULL);
-        as_shard_plan_set_step(E->plan, c->p, c->k, as_sim_sched_name(AS_SIM_1F1B),
-                               as_recompute_name(c->recompute), E->count, NULL);
-        as_lower_opts_init(&lo);
-        lo.hw = x->o->hw;
-        lo.pipeline = c->p;
-        lo.nmicro = c->k;
-        lo.sched = AS_SIM_1F1B;
-        lo.given = AS_LOWER_GIVEN_PIPELINE | AS_LOWER_GIVEN_MICRO | AS_LOWER_GIVEN_SCHED;
-        t = as_now();
-        rc = as_sim_plan(g, E->plan, &lo, NULL, &E->sim, NULL, err);
-        E->sim_s += as_now() - t;
-        if (rc != AS_OK)
-            as_err_prefix(err, "simulating the pipeline plan: ");
-    }
-    if (rc == AS_OK) {
-        n = E->sim->ndevices / c->p;
-        E->plan->peak = 0;
-        for (s = 0; s < c->p; s++) {
-            E->peak[s] = 0;
-            for (d = s * n; d < (s + 1) * n; d++)
-                E->peak[s] = fmax(E->peak[s], E->sim->dev[d].peak);
-            E->plan->peak = fmax(E->plan->peak, E->peak[s]);
-        }
-    }
+        rc = as_sim_pipeline_plan(g, E->stage, E->tstage, sp, tt, c->p, c->k, AS_SIM_1F1B,
+                                  as_recompute_name(c->recompute), E->count, x->o->hw, &E->plan,
+                                  &E->sim, E->peak, &E->sim_s, err);
     for (s = 0; s < c->p; s++)
         as_shard_plan_free(sp[s]);
     free(sp);
