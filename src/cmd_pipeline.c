@@ -126,9 +126,8 @@ static int
 pipe_merge_sim(pipe_state *S, as_err *err)
 {
     as_shard_plan **sp = as_xcalloc((size_t)S->np, sizeof *sp);
-    as_lower_opts lo;
-    int s, d, n, rc = AS_OK;
-    double est, *tt = as_xcalloc((size_t)S->np, sizeof *tt);
+    double *tt = as_xcalloc((size_t)S->np, sizeof *tt);
+    int s, rc = AS_OK;
 
     for (s = 0; s < S->np && rc == AS_OK; s++) {
         const as_plan *pl = &S->res[s].plans[0];
@@ -137,40 +136,10 @@ pipe_merge_sim(pipe_state *S, as_err *err)
         rc = as_plan_from_choice(S->gp[s].map, pl->choice, &src, &sp[s], err);
         tt[s] = pl->objective;
     }
-    as_shard_plan_free(S->plan);
-    S->plan = NULL;
-    as_sim_result_free(S->sim);
-    S->sim = NULL;
     if (rc == AS_OK)
-        rc = as_pipe_merge(S->g, S->stage, S->tstage, sp, S->np, &S->plan, err);
-    if (rc == AS_OK) {
-        est = as_pipe_estimate(tt, S->np, S->k, NULL);
-        S->plan->objective = est;
-        as_shard_plan_set_step(S->plan, S->np, S->k, as_sim_sched_name(S->sched),
-                               as_recompute_name(S->t->recompute), S->count, NULL);
-        as_lower_opts_init(&lo);
-        lo.hw = S->c->setup->hw;
-        lo.pipeline = S->np;
-        lo.nmicro = S->k;
-        lo.sched = S->sched;
-        lo.given = AS_LOWER_GIVEN_PIPELINE | AS_LOWER_GIVEN_MICRO | AS_LOWER_GIVEN_SCHED;
-        rc = as_sim_plan(S->g, S->plan, &lo, NULL, &S->sim, NULL, err);
-        if (rc != AS_OK)
-            as_err_prefix(err, "simulating the pipeline plan: ");
-    }
-    if (rc == AS_OK) {
-        n = S->sim->ndevices / S->np;
-        for (s = 0; s < S->np; s++) {
-            S->peak[s] = 0;
-            for (d = s * n; d < (s + 1) * n; d++)
-                S->peak[s] = fmax(S->peak[s], S->sim->dev[d].peak);
-        }
-        as_shard_plan_set_step(S->plan, S->np, S->k, as_sim_sched_name(S->sched),
-                               as_recompute_name(S->t->recompute), S->count, S->peak);
-        S->plan->peak = 0;
-        for (s = 0; s < S->np; s++)
-            S->plan->peak = fmax(S->plan->peak, S->peak[s]);
-    }
+        rc = as_sim_pipeline_plan(S->g, S->stage, S->tstage, sp, tt, S->np, S->k, S->sched,
+                                  as_recompute_name(S->t->recompute), S->count,
+                                  S->c->setup->hw, &S->plan, &S->sim, S->peak, NULL, err);
     for (s = 0; s < S->np; s++)
         as_shard_plan_free(sp[s]);
     free(sp);

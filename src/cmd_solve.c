@@ -42,7 +42,7 @@
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
        OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL,
        OPT_SIM, OPT_GROUP, OPT_NOTIE, OPT_BEAMW, OPT_EPISODES, OPT_SEED, OPT_MICRO,
-       OPT_RECOMP, OPT_PIPE, OPT_STAGES, OPT_SCHED };
+       OPT_RECOMP, OPT_PIPE, OPT_STAGES, OPT_SCHED, OPT_ROLE, OPT_ZERO };
 
 #define SOLVE_MAX_PARAMS 32
 #define SOLVE_MAX_CPARAMS 8
@@ -54,6 +54,8 @@ enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED
 
 typedef struct solve_cli {
     const char *costgraph, *graph, *out, *solution, *emit, *cache;
+    const char *roles;                   /**< --role (as_build_opts.roles) */
+    int zero;                            /**< --zero (as_build_opts.zero) */
     as_graph_setup setup;
     double memory;                       /**< bytes, < 0 = the file's / none for graphs */
     int memory_auto;                     /**< --memory auto: the profile's capacity */
@@ -130,6 +132,12 @@ const struct as_cmd as_cmd_solve = {
             "                       first capture is the layer index; default: found from\n"
             "                       the names (h.3.*); isomorphic layers share one strategy\n"
             "  --no-tie             solve repeated layers apart\n"
+            "  --role AXIS=ROLE,..  axis roles: data (only batch dims split on it; parameters\n"
+            "                       replicated), tensor (no batch dim split on it), auto\n"
+            "                       (default, the ILP chooses); e.g. --mesh dp=2,tp=4\n"
+            "                       --role dp=data,tp=tensor (docs/strategies.md)\n"
+            "  --zero Z             ZeRO over the data axes: 1 shards optimizer states\n"
+            "                       (master weights included), 2 gradients too; 0 (default)\n"
             "  --set S/KEY=VALUE    backend parameter, e.g. glpk/presolve=0\n"
             "  --solution FILE      read an external solver's solution for the model that\n"
             "                       `autoshard export` wrote (CBC, glpsol -w/-o, Gurobi, HiGHS)\n"
@@ -207,6 +215,17 @@ solve_graph_opt(solve_cli *c, int opt)
         return AS_EXIT_OK;
     case OPT_GROUP:
         c->setup.group = optarg;
+        return AS_EXIT_OK;
+    case OPT_ROLE:
+        c->roles = optarg;
+        return AS_EXIT_OK;
+    case OPT_ZERO:
+        if (strcmp(optarg, "0") != 0 && strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0) {
+            fprintf(stderr, "autoshard: --zero takes 0, 1 or 2, got '%s' (3, parameters sharded "
+                    "too, is not supported)\n", optarg);
+            return AS_EXIT_USAGE; /* one line, as --role */
+        }
+        c->zero = optarg[0] - '0';
         return AS_EXIT_OK;
     case OPT_NOTIE:
         c->no_tie = 1;
@@ -321,7 +340,9 @@ solve_parse(int argc, char **argv, solve_cli *c)
         {"recompute", required_argument, NULL, OPT_RECOMP},
         {"pipeline", required_argument, NULL, OPT_PIPE},
         {"stages", required_argument, NULL, OPT_STAGES},
-        {"schedule", required_argument, NULL, OPT_SCHED}, {NULL, 0, NULL, 0}};
+        {"schedule", required_argument, NULL, OPT_SCHED},
+        {"role", required_argument, NULL, OPT_ROLE}, {"zero", required_argument, NULL, OPT_ZERO},
+        {NULL, 0, NULL, 0}};
     int opt, rc;
 
     opterr = 0;
@@ -362,6 +383,21 @@ solve_parse(int argc, char **argv, solve_cli *c)
     if (c->train.pipeline > 1 && (c->graph == NULL || c->solution != NULL || c->o.top > 1))
         return as_cmd_usage(&as_cmd_solve, "--pipeline needs a GRAPH, one plan (no --top) and "
                             "no --solution");
+    if (c->costgraph != NULL && (c->roles != NULL || c->zero > 0))
+        return as_cmd_usage(&as_cmd_solve, "--role and --zero need a GRAPH");
+    if (c->roles != NULL || c->zero > 0) { /* one line now, before the graph is read */
+        as_mesh *m = NULL;
+        uint8_t role[AS_MESH_MAX_AXES] = {0};
+        as_err e = {0};
+        if (as_mesh_parse(c->setup.mesh ? c->setup.mesh : DEFAULT_MESH, &m, &e) == AS_OK &&
+            (c->roles == NULL || as_mesh_parse_roles(m, c->roles, role, &e) == AS_OK) &&
+            c->zero > 0 && memchr(role, AS_ROLE_DATA, sizeof role) == NULL)
+            as_errf(&e, AS_EUSAGE, "--zero %d needs a data axis to shard over (--role "
+                    "AXIS=data)", c->zero);
+        as_mesh_free(m);
+        if (e.code != AS_OK)
+            return as_cmd_fail(&e); /* one line, as a bad --mesh */
+    }
     /* an external solution is for the model `export` wrote: untied */
     c->setup.tie = !c->no_tie && c->solution == NULL;
     return AS_EXIT_OK;
@@ -1396,6 +1432,9 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
     return AS_EXIT_OK;
 }
 
+static int solve_graph_after(solve_cli *c, as_graph_problem *gp, as_solve_opts *op,
+                             as_solve_result *rp, int rc0, double t0, FILE *fp, as_err *errp);
+
 static int
 solve_graph_run(solve_cli *c, as_graph_problem *gp)
 {
@@ -1403,7 +1442,8 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     as_solve_result res;
     as_solve_opts o = c->o;
     as_err err = {0};
-    double rows = -1, t0 = c->t_start;
+    as_layout_set *ls = NULL;
+    double t0 = c->t_start;
     int rc;
 
     print_graph_header(fp, c, gp);
@@ -1422,7 +1462,31 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     }
     if (o.lim.time_limit_s > 0 && as_problem_memory(gp->p) > 0)
         o.lim.time_limit_s *= 0.5; /* a budget: leave half for refit rounds (solve_fit) */
-    if (as_solve_problem(gp->p, &o, &res, &err) != AS_OK)
+    if (o.top > 1) { /* k-best: distinct layouts (refits in solve_fit too) */
+        ls = as_layout_set_new(gp->map);
+        o.distinct = c->o.distinct = as_layout_distinct;
+        o.distinct_ud = c->o.distinct_ud = ls;
+    }
+    rc = as_solve_problem(gp->p, &o, &res, &err);
+    rc = solve_graph_after(c, gp, &o, &res, rc, t0, fp, &err);
+    c->o.distinct = NULL;
+    c->o.distinct_ud = NULL;
+    as_layout_set_free(ls);
+    return rc;
+}
+
+/* The rest of solve_graph_run once the first solve returned RC (RES). */
+static int
+solve_graph_after(solve_cli *c, as_graph_problem *gp, as_solve_opts *op, as_solve_result *rp,
+                  int rc0, double t0, FILE *fp, as_err *errp)
+{
+    as_solve_opts o = *op;
+    as_solve_result res = *rp;
+    as_err err = *errp;
+    double rows = -1;
+    int rc;
+
+    if (rc0 != AS_OK)
         return as_cmd_fail(&err);
     if (res.nplans == 0 && res.outcome == AS_OUTCOME_LIMIT && o.lim.time_limit_s > 0 &&
         c->o.lim.time_limit_s - (as_now() - t0) > 1) {
@@ -1433,6 +1497,10 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
             return as_cmd_fail(&err);
     }
     print_summary(fp, gp->p, as_graph_name(gp->g), c->o.reduce, &res);
+    if (res.skipped > 0)
+        fprintf(fp, "%-13s%zu more plans cut off as the same layout as one kept (mesh-axis "
+                "symmetry, or a tie that changes no parameter's or input's spec)\n", "layouts",
+                res.skipped);
     if (res.outcome == AS_OUTCOME_INFEASIBLE) {
         as_solve_result_free(&res);
         return solve_infeasible(gp->p, c);
@@ -1743,6 +1811,8 @@ solve_graph(solve_cli *c)
     if (rc != AS_OK)
         return as_cmd_fail(&err);
     as_build_opts_init(&c->setup.build);
+    c->setup.build.roles = c->roles;
+    c->setup.build.zero = c->zero;
     c->setup.build.memory = c->memory_auto ? -1 : c->memory > 0 ? c->memory : 0;
     if (c->o.lim.time_limit_s > 0)
         c->setup.build.deadline = c->t_start + c->o.lim.time_limit_s;

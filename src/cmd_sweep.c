@@ -23,7 +23,7 @@
 #include "sweep/sweep.h"
 
 enum { OPT_DEV = 256, OPT_HW, OPT_BATCH, OPT_PIPE, OPT_MICRO, OPT_ACC, OPT_RECOMP, OPT_AXES,
-       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG };
+       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG, OPT_ROLE, OPT_ZERO };
 
 
 static int sweep_exec(int argc, char **argv);
@@ -54,6 +54,10 @@ const struct as_cmd as_cmd_sweep = {
             "  --max-axes A         mesh axes per stage, 1..3 (default 3): every ordered\n"
             "                       factorisation of N/P into at most A factors >= 2\n"
             "  --tp-max T           no mesh axis larger than T\n"
+            "  --role R1,R2,..      one role per mesh axis (data, tensor, auto; as solve\n"
+            "                       --role): every mesh has exactly that many axes, factors\n"
+            "                       >= 1 (--role data,tensor on 8: 1x8, 2x4, 4x2, 8x1)\n"
+            "  --zero Z             ZeRO 0, 1 or 2 over the data axes (as solve --zero)\n"
             "  --time-limit S       seconds per configuration (build and solves)\n"
             "  -o FILE.jsonl        append one JSON line per configuration; started again\n"
             "                       with the same command it skips the configurations done\n"
@@ -158,6 +162,15 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
         return AS_EXIT_OK;
     case OPT_TPMAX:
         return as_cmd_count_opt(&as_cmd_sweep, "tp-max", optarg, &o->tp_max);
+    case OPT_ROLE:
+        return as_sweep_set_roles(o, optarg, &err) == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+    case OPT_ZERO:
+        if (strcmp(optarg, "0") != 0 && strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0) {
+            fprintf(stderr, "autoshard: --zero takes 0, 1 or 2, got '%s'\n", optarg);
+            return AS_EXIT_USAGE;
+        }
+        o->zero = optarg[0] - '0';
+        return AS_EXIT_OK;
     case OPT_TIME: {
         char *end;
         o->time_limit = strtod(optarg, &end);
@@ -260,6 +273,7 @@ sweep_exec(int argc, char **argv)
         {"top", required_argument, NULL, OPT_TOP}, {"csv", required_argument, NULL, OPT_CSV},
         {"jobs", required_argument, NULL, 'j'}, {"plans", required_argument, NULL, OPT_PLANS},
         {"svg", required_argument, NULL, OPT_SVG},
+        {"role", required_argument, NULL, OPT_ROLE}, {"zero", required_argument, NULL, OPT_ZERO},
         {"quiet", no_argument, NULL, 'q'}, {"list", no_argument, NULL, OPT_LIST},
         {NULL, 0, NULL, 0}};
     as_sweep_opts o;
@@ -287,6 +301,11 @@ sweep_exec(int argc, char **argv)
         return as_cmd_usage(&as_cmd_sweep, "missing --devices N");
     if (o.accumulate && o.nmicro == 0)
         return as_cmd_usage(&as_cmd_sweep, "--accumulate needs --microbatches LIST");
+    if (o.zero > 0 && (o.roles == NULL || strstr(o.roles, "data") == NULL)) {
+        fprintf(stderr, "autoshard: --zero %d needs a data axis to shard over (--role with "
+                "data)\n", o.zero);
+        return AS_EXIT_USAGE;
+    }
     o.source = argv[optind];
     if (as_verbosity == 0) /* -q is also a global option, taken before ours */
         o.quiet = 1;

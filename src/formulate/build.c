@@ -40,6 +40,9 @@ struct as_build_map {
     as_build_stats st;
     double deadline;                    /* as_build_opts.deadline */
     int share;                          /* edges borrow the context's matrices (map kept) */
+    uint8_t role[AS_MESH_MAX_AXES];     /* axis roles (as_build_opts.roles) */
+    int roles;                          /* some axis of more than one device has a role */
+    int zero;                           /* ZeRO stage (as_build_opts.zero) */
     as_progress pg;
 };
 
@@ -95,6 +98,14 @@ int32_t
 as_build_map_node_tensor(const as_build_map *map, size_t node)
 {
     return map->node_tensor[node];
+}
+
+const uint8_t *
+as_build_map_roles(const as_build_map *map, int *zero)
+{
+    if (zero != NULL)
+        *zero = map->zero;
+    return map->role;
 }
 
 const as_strategy_set *
@@ -170,20 +181,85 @@ batch_filter(const as_build_map *map, const as_strategy_set *set, int32_t op, in
     return set->s[s].out[0].axis[0] == batch ? 0 : AS_STRAT_INFINITY_COST;
 }
 
+/*
+ * Axis roles (as_build_opts.roles): AS_STRAT_INFINITY_COST when strategy S of
+ * SET breaks a role, else 0.  INB[nin] / OUTB[nout] are the batch dims of
+ * the inputs and outputs (-1 none).  On a data axis every input that has a
+ * batch dim arrives split along it (STRICT; 0 lets it be replicated too, for
+ * a node where nothing else is left) and no other dim is split; partial sums
+ * are no split (the weight gradient of a batch contraction is partial over
+ * the data axis).  On a tensor axis no batch dim is split.
+ */
+static double
+role_filter(const as_build_map *map, const as_strategy_set *set, const int *inb,
+            const int *outb, int s, int strict)
+{
+    const as_strategy *st = &set->s[s];
+    const as_mesh *m = as_cost_model_mesh(map->cm);
+    int k, j;
+
+    if (!map->roles)
+        return 0;
+    for (k = 0; k < as_mesh_naxes(m); k++) {
+        int data = map->role[k] == AS_ROLE_DATA;
+        if (map->role[k] == AS_ROLE_AUTO || as_mesh_axis_size(m, k) < 2)
+            continue;
+        for (j = 0; j < set->nin; j++) {
+            int d = st->in[j].axis[k];
+            if (data && strict && inb[j] >= 0 && d != inb[j])
+                return AS_STRAT_INFINITY_COST;
+            if (d >= 0 && (data ? d != inb[j] : d == inb[j]))
+                return AS_STRAT_INFINITY_COST;
+        }
+        for (j = 0; j < set->nout; j++) {
+            int d = st->out[j].axis[k];
+            if (data && strict && set->nin == 0 && outb[j] >= 0 && d != outb[j])
+                return AS_STRAT_INFINITY_COST; /* a data input */
+            if (d >= 0 && (data ? d != outb[j] : d == outb[j]))
+                return AS_STRAT_INFINITY_COST;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Memory factors of declared tensor T (tensor_factor's sum): *VALUE the
+ * tensor itself, *STATE its optimizer states, in bytes relative to its own.
+ * A parameter's gradient buffer is a liveness entry of its own (grad_buffer),
+ * which ZeRO-2 shards in add_point.
+ */
+static void tensor_factor_parts(const as_graph *g, const as_tensor *t, int micro, double *value,
+                                double *state);
+
 static int
 add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_set *set,
-         int32_t op, int32_t tensor, int batch, as_err *err)
+         int32_t op, int32_t tensor, int batch, const int *inb, const int *outb, as_err *err)
 {
     double *c = as_xmalloc((size_t)set->n * 3 * sizeof *c), *d = c + set->n, *m = d + set->n;
-    double wc, wd;
+    double wc, wd, fv = 1, fs = 0;
+    const as_tensor *tt = tensor >= 0 ? as_graph_tensor(map->g, tensor) : NULL;
+    int zero = map->zero > 0 && tt != NULL && tt->kind == AS_TK_PARAM && tt->update >= 0;
     size_t id;
     int i, rc;
 
     op_weights(map, op, &wc, &wd);
+    if (zero)
+        tensor_factor_parts(map->g, tt, map->micro, &fv, &fs);
+    int strict = 0;
+    for (i = 0; map->roles && i < set->n && !strict; i++)
+        strict = role_filter(map, set, inb, outb, i, 1) == 0;
     for (i = 0; i < set->n; i++) {
-        c[i] = set->s[i].compute * wc + batch_filter(map, set, op, batch, i);
+        c[i] = set->s[i].compute * wc + batch_filter(map, set, op, batch, i) +
+               role_filter(map, set, inb, outb, i, strict);
         d[i] = set->s[i].comm * wd;
         m[i] = set->s[i].mem;
+        if (zero && fv + fs > 0) {
+            /* ZeRO-1: optimizer states sharded over the data axes the parameter replicates
+               (ZeRO-2's gradient buffers: add_point) */
+            double parts = as_spec_zero_parts(&set->s[i].out[0], as_cost_model_mesh(map->cm),
+                                              map->role);
+            m[i] = set->s[i].mem / (fv + fs) * (fv + fs / parts);
+        }
     }
     rc = as_problem_add_node(p, name, (size_t)set->n, c, d, m, &id, err);
     for (i = 0; rc == AS_OK && i < set->n; i++)
@@ -208,27 +284,41 @@ add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_s
  * entry of its own on that op's node (grad_buffer), as the simulator
  * declares it (sim/lower.c lower_grad_buf).
  */
-static double
-tensor_factor(const as_graph *g, const as_tensor *t, int micro)
+static void
+tensor_factor_parts(const as_graph *g, const as_tensor *t, int micro, double *value,
+                    double *state)
 {
-    double own = as_dtype_size(t->shape.dtype), f;
+    double own = as_dtype_size(t->shape.dtype);
     int32_t i;
 
+    *value = 1;
+    *state = 0;
     if (t->kind == AS_TK_INPUT && (t->flags & AS_TF_RECV))
-        return 1; /* received from another stage: one microbatch's, while it is used */
-    if (t->kind == AS_TK_INPUT)
-        return micro > 1 ? micro : 1; /* every microbatch's inputs are loaded at the start */
-    if (t->kind == AS_TK_STATE)
-        return t->of >= 0 ? 0 : 1;
+        return; /* received from another stage: one microbatch's, while it is used */
+    if (t->kind == AS_TK_INPUT) {
+        *value = micro > 1 ? micro : 1; /* every microbatch's inputs are loaded at the start */
+        return;
+    }
+    if (t->kind == AS_TK_STATE) {
+        *value = t->of >= 0 ? 0 : 1;
+        return;
+    }
     if (t->kind != AS_TK_PARAM || t->update < 0 || own <= 0)
-        return 1;
-    f = 1;
+        return;
     for (i = 0; i < as_graph_ntensors(g); i++) {
         const as_tensor *s = as_graph_tensor(g, i);
         if (s->kind == AS_TK_STATE && s->of == t->id)
-            f += as_dtype_size(s->shape.dtype) / own;
+            *state += as_dtype_size(s->shape.dtype) / own;
     }
-    return f;
+}
+
+static double
+tensor_factor(const as_graph *g, const as_tensor *t, int micro)
+{
+    double v, st;
+
+    tensor_factor_parts(g, t, micro, &v, &st);
+    return v + st;
 }
 
 static int
@@ -242,11 +332,12 @@ add_declared(as_build_map *map, as_problem *p, as_err *err)
         const as_strategy_set *set;
         if (tt->producer >= 0)
             continue;
+        int outb = tt->kind == AS_TK_INPUT ? tt->batch_dim : -1;
         set = as_strat_tensor_batch(map->ctx, &tt->shape, tt->kind,
                                     tensor_factor(g, tt, map->micro), tt->batch_dim);
         map->tensor_node[t] = map->nnodes;
         map->tensor_out[t] = 0;
-        AS_CHECK(add_node(map, p, tt->name, set, -1, t, -1, err));
+        AS_CHECK(add_node(map, p, tt->name, set, -1, t, -1, NULL, &outb, err));
         map->nnodes++;
     }
     return AS_OK;
@@ -301,8 +392,8 @@ add_ops(as_build_map *map, as_problem *p, as_err *err)
         as_strat_batch_dims(set, inb, outb);
         for (k = 0; k < op->nout && k < set->nout; k++)
             batch[op->out[k]] = outb[k];
-        if ((rc = add_node(map, p, op->name, set, i, -1, set->nout > 0 ? outb[0] : -1, err)) !=
-            AS_OK)
+        if ((rc = add_node(map, p, op->name, set, i, -1, set->nout > 0 ? outb[0] : -1, inb, outb,
+                           err)) != AS_OK)
             break;
         map->nnodes++;
     }
@@ -536,15 +627,22 @@ add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, s
         const as_strategy_set *set = map->node_set[v];
         int mine = as_graph_tensor(map->g, t)->producer == op && op >= 0 &&
                    !partial_deferred(map, t);
+        int zero2 = map->zero >= 2 && grad_buffer(as_graph_tensor(map->g, t));
         nodes[nres + i] = v;
-        if (set->nout > 1 || (mine && has_partial(map, v))) {
+        if (set->nout > 1 || (mine && has_partial(map, v)) || zero2) {
             int s, o = map->tensor_out[t];
             const as_shape *sh = &set->out_shape[o];
             own[i] = as_xmalloc((size_t)set->n * sizeof **own);
-            for (s = 0; s < set->n; s++)
+            for (s = 0; s < set->n; s++) {
                 own[i][s] = (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], sh)
                                            : set->s[s].mem) +
                             (mine ? partial_bytes(map, set, s, o) : 0);
+                /* ZeRO-2: the gradient buffer is reduce-scattered over the data axes its
+                   layout replicates (sim/lower.c lower_grad_buf) */
+                if (zero2)
+                    own[i][s] /= as_spec_zero_parts(&set->s[s].out[o],
+                                                    as_cost_model_mesh(map->cm), map->role);
+            }
             m[nres + i] = own[i];
         }
     }
@@ -823,6 +921,23 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map->micro = o->microbatches > 1 ? o->microbatches : 1;
     map->inflight = o->inflight > 1 ? o->inflight : 1;
     map->ctx = as_strat_ctx_new(cm);
+    map->zero = o->zero;
+    if (o->roles != NULL && (rc = as_mesh_parse_roles(mesh, o->roles, map->role, err)) != AS_OK) {
+        as_build_map_free(map);
+        return rc;
+    }
+    for (rc = 0; rc < as_mesh_naxes(mesh); rc++)
+        map->roles |= map->role[rc] != AS_ROLE_AUTO && as_mesh_axis_size(mesh, rc) > 1;
+    if (o->zero < 0 || o->zero > 2) {
+        as_build_map_free(map);
+        return as_errf(err, AS_EUSAGE, "--zero must be 0, 1 or 2, got %d (3, parameters sharded "
+                       "too, is not supported)", o->zero);
+    }
+    if (o->zero > 0 && memchr(map->role, AS_ROLE_DATA, sizeof map->role) == NULL) {
+        as_build_map_free(map);
+        return as_errf(err, AS_EUSAGE, "--zero %d needs a data axis to shard over (--role "
+                       "AXIS=data)", o->zero);
+    }
     map->node_op = as_xmalloc(nn * sizeof *map->node_op);
     map->node_tensor = as_xmalloc(nn * sizeof *map->node_tensor);
     map->node_set = as_xcalloc(nn, sizeof *map->node_set);
@@ -877,6 +992,8 @@ as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan
     pl->graph = as_shard_plan_strdup(pl, as_graph_name(g));
     pl->hw = as_shard_plan_strdup(pl, as_cost_model_hw(cm)->name);
     pl->cost_model = as_shard_plan_strdup(pl, as_cost_model_ops(cm)->name);
+    memcpy(pl->role, map->role, sizeof pl->role);
+    pl->zero = map->zero;
     if (src != NULL) {
         pl->solver = as_shard_plan_strdup(pl, src->solver);
         pl->status = as_shard_plan_strdup(pl, src->status);
@@ -949,4 +1066,126 @@ as_graph_problem_free(as_graph_problem *gp)
     as_mesh_free(gp->mesh);
     as_graph_free(gp->g);
     memset(gp, 0, sizeof *gp);
+}
+
+/* ---- distinct layouts (k-best) ---- */
+
+struct as_layout_set {
+    const as_build_map *map;
+    int naxes, nperm;
+    int perm[24][AS_MESH_MAX_AXES]; /* permutations of interchangeable axes (identity first) */
+    size_t nt, len;                 /* tensors; bytes of a full key */
+    AS_VEC(unsigned char *) full;   /* canonical keys of every tensor's spec */
+    AS_VEC(double) obj;
+    unsigned char *cur, *best;      /* scratch [len] */
+};
+
+static void
+layout_perms(as_layout_set *ls, int *p, int k, unsigned used)
+{
+    const as_mesh *m = as_cost_model_mesh(ls->map->cm);
+    int dpn = as_cost_model_hw(ls->map->cm)->devices_per_node, a;
+
+    if (k == ls->naxes) {
+        memcpy(ls->perm[ls->nperm++], p, sizeof ls->perm[0]);
+        return;
+    }
+    for (a = 0; a < ls->naxes; a++)
+        if (!(used & (1u << a)) && as_mesh_axis_size(m, a) == as_mesh_axis_size(m, k) &&
+            ls->map->role[a] == ls->map->role[k] &&
+            as_mesh_axis_link(m, a, dpn) == as_mesh_axis_link(m, k, dpn)) {
+            p[k] = a;
+            layout_perms(ls, p, k + 1, used | (1u << a));
+        }
+}
+
+as_layout_set *
+as_layout_set_new(const as_build_map *map)
+{
+    as_layout_set *ls = as_xcalloc(1, sizeof *ls);
+    int p[AS_MESH_MAX_AXES] = {0};
+
+    ls->map = map;
+    ls->naxes = as_mesh_naxes(as_cost_model_mesh(map->cm));
+    layout_perms(ls, p, 0, 0);
+    ls->nt = (size_t)as_graph_ntensors(map->g);
+    ls->len = ls->nt * (size_t)ls->naxes * 2 + 1;
+    ls->cur = as_xmalloc(ls->len);
+    ls->best = as_xmalloc(ls->len);
+    return ls;
+}
+
+static void
+layout_forget(as_layout_set *ls)
+{
+    size_t i;
+
+    for (i = 0; i < ls->full.n; i++)
+        free(ls->full.v[i]);
+    ls->full.n = ls->obj.n = 0;
+}
+
+void
+as_layout_set_free(as_layout_set *ls)
+{
+    if (ls == NULL)
+        return;
+    layout_forget(ls);
+    AS_VEC_FREE(&ls->full);
+    AS_VEC_FREE(&ls->obj);
+    free(ls->cur);
+    free(ls->best);
+    free(ls);
+}
+
+/* The canonical key of CHOICE: every tensor's spec, the least over the permutations. */
+static unsigned char *
+layout_key(as_layout_set *ls, const size_t *choice)
+{
+    unsigned char *key;
+    size_t n = 0;
+    int q, k;
+    int32_t t;
+
+    for (q = 0; q < ls->nperm; q++) {
+        n = 0;
+        for (t = 0; t < (int32_t)ls->nt; t++) {
+            const as_spec *sp = as_build_map_tensor_spec(ls->map, t, choice);
+            for (k = 0; k < ls->naxes; k++) {
+                int a = ls->perm[q][k];
+                ls->cur[n++] = (unsigned char)(sp->axis[a] + 8);
+                ls->cur[n++] = sp->partial[a];
+            }
+        }
+        if (q == 0 || memcmp(ls->cur, ls->best, n) < 0)
+            memcpy(ls->best, ls->cur, n);
+    }
+    key = as_xcalloc(1, ls->len); /* zero-padded: keys compare over LEN bytes */
+    memcpy(key, ls->best, n);
+    return key;
+}
+
+int
+as_layout_distinct(void *ud, const size_t *choice, double objective)
+{
+    as_layout_set *ls = ud;
+    unsigned char *full;
+    size_t i;
+
+    if (choice == NULL) {
+        layout_forget(ls);
+        return 1;
+    }
+    full = layout_key(ls, choice);
+    for (i = 0; i < ls->full.n; i++) {
+        double o = ls->obj.v[i];
+        if (memcmp(full, ls->full.v[i], ls->len) == 0 ||
+            fabs(objective - o) <= 1e-9 * fmax(fabs(objective), fabs(o))) {
+            free(full);
+            return 0;
+        }
+    }
+    AS_VEC_PUSH(&ls->full, full);
+    AS_VEC_PUSH(&ls->obj, objective);
+    return 1;
 }

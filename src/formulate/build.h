@@ -46,6 +46,14 @@ typedef struct as_build_opts {
                            (formulate/pipeline.h): every activation a forward op leaves for
                            the backward (read after the last forward op) counts M - 1 more
                            times at every liveness point (the earlier microbatches' copies) */
+    const char *roles; /**< axis roles, `--role` text ("dp=data,tp=tensor"; NULL = all auto,
+                            spmd/mesh.h as_mesh_parse_roles): on a data axis only batch dims
+                            split and declared tensors other than data inputs are replicated;
+                            on a tensor axis no batch dim splits.  Strategies a role forbids
+                            cost AS_STRAT_INFINITY_COST (the ILP drops them) */
+    int zero;          /**< ZeRO stage 0..2 over the data axes: 1 keeps each parameter's
+                            optimizer states (master weights included) 1/D per device, 2 its
+                            gradient too (D = the data axes' devices it is replicated over) */
 } as_build_opts;
 
 void as_build_opts_init(as_build_opts *o);
@@ -99,6 +107,8 @@ size_t as_build_map_tensor_node(const as_build_map *map, int32_t t);
 int32_t as_build_map_node_op(const as_build_map *map, size_t node);
 /** Declared tensor of NODE, or -1 (an op's node). */
 int32_t as_build_map_node_tensor(const as_build_map *map, size_t node);
+/** Role of each mesh axis (AS_MESH_MAX_AXES entries, as_axis_role) and the ZeRO stage. */
+const uint8_t *as_build_map_roles(const as_build_map *map, int *zero);
 /** Strategy set of NODE (owned by the map). */
 const as_strategy_set *as_build_map_node_set(const as_build_map *map, size_t node);
 /** Spec of tensor T when every node V takes strategy CHOICE[V]. */
@@ -120,6 +130,21 @@ typedef struct as_plan_source {
  */
 int as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan_source *src,
                         as_shard_plan **out, as_err *err);
+
+/* Distinct layouts for k-best (as_solve_opts.distinct). */
+/**
+ * Two plans of MAP's problem are one layout when a permutation of
+ * interchangeable mesh axes (same size, link class and role) maps one onto
+ * the other (every tensor's spec), or when they cost the same (1e-9
+ * relative): what differs between them costs nothing (a zero-cost tie, such
+ * as the labels' layout, or the axes swapped).  A set remembers the layouts
+ * kept.
+ */
+typedef struct as_layout_set as_layout_set;
+as_layout_set *as_layout_set_new(const as_build_map *map); /* MAP borrowed */
+void as_layout_set_free(as_layout_set *ls);                 /* NULL is a no-op */
+/** as_solve_opts.distinct for UD = an as_layout_set. */
+int as_layout_distinct(void *ud, const size_t *choice, double objective);
 
 /* Everything a command needs to solve a graph. */
 /** Where a graph problem comes from (strings borrowed). */

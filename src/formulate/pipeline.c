@@ -368,6 +368,8 @@ as_pipe_merge(const as_graph *g, const int *stage, const int *tstage,
     pl->cost_model = as_shard_plan_strdup(pl, sp[0]->cost_model);
     pl->solver = as_shard_plan_strdup(pl, sp[0]->solver);
     pl->status = as_shard_plan_strdup(pl, sp[0]->status);
+    memcpy(pl->role, sp[0]->role, sizeof pl->role);
+    pl->zero = sp[0]->zero;
     pl->bound = -HUGE_VAL;
     pl->peak = -1;
     for (s = 0; s < p; s++)

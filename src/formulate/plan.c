@@ -157,6 +157,10 @@ plan_json(const as_shard_plan *p)
     json_object_set_new(o, "bound", isfinite(p->bound) ? json_real(p->bound) : json_null());
     if (p->peak >= 0)
         json_object_set_new(o, "peak", json_real(p->peak));
+    if (*as_mesh_roles_str(p->mesh, p->role, buf, sizeof buf))
+        json_object_set_new(o, "roles", json_string(buf));
+    if (p->zero > 0)
+        json_object_set_new(o, "zero", json_integer(p->zero));
     for (i = 0; i < p->ntensors; i++) {
         const as_plan_tensor *t = &p->tensors[i];
         json_t *jt = json_object();
@@ -459,6 +463,29 @@ plan_from_json(json_t *o, const char *name, as_shard_plan **out, as_err *err)
         AS_CHECK_GOTO(rc, get_num(o, "peak", &p->peak, 0, name, err), out);
     if ((v = json_object_get(o, "pipeline")) != NULL)
         AS_CHECK_GOTO(rc, parse_step(p, v, name, err), out);
+    if ((v = json_object_get(o, "roles")) != NULL) {
+        if (!json_is_string(v)) {
+            rc = as_errf(err, AS_EPARSE, "%s: 'roles': expected a string", name);
+            goto out;
+        }
+        if ((rc = as_mesh_parse_roles(p->mesh, json_string_value(v), p->role, err)) != AS_OK) {
+            as_err_prefix(err, "%s: 'roles': ", name);
+            err->code = rc = AS_EPARSE;
+            goto out;
+        }
+    }
+    if ((v = json_object_get(o, "zero")) != NULL) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 2) {
+            rc = as_errf(err, AS_EPARSE, "%s: 'zero': expected 0, 1 or 2", name);
+            goto out;
+        }
+        p->zero = (int)json_integer_value(v);
+        if (p->zero > 0 && memchr(p->role, AS_ROLE_DATA, sizeof p->role) == NULL) {
+            rc = as_errf(err, AS_EPARSE, "%s: 'zero' %d needs a data axis in 'roles'", name,
+                         p->zero);
+            goto out;
+        }
+    }
     ts = json_object_get(o, "tensors");
     os = json_object_get(o, "ops");
     if (!json_is_array(ts) || !json_is_array(os)) {

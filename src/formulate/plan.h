@@ -56,6 +56,9 @@ typedef struct as_shard_plan {
     const char *recompute_layers; /**< "auto": the layers recomputed fully, comma-separated */
     int *stage_layers;       /**< [pipeline] layers per stage (arena), NULL = not recorded */
     double *stage_peak;      /**< [pipeline] peak per device of each stage (arena), or NULL */
+    /* Axis roles and ZeRO (JSON "roles", "zero", optional; docs/strategies.md): */
+    uint8_t role[AS_MESH_MAX_AXES]; /**< as_axis_role per axis of the mesh (auto if absent) */
+    int zero;                /**< ZeRO stage over the data axes, 0..2 */
 } as_shard_plan;
 
 /* Create and fill. */

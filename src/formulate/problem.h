@@ -240,6 +240,9 @@ typedef struct as_reduce_opts {
     size_t top;     /**< > 1: keep the TOP best plans, not only one optimum: the bound
                          pruning drops only strategies dearer than a TOP-th distinct plan
                          that fits (gap is then ignored, PBQP and DOMINATED are off) */
+    int layouts;    /**< with top > 1: distinct layouts are wanted (solver.h
+                         as_solve_opts.distinct): DOMINATED stays on, a strategy no better than
+                         another in every context (a zero-cost tie) is in no layout */
     double deadline; /**< as_now() time after which the bound rounds stop (exact: they only
                           prune less); 0 = none */
     double abort_at; /**< as_now() time after which the reductions give up, AS_ESOLVER "time

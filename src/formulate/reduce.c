@@ -1777,7 +1777,10 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
              as_reduction **redp, as_err *err)
 {
     size_t n = as_problem_nnodes(p), v, j, t;
-    unsigned flags = o->top > 1 ? o->flags & ~(AS_REDUCE_PBQP | AS_REDUCE_DOMINATED) : o->flags;
+    /* k-best: no eliminations; dominance only for distinct layouts (it drops zero-cost ties) */
+    unsigned flags = o->top > 1 ? o->flags & ~(AS_REDUCE_PBQP |
+                                              (o->layouts ? 0u : AS_REDUCE_DOMINATED))
+                                : o->flags;
     work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
               .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline,

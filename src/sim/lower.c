@@ -62,6 +62,8 @@ typedef struct lower {
     double *act_bytes;         /* [np] bytes per device sent forward per microbatch */
     as_strmap rcache;          /* reshard cache "t/micro/stage/spec" -> tensor id */
     long nrs;                  /* resharded tensors so far (fresh names) */
+    const uint8_t *mrole;      /* [AS_MESH_MAX_AXES] axis roles of the plan */
+    int zero;                  /* ZeRO stage of the plan (0..2) */
     int *grp;                  /* scratch group */
     int *devs;                 /* scratch device list */
     struct lower_icache *icache; /* [nops] the last interning of each op */
@@ -369,6 +371,23 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
         }
         if (inplace)
             wb = 0;
+        if (L->zero >= 1 && st[i].kind == AS_COLL_ALL_REDUCE && (gt->flags & AS_TF_GRAD) &&
+            gt->of >= 0 && L->mrole[st[i].axis] == AS_ROLE_DATA) {
+            /* ZeRO: the gradient is reduce-scattered, each device updates its 1/D of the
+             * parameter and the updated shards are all-gathered (the bytes of the
+             * all-reduce's buffer are both collectives' full size) */
+            int32_t mid;
+            snprintf(name, sizeof name, "%s/rs%ld", as_sim_tensor_name(L->p, src), L->nrs++);
+            mid = as_sim_tensor(L->p, name);
+            snprintf(label, sizeof label, "%s%s/zero.%s", L->sname[t], L->np > 1 ? "" : "",
+                     as_mesh_axis_name(L->mesh, st[i].axis));
+            AS_CHECK(lower_coll(L, AS_COLL_REDUCE_SCATTER, st[i].axis, st[i].bytes, cur, mid, wb,
+                                base, label, err));
+            AS_CHECK(lower_coll(L, AS_COLL_ALL_GATHER, st[i].axis, st[i].bytes, mid, next, wb,
+                                base, label, err));
+            cur = next;
+            continue;
+        }
         if (L->np > 1) /* pipelines: the microbatch in the label (critical path, traces) */
             snprintf(label, sizeof label, "%s/m%d/%s.%s", L->sname[t], micro,
                      as_coll_name((as_coll)st[i].kind), as_mesh_axis_name(L->mesh, st[i].axis));
@@ -606,6 +625,8 @@ lower_declare(lower *L, int32_t t, int base, as_err *err)
                                     lower_id(L, t, m), b, err));
         return AS_OK;
     }
+    if (L->zero >= 1 && gt->kind == AS_TK_STATE && gt->of >= 0) /* ZeRO-1: a 1/D shard */
+        b /= as_spec_zero_parts(&L->spec[gt->of], L->mesh, L->mrole);
     return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->ne, lower_id(L, t, 0), b,
                           err);
 }
@@ -614,11 +635,17 @@ lower_declare(lower *L, int32_t t, int base, as_err *err)
 static int
 lower_grad_buf(lower *L, int32_t t, int base, as_err *err)
 {
+    const as_tensor *gt = as_graph_tensor(L->g, t);
+    double b = lower_bytes(L, t, &L->spec[t]);
     char name[600];
 
+    /* ZeRO-2: the buffer is reduce-scattered over the data axes its own layout replicates
+       (the ILP's rows divide the producer's output the same way: formulate/build.c add_point) */
+    if (L->zero >= 2 && gt->of >= 0)
+        b /= as_spec_zero_parts(&L->spec[t], L->mesh, L->mrole);
     snprintf(name, sizeof name, "%s/buf", L->sname[t]);
     return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->ne,
-                          as_sim_tensor(L->p, name), lower_bytes(L, t, &L->spec[t]), err);
+                          as_sim_tensor(L->p, name), b, err);
 }
 
 /* ---- pipeline ---------------------------------------------------------- */
@@ -1135,6 +1162,8 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
     if (o.pipeline > 1 && plan->stage_layers != NULL && plan->pipeline == o.pipeline)
         L.layers = plan->stage_layers;
     L.mesh = plan->mesh;
+    L.mrole = plan->role;
+    L.zero = plan->zero;
     L.n = as_mesh_ndevices(plan->mesh);
     L.np = o.pipeline;
     L.nmicro = o.nmicro;
@@ -1286,4 +1315,48 @@ as_sim_microbatch_dims(const as_graph *g, int nmicro, int *mbdim, as_err *err)
         if (!(as_graph_op(g, o)->flags & AS_OF_OPTIMIZER))
             rc = lower_mb_op(&L, o, err);
     return rc;
+}
+
+int
+as_sim_pipeline_plan(const as_graph *g, const int *stage, const int *tstage,
+                     as_shard_plan *const *sp, const double *obj, int p, int k,
+                     as_sim_sched sched, const char *recompute, const int *count, const char *hw,
+                     as_shard_plan **plan, as_sim_result **res, double *peak, double *sim_s,
+                     as_err *err)
+{
+    as_lower_opts lo;
+    double t;
+    int s, d, n, rc;
+
+    as_shard_plan_free(*plan);
+    *plan = NULL;
+    as_sim_result_free(*res);
+    *res = NULL;
+    AS_CHECK(as_pipe_merge(g, stage, tstage, sp, p, plan, err));
+    (*plan)->objective = as_pipe_estimate(obj, p, k, NULL);
+    as_shard_plan_set_step(*plan, p, k, as_sim_sched_name(sched), recompute, count, NULL);
+    as_lower_opts_init(&lo);
+    lo.hw = hw;
+    lo.pipeline = p;
+    lo.nmicro = k;
+    lo.sched = sched;
+    lo.given = AS_LOWER_GIVEN_PIPELINE | AS_LOWER_GIVEN_MICRO | AS_LOWER_GIVEN_SCHED;
+    t = as_now();
+    rc = as_sim_plan(g, *plan, &lo, NULL, res, NULL, err);
+    if (sim_s != NULL)
+        *sim_s += as_now() - t;
+    if (rc != AS_OK) {
+        as_err_prefix(err, "simulating the pipeline plan: ");
+        return rc;
+    }
+    n = (*res)->ndevices / p;
+    (*plan)->peak = 0;
+    for (s = 0; s < p; s++) {
+        peak[s] = 0;
+        for (d = s * n; d < (s + 1) * n; d++)
+            peak[s] = fmax(peak[s], (*res)->dev[d].peak);
+        (*plan)->peak = fmax((*plan)->peak, peak[s]);
+    }
+    as_shard_plan_set_step(*plan, p, k, as_sim_sched_name(sched), recompute, count, peak);
+    return AS_OK;
 }

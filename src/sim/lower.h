@@ -73,6 +73,24 @@ int as_sim_microbatch_dims(const as_graph *g, int nmicro, int *mbdim, as_err *er
 int as_sim_plan(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *lo,
                 const as_sim_opts *so, as_sim_result **res, as_sim_prog **prog, as_err *err);
 
+/**
+ * The pipeline plan of `solve --pipeline` and of each `sweep` configuration:
+ * merge the stage plans SP[0..P) (formulate/pipeline.h as_pipe_merge; STAGE,
+ * TSTAGE: the ops' and declared tensors' stages), set its objective to the
+ * pipeline estimate of the stage objectives OBJ[P] with K microbatches,
+ * record the step (SCHED, RECOMPUTE, COUNT[P] layers per stage), lower and
+ * simulate it on profile HW (NULL = the plan's): *PLAN, *RES (replaced;
+ * the caller frees them), PEAK[P] the largest simulated peak per device of
+ * each stage (also recorded in the plan, whose peak is their max), *SIM_S
+ * (may be NULL) the seconds spent simulating.  Errors of merging, or of
+ * lowering prefixed "simulating the pipeline plan: ".
+ */
+int as_sim_pipeline_plan(const as_graph *g, const int *stage, const int *tstage,
+                         as_shard_plan *const *sp, const double *obj, int p, int k,
+                         as_sim_sched sched, const char *recompute, const int *count,
+                         const char *hw, as_shard_plan **plan, as_sim_result **res,
+                         double *peak, double *sim_s, as_err *err);
+
 /* Re-ranking (rank.c). */
 typedef struct as_rank_entry {
     const char *name;  /**< plan name (borrowed from the caller) */

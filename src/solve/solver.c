@@ -562,6 +562,8 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         return AS_EUSAGE;
     buf = as_xcalloc(nn + 1, sizeof *buf);
     hstart = as_xcalloc(nn + 1, sizeof *hstart);
+    if (o->distinct != NULL && o->top > 1)
+        o->distinct(o->distinct_ud, NULL, 0); /* a new solve: no layout returned yet */
     /* a heuristic (beam, mcts) searches on its own: the reductions' plan is neither its start
        nor its answer, so its gap to the bound is its own */
     cands_init(&lc, rp, (ops->flags & AS_SOLVER_EXACT) ? red : NULL, buf);
@@ -626,11 +628,22 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
             outcome = AS_OUTCOME_FEASIBLE;
         }
     keep:
-        if (i == 0)
+        if (i == 0 && res->nplans == 0)
             res->outcome = outcome;
         if (rc == AS_OK && (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE)) {
             rc = solve_keep(p, red, &a, outcome, res, err);
             cands_mark(&lc, nn, a.choice);
+            if (rc == AS_OK && o->distinct != NULL && o->top > 1 &&
+                !o->distinct(o->distinct_ud, res->plans[res->nplans - 1].choice,
+                             res->plans[res->nplans - 1].objective)) {
+                /* the same layout as a plan returned: cut it off, look further */
+                free(res->plans[--res->nplans].choice);
+                res->skipped++;
+                if (res->skipped > AS_SOLVE_MAX_SKIPS * o->top)
+                    i = o->top; /* enough looking */
+                else
+                    i--;
+            }
         }
         else
             i = o->top; /* no (further) plan */
@@ -720,7 +733,12 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
         /* the pruning may use the gap too: the solver then only has to beat the reductions'
            plan by more than the gap; for k-best (top > 1) as_reduce_ex keeps every plan up
            to a top-th one and turns eliminations and dominance off */
-        as_reduce_opts ro = {.flags = flags, .gap = o->lim.gap, .top = o->top};
+        as_reduce_opts ro = {.flags = flags, .gap = o->lim.gap, .top = o->top,
+                             .layouts = o->distinct != NULL && o->top > 1};
+        /* distinct layouts: the loop looks at most at top x (1 + AS_SOLVE_MAX_SKIPS) plans
+           in order of cost, and the bound pruning keeps every strategy of those */
+        if (ro.layouts)
+            ro.top = o->top * (1 + AS_SOLVE_MAX_SKIPS);
         /* the limit covers the reductions: their bound rounds stop at 80 % of it, leaving
            the rest for the solver (or for returning the rounds' plan as feasible) */
         if (o->lim.time_limit_s > 0) {

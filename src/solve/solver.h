@@ -122,7 +122,18 @@ typedef struct as_solve_opts {
     size_t nparams;
     struct as_group_result *groups; /**< tied classes of P: the plan is made uniform where
                                          that costs nothing (as_group_settle); NULL = none */
+    /**
+     * k-best (top > 1): whether a plan is a new layout.  Called with each plan found
+     * (CHOICE per node of P, its OBJECTIVE): 1 keeps it (the callee remembers it), 0 cuts
+     * it off without counting it and solves again (at most AS_SOLVE_MAX_SKIPS x top such
+     * plans per call).  Called with CHOICE NULL when a solve starts (forget every plan).
+     * NULL: every distinct assignment is a plan (formulate/build.h as_layout_distinct).
+     */
+    int (*distinct)(void *ud, const size_t *choice, double objective);
+    void *distinct_ud;
 } as_solve_opts;
+
+#define AS_SOLVE_MAX_SKIPS 16
 
 void as_solve_opts_init(as_solve_opts *o);
 
@@ -145,6 +156,7 @@ typedef struct as_solve_result {
     as_ilp_stats before;      /**< ILP of the original problem */
     as_ilp_stats after;       /**< ILP that reached the backend */
     as_reduce_stats red;      /**< what the reductions did */
+    size_t skipped;           /**< plans cut off as a layout already returned (distinct) */
     double build_s;           /**< seconds spent reducing and building */
     double total_s;           /**< seconds in total */
 } as_solve_result;

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -322,4 +323,103 @@ as_mesh_axis_link(const as_mesh *m, int axis, int devices_per_node)
             return AS_LINK_INTER;
     }
     return AS_LINK_INTRA;
+}
+
+/* ---- axis roles ---- */
+
+static const char *const role_names[] = {"auto", "data", "tensor"};
+
+const char *
+as_axis_role_name(as_axis_role r)
+{
+    return (unsigned)r < sizeof role_names / sizeof role_names[0] ? role_names[r] : "?";
+}
+
+static int
+role_lookup(const char *s, size_t n)
+{
+    int r;
+
+    for (r = 0; r < (int)(sizeof role_names / sizeof role_names[0]); r++)
+        if (strlen(role_names[r]) == n && strncmp(role_names[r], s, n) == 0)
+            return r;
+    return -1;
+}
+
+int
+as_mesh_parse_roles(const as_mesh *m, const char *spec, uint8_t *role, as_err *err)
+{
+    uint8_t out[AS_MESH_MAX_AXES] = {0}, seen[AS_MESH_MAX_AXES] = {0};
+    const char *p = spec;
+    int pos = 0, named = -1, k;
+
+    if (spec == NULL || *spec == '\0')
+        return as_errf(err, AS_EUSAGE, "--role: empty role list (e.g. dp=data,tp=tensor)");
+    for (;;) {
+        const char *end = strchr(p, ','), *eq;
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char axis[AS_MESH_MAX_NAME];
+        int r;
+
+        eq = memchr(p, '=', len);
+        if (named >= 0 && named != (eq != NULL))
+            return as_errf(err, AS_EUSAGE, "--role '%s': give every axis as NAME=ROLE, or one "
+                           "role per axis in order, not both", spec);
+        named = eq != NULL;
+        if (eq != NULL) {
+            size_t an = (size_t)(eq - p);
+            if (an == 0 || an >= sizeof axis)
+                return as_errf(err, AS_EUSAGE, "--role '%s': bad axis name '%.*s'", spec,
+                               (int)an, p);
+            memcpy(axis, p, an);
+            axis[an] = '\0';
+            if ((k = as_mesh_axis_find(m, axis)) < 0)
+                return as_errf(err, AS_EUSAGE, "--role '%s': mesh %s has no axis '%s'", spec,
+                               as_mesh_str(m), axis);
+            r = role_lookup(eq + 1, len - an - 1);
+            if (r < 0)
+                return as_errf(err, AS_EUSAGE, "--role '%s': unknown role '%.*s' for axis '%s' "
+                               "(data, tensor or auto)", spec, (int)(len - an - 1), eq + 1, axis);
+        } else {
+            if ((k = pos++) >= m->naxes)
+                return as_errf(err, AS_EUSAGE, "--role '%s': more roles than the %d axes of "
+                               "mesh %s", spec, m->naxes, as_mesh_str(m));
+            if ((r = role_lookup(p, len)) < 0)
+                return as_errf(err, AS_EUSAGE, "--role '%s': unknown role '%.*s' (data, tensor "
+                               "or auto)", spec, (int)len, p);
+        }
+        if (seen[k]++)
+            return as_errf(err, AS_EUSAGE, "--role '%s': axis '%s' given twice", spec,
+                           m->name[k]);
+        out[k] = (uint8_t)r;
+        if (end == NULL)
+            break;
+        p = end + 1;
+    }
+    if (!named && pos != m->naxes)
+        return as_errf(err, AS_EUSAGE, "--role '%s': %d roles for the %d axes of mesh %s", spec,
+                       pos, m->naxes, as_mesh_str(m));
+    memcpy(role, out, sizeof out);
+    return AS_OK;
+}
+
+const char *
+as_mesh_roles_str(const as_mesh *m, const uint8_t *role, char *buf, size_t n)
+{
+    size_t len = 0;
+    int k;
+
+    if (n > 0)
+        buf[0] = '\0';
+    for (k = 0; k < m->naxes && role != NULL; k++) {
+        int w;
+        if (role[k] == AS_ROLE_AUTO)
+            continue;
+        w = snprintf(buf + len, n > len ? n - len : 0, "%s%s=%s", len ? "," : "", m->name[k],
+                     as_axis_role_name((as_axis_role)role[k]));
+        if (w < 0 || (size_t)w >= (n > len ? n - len : 0))
+            break;
+        len += (size_t)w;
+    }
+    return buf;
 }

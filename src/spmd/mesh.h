@@ -18,6 +18,7 @@
 #ifndef AS_MESH_H
 #define AS_MESH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../autoshard.h"
@@ -94,5 +95,24 @@ int as_mesh_nnodes(const as_mesh *m, int devices_per_node);
  * when every group along the axis lies inside one node.  O(ndevices).
  */
 as_link as_mesh_axis_link(const as_mesh *m, int axis, int devices_per_node);
+
+/* Axis roles (`--role dp=data,tp=tensor`, docs/strategies.md "Axis roles"). */
+typedef enum as_axis_role {
+    AS_ROLE_AUTO = 0, /* the ILP chooses (default) */
+    AS_ROLE_DATA,     /* data parallel: only batch dims split; parameters replicated (or ZeRO) */
+    AS_ROLE_TENSOR    /* tensor parallel: any split but of a batch dim */
+} as_axis_role;
+
+/** "auto", "data" or "tensor". */
+const char *as_axis_role_name(as_axis_role r);
+/**
+ * Parse a role list for mesh M into ROLE[AS_MESH_MAX_AXES] (axes not named
+ * stay auto): "dp=data,tp=tensor" by axis name, or "data,tensor" one per
+ * axis in order.  AS_EUSAGE with one line for an unknown axis or role, an
+ * axis named twice, or a positional list of another length than the mesh.
+ */
+int as_mesh_parse_roles(const as_mesh *m, const char *spec, uint8_t *role, as_err *err);
+/** "dp=data,tp=tensor" for the axes of M whose role is not auto ("" when none) into BUF. */
+const char *as_mesh_roles_str(const as_mesh *m, const uint8_t *role, char *buf, size_t n);
 
 #endif /* AS_MESH_H */

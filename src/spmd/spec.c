@@ -401,3 +401,14 @@ as_spec_parse(const char *text, const as_mesh *m, int rank, as_spec *out, as_err
     *out = s;
     return AS_OK;
 }
+
+int
+as_spec_zero_parts(const as_spec *s, const as_mesh *m, const uint8_t *role)
+{
+    int k, parts = 1;
+
+    for (k = 0; role != NULL && k < s->naxes && k < as_mesh_naxes(m); k++)
+        if (role[k] == AS_ROLE_DATA && s->axis[k] == AS_SPEC_R)
+            parts *= as_mesh_axis_size(m, k);
+    return parts;
+}

@@ -96,4 +96,12 @@ const char *as_spec_str(const as_spec *s, const as_mesh *m, char *buf, size_t n)
  */
 int as_spec_parse(const char *text, const as_mesh *m, int rank, as_spec *out, as_err *err);
 
+/**
+ * ZeRO's sharding of a tensor laid out as S: the product of the sizes of
+ * the mesh axes whose ROLE (AS_MESH_MAX_AXES entries, as_axis_role) is data
+ * and over which S replicates the tensor (1 when ROLE is NULL or none).
+ * ZeRO-1 keeps optimizer states 1/that per device, ZeRO-2 gradients too.
+ */
+int as_spec_zero_parts(const as_spec *s, const as_mesh *m, const uint8_t *role);
+
 #endif /* AS_SPEC_H */

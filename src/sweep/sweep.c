@@ -38,6 +38,31 @@ as_sweep_opts_init(as_sweep_opts *o)
     o->top = 10;
 }
 
+int
+as_sweep_set_roles(as_sweep_opts *o, const char *text, as_err *err)
+{
+    int64_t ones[AS_MESH_MAX_AXES] = {1, 1, 1, 1};
+    uint8_t role[AS_MESH_MAX_AXES];
+    as_mesh *m = NULL;
+    const char *c;
+    int n = 1, rc;
+
+    for (c = text; *c; c++)
+        n += *c == ',';
+    if (strchr(text, '=') != NULL || n > 3)
+        return as_errf(err, AS_EUSAGE, "--role '%s': give one role per mesh axis in order, at "
+                       "most 3 (e.g. data,tensor)", text);
+    /* checked on a mesh of that many axes */
+    if ((rc = as_mesh_new(n, ones, NULL, &m, err)) == AS_OK)
+        rc = as_mesh_parse_roles(m, text, role, err);
+    as_mesh_free(m);
+    if (rc != AS_OK)
+        return rc;
+    o->roles = text;
+    o->nroles = n;
+    return AS_OK;
+}
+
 /* ---- enumeration ---- */
 
 typedef struct meshes {
@@ -45,13 +70,16 @@ typedef struct meshes {
     size_t n, cap;
 } meshes;
 
-/* Ordered factorisations of REM into at most LEFT more factors >= 2, each <= TPMAX. */
+/*
+ * Ordered factorisations of REM into at most LEFT more factors >= 2, each <=
+ * TPMAX; with EXACT, into exactly LEFT more factors >= 1.
+ */
 static void
-factor_rec(meshes *ms, int rem, int left, int tpmax, char *prefix, size_t len)
+factor_rec(meshes *ms, int rem, int left, int tpmax, char *prefix, size_t len, int exact)
 {
     int f;
 
-    if (rem == 1) {
+    if (rem == 1 && (!exact || left == 0)) {
         if (ms->n == ms->cap) {
             ms->cap = ms->cap ? 2 * ms->cap : 16;
             ms->m = as_xreallocarray(ms->m, ms->cap, sizeof *ms->m);
@@ -61,29 +89,34 @@ factor_rec(meshes *ms, int rem, int left, int tpmax, char *prefix, size_t len)
     }
     if (left == 0)
         return;
-    for (f = 2; f <= rem; f++) {
+    for (f = exact ? 1 : 2; f <= rem; f++) {
         int w;
         if (rem % f != 0 || (tpmax > 0 && f > tpmax))
             continue;
         w = snprintf(prefix + len, 64 - len, "%s%d", len ? "x" : "", f);
         if (w < 0 || (size_t)w >= 64 - len)
             continue;
-        factor_rec(ms, rem / f, left - 1, tpmax, prefix, len + (size_t)w);
+        factor_rec(ms, rem / f, left - 1, tpmax, prefix, len + (size_t)w, exact);
     }
 }
 
+/* Meshes of M devices: up to MAX_AXES factors >= 2, or (NROLES > 0) exactly NROLES >= 1. */
 static void
-stage_meshes(int m, int max_axes, int tpmax, meshes *ms)
+stage_meshes(int m, int max_axes, int tpmax, int nroles, meshes *ms)
 {
     char prefix[64];
 
     ms->n = 0;
+    if (nroles > 0) {
+        factor_rec(ms, m, nroles, tpmax, prefix, 0, 1);
+        return;
+    }
     if (m == 1) {
-        factor_rec(ms, 1, 0, 0, prefix, 0);
+        factor_rec(ms, 1, 0, 0, prefix, 0, 0);
         snprintf(ms->m[0], sizeof ms->m[0], "1");
         return;
     }
-    factor_rec(ms, m, max_axes, tpmax, prefix, 0);
+    factor_rec(ms, m, max_axes, tpmax, prefix, 0, 0);
 }
 
 static void
@@ -157,7 +190,7 @@ as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_
             for (j = 0; j < o->nmicro; j++)
                 ks[nk++] = o->micro[j];
         }
-        stage_meshes(o->devices / p, o->max_axes, o->tp_max, &ms);
+        stage_meshes(o->devices / p, o->max_axes, o->tp_max, o->roles ? o->nroles : 0, &ms);
         for (j = 0; j < nk; j++)
             for (mi = 0; mi < ms.n; mi++)
                 for (a = 0; a < nr; a++)
@@ -280,9 +313,8 @@ static int
 merge_sim(const sweep_ctx *x, const as_sweep_cfg *c, const as_graph *g, eval *E, as_err *err)
 {
     as_shard_plan **sp = as_xcalloc((size_t)c->p, sizeof *sp);
-    double *tt = as_xcalloc((size_t)c->p, sizeof *tt), t;
-    as_lower_opts lo;
-    int s, d, n, rc = AS_OK;
+    double *tt = as_xcalloc((size_t)c->p, sizeof *tt);
+    int s, rc = AS_OK;
 
     for (s = 0; s < c->p && rc == AS_OK; s++) {
         const as_plan *pl = &E->res[s].plans[0];
@@ -291,38 +323,10 @@ merge_sim(const sweep_ctx *x, const as_sweep_cfg *c, const as_graph *g, eval *E,
         rc = as_plan_from_choice(E->gp[s].map, pl->choice, &src, &sp[s], err);
         tt[s] = pl->objective;
     }
-    as_shard_plan_free(E->plan);
-    E->plan = NULL;
-    as_sim_result_free(E->sim);
-    E->sim = NULL;
     if (rc == AS_OK)
-        rc = as_pipe_merge(g, E->stage, E->tstage, sp, c->p, &E->plan, err);
-    if (rc == AS_OK) {
-        E->plan->objective = as_pipe_estimate(tt, c->p, c->k, NULL);
-        as_shard_plan_set_step(E->plan, c->p, c->k, as_sim_sched_name(AS_SIM_1F1B),
-                               as_recompute_name(c->recompute), E->count, NULL);
-        as_lower_opts_init(&lo);
-        lo.hw = x->o->hw;
-        lo.pipeline = c->p;
-        lo.nmicro = c->k;
-        lo.sched = AS_SIM_1F1B;
-        lo.given = AS_LOWER_GIVEN_PIPELINE | AS_LOWER_GIVEN_MICRO | AS_LOWER_GIVEN_SCHED;
-        t = as_now();
-        rc = as_sim_plan(g, E->plan, &lo, NULL, &E->sim, NULL, err);
-        E->sim_s += as_now() - t;
-        if (rc != AS_OK)
-            as_err_prefix(err, "simulating the pipeline plan: ");
-    }
-    if (rc == AS_OK) {
-        n = E->sim->ndevices / c->p;
-        E->plan->peak = 0;
-        for (s = 0; s < c->p; s++) {
-            E->peak[s] = 0;
-            for (d = s * n; d < (s + 1) * n; d++)
-                E->peak[s] = fmax(E->peak[s], E->sim->dev[d].peak);
-            E->plan->peak = fmax(E->plan->peak, E->peak[s]);
-        }
-    }
+        rc = as_sim_pipeline_plan(g, E->stage, E->tstage, sp, tt, c->p, c->k, AS_SIM_1F1B,
+                                  as_recompute_name(c->recompute), E->count, x->o->hw, &E->plan,
+                                  &E->sim, E->peak, &E->sim_s, err);
     for (s = 0; s < c->p; s++)
         as_shard_plan_free(sp[s]);
     free(sp);
@@ -382,6 +386,8 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         st.tie = 1;
         as_build_opts_init(&st.build);
         st.build.memory = -1; /* the profile's device memory */
+        st.build.roles = x->o->roles;
+        st.build.zero = x->o->zero;
         if (x->o->time_limit > 0)
             st.build.deadline = t0 + x->o->time_limit;
         if (as_pipe_stage_problem(E->m != NULL ? E->m : g, E->stage, s, E->mbdim, &st, c->k,
@@ -574,8 +580,16 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
 static json_t *
 header_json(const as_sweep_opts *o)
 {
-    return json_pack("{s:{s:s,s:i,s:s,s:I}}", "sweep", "graph", o->source, "devices", o->devices,
-                     "hw", o->hw != NULL ? o->hw : "a100-dgx", "batch", (json_int_t)o->batch);
+    json_t *j = json_pack("{s:{s:s,s:i,s:s,s:I}}", "sweep", "graph", o->source, "devices",
+                          o->devices, "hw", o->hw != NULL ? o->hw : "a100-dgx", "batch",
+                          (json_int_t)o->batch);
+
+    /* only when given: the header of a sweep without them stays as it was */
+    if (o->roles != NULL)
+        json_object_set_new(json_object_get(j, "sweep"), "roles", json_string(o->roles));
+    if (o->zero > 0)
+        json_object_set_new(json_object_get(j, "sweep"), "zero", json_integer(o->zero));
+    return j;
 }
 
 static void

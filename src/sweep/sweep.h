@@ -49,7 +49,18 @@ typedef struct as_sweep_opts {
     int jobs;                  /**< worker processes (<= 1: this process) */
     const char *plans;         /**< directory of one plan file per configuration (NULL = none) */
     const char *svg;           /**< Pareto chart (NULL = none) */
+    const char *roles;         /**< `--role data,tensor`: one role per mesh axis, in order
+                                    (NULL = none); every mesh then has exactly NROLES axes,
+                                    factors >= 1 ("1x8", "2x4", ...) */
+    int nroles;                /**< entries of ROLES (1..3) */
+    int zero;                  /**< ZeRO stage 0..2 over the data axes (as_build_opts.zero) */
 } as_sweep_opts;
+
+/**
+ * Set O's roles from TEXT (borrowed): one role per mesh axis in order, at
+ * most 3 ("data,tensor").  AS_EUSAGE with one line for anything else.
+ */
+int as_sweep_set_roles(as_sweep_opts *o, const char *text, as_err *err);
 
 /** Defaults: max_axes 3, top 10, everything else 0. */
 void as_sweep_opts_init(as_sweep_opts *o);
