@@ -4,19 +4,7 @@
 # (issue 14 item 7; docs/ilp.md "k-best plans").
 . "${top_srcdir:-.}/tests/cli/lib.sh"
 
-cat >"$T/mlp.asg" <<'G'
-graph mlp2
-input x : f32[64,256] batch=0
-input y : f32[64,256] batch=0
-param w1 : f32[256,1024]
-param w2 : f32[1024,256]
-h = matmul(x, w1)
-a = relu(h)
-p = matmul(a, w2)
-l = mse_loss(p, y)
-output l
-train optimizer=adam
-G
+cp "$top_srcdir/tests/data/asg/mlp2_adam.asg" "$T/mlp.asg"
 
 # on 2x2 (one node: x and y are interchangeable) the cheapest assignments are the
 # optimum, its x<->y mirror and zero-cost variants of both

@@ -5,19 +5,7 @@
 
 # f32, so every byte count below is easy to check by hand: w1 and w2 are
 # 256x1024 and 1024x256 floats, 1 MiB each; Adam keeps two states of each.
-cat >"$T/mlp.asg" <<'EOF'
-graph mlp2
-input x : f32[64,256] batch=0
-input y : f32[64,256] batch=0
-param w1 : f32[256,1024]
-param w2 : f32[1024,256]
-h = matmul(x, w1)
-a = relu(h)
-p = matmul(a, w2)
-l = mse_loss(p, y)
-output l
-train optimizer=adam
-EOF
+cp "$top_srcdir/tests/data/asg/mlp2_adam.asg" "$T/mlp.asg"
 G="$T/mlp.asg"
 M="--mesh dp=2,tp=2"
 
