@@ -15,6 +15,9 @@ if [ "$(id -u)" -eq 0 ]; then # Open MPI refuses root unless told
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
+# containers often forbid the cross-memory attach of Open MPI's shared-memory transport
+OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_btl_vader_single_copy_mechanism
 # mpi R ARGS...: autoshard under mpirun with R ranks on this machine; out, err, rc as `as`
 mpi() {
     r=$1
