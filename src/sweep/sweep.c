@@ -1480,6 +1480,13 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
         }
         MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
         MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+#ifdef __linux__
+        /* as the --jobs workers: mpirun (or its daemon) killed, the ranks stop too, so no
+           orphan rank 0 goes on appending to the JSONL of the run started again */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            raise(SIGKILL);
+#endif
     }
 #endif
 

@@ -3,7 +3,7 @@
 # `mpirun --oversubscribe -n R autoshard sweep ...` on localhost writes the JSONL that
 # --jobs 1 writes (the same lines, timing fields aside, in the same order), rank 0
 # deals the configurations and ranks > 0 evaluate them, a resumed run evaluates only
-# what is missing, and a JSONL of another sweep is refused with exit 2 without leaving
+# what is missing (a cut file; mpirun killed with -9 six times), and a JSONL of another sweep is refused with exit 2 without leaving
 # the other ranks waiting.  Skipped when the binary was built without MPI (its
 # `sweep --help` has no "(MPI)" line) or mpirun is missing.
 . "${top_srcdir:-.}/tests/cli/lib.sh"
@@ -71,6 +71,38 @@ check "resume: the file holds --jobs 1's lines, each configuration once" \
 mpi 2 sweep "$T/g.asg" $R -o "$T/r.jsonl"
 check "again: nothing left to run" \
     sh -c "[ $rc -eq 0 ] && grep -q '(3 done before), 0 run now' '$T/out' && [ $(evaluated) = 0 ]"
+
+# kill -9 of mpirun at random moments, started again each time: no rank left running (they
+# die with mpirun), no configuration lost or done twice, the lines of --jobs 1
+KS="$T/g.asg --devices 4 --pipeline 1,2 --microbatches 2,4 --accumulate --recompute none,full -q"
+as sweep $KS -o "$T/k1.jsonl"
+ok $rc "the kill test's sweep with --jobs 1: 12 configurations"
+lines() { if [ -f "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
+i=0 cut=0 left=0
+while [ $i -lt 6 ]; do
+    n0=$(lines "$T/kk.jsonl")
+    mpirun --oversubscribe -n 3 "$AUTOSHARD" sweep $KS -o "$T/kk.jsonl" >/dev/null 2>&1 &
+    pid=$!
+    w=0
+    while [ $w -lt 500 ] && [ "$(lines "$T/kk.jsonl")" -le $n0 ] && kill -0 $pid 2>/dev/null; do
+        sleep 0.01; w=$((w + 1)); done
+    sleep "$(awk -v s="$i$$" 'BEGIN { srand(s); printf "%.3f", rand() * 0.3 }')"
+    kill -9 $pid 2>/dev/null || true
+    wait $pid 2>/dev/null || true
+    [ "$(lines "$T/kk.jsonl")" -lt 13 ] && cut=$((cut + 1))
+    sleep 0.3
+    left=$((left + $(pgrep -f "sweep $T/g.asg" | wc -l)))
+    i=$((i + 1))
+done
+echo "# mpirun -n 3 killed 6 times: $cut interrupted the sweep; $left ranks outlived mpirun"
+check "6 kills of mpirun -n 3: at least 1 interrupted the sweep, no rank outlived mpirun" \
+    test "$cut" -ge 1 -a "$left" -eq 0
+mpi 3 sweep $KS -o "$T/kk.jsonl"
+ok $rc "started again to the end"
+check "no configuration lost or done twice: 12 distinct in 12 lines + header, each parses" \
+    test "$(jq -r 'select(.config) | .config' "$T/kk.jsonl" | sort -u | wc -l | tr -d ' ')/$(lines "$T/kk.jsonl")/$(jq -c . "$T/kk.jsonl" | wc -l | tr -d ' ')" = 12/13/13
+check "the lines equal --jobs 1's (timing fields aside)" \
+    test "$(untimed "$T/kk.jsonl" | sort | md5sum)" = "$(untimed "$T/k1.jsonl" | sort | md5sum)"
 
 # bad input on rank 0: one line, exit 2, and the other ranks end (timeout 120 guards a hang)
 mpi 2 sweep "$T/g.asg" --devices 2 -o "$T/s.jsonl"
