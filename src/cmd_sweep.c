@@ -69,6 +69,10 @@ const struct as_cmd as_cmd_sweep = {
             "  -j, --jobs N         run configurations in N worker processes (default 1);\n"
             "                       the JSONL is the same as with one (in enumeration order)\n"
             "  -q, --quiet          no progress line on stderr\n"
+#ifdef HAVE_MPI
+            "  (MPI) mpirun -n R autoshard sweep ...: rank 0 deals the configurations to\n"
+            "                       ranks 1..R-1 and writes the JSONL --jobs 1 writes\n"
+#endif
             "  --list               print the configurations, one a line, and stop\n"
             "\nConfigurations whose memory lower bound exceeds the device memory are pruned\n"
             "before any solve and counted.  Exit 2 for bad options or a JSONL written by\n"
@@ -326,6 +330,8 @@ sweep_exec(int argc, char **argv)
     as_rules_reset();
     if (rc != AS_OK)
         return as_cmd_fail(&err);
+    if (sum.rank > 0) /* an MPI rank that only evaluated: rank 0 reports */
+        return AS_EXIT_OK;
     fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu run now, %zu pruned by "
             "the memory lower bound, %zu OOM, %zu failed, %.3f s (%.3g configurations/s)\n",
             sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.wall,

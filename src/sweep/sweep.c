@@ -17,6 +17,10 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#ifdef HAVE_MPI
+#include <mpi.h>
+#include <time.h>
+#endif
 
 #include "formulate/build.h"
 #include "formulate/pipeline.h"
@@ -1294,6 +1298,153 @@ run_parallel(run *R, int jobs, as_err *err)
     return rc;
 }
 
+#ifdef HAVE_MPI
+/* ---- distributed: `mpirun -n R autoshard sweep ...` (built --with-mpi) ----
+ *
+ * Every rank runs the same command line, so every rank enumerates the same
+ * configurations.  Rank 0 reads the JSONL, deals the indices of the
+ * configurations not done to ranks 1..R-1 one at a time (as run_parallel
+ * deals them to forked workers), receives each line's text and appends the
+ * lines in enumeration order (run_got): the file --jobs 1 writes.  Ranks > 0
+ * evaluate and send; they never touch the JSONL.  Waiting is Iprobe and a
+ * short sleep, not a blocking probe: Open MPI spins in those, and an
+ * oversubscribed rank 0 would take a core from the ranks that solve.
+ */
+enum { TAG_TASK = 1, TAG_LINE, TAG_STOP };
+
+static void
+mpi_nap(long us)
+{
+    struct timespec ts = {0, us * 1000};
+
+    nanosleep(&ts, NULL);
+}
+
+/* Ranks in the job when mpirun started this process with more than one, else 1 (no MPI). */
+static int
+mpi_launched(void)
+{
+    const char *s = getenv("OMPI_COMM_WORLD_SIZE");
+
+    return s != NULL && atoi(s) > 1 ? atoi(s) : 1;
+}
+
+/* Rank > 0: evaluate the configurations rank 0 sends until it says stop. */
+static int
+mpi_worker(run *R, int rank, int size, as_err *err)
+{
+    size_t done = 0;
+
+    for (;;) {
+        MPI_Status st;
+        int flag = 0;
+        uint64_t i;
+        record rec;
+        json_t *j;
+        char *s;
+
+        MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!flag) {
+            mpi_nap(1000);
+            continue;
+        }
+        if (st.MPI_TAG == TAG_STOP) {
+            MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_STOP, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (!R->o->quiet)
+                as_info("sweep: rank %d of %d evaluated %zu configurations in %.3f s\n", rank,
+                        size, done, as_now() - R->t0);
+            return AS_OK;
+        }
+        MPI_Recv(&i, 1, MPI_UINT64_T, 0, TAG_TASK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (i >= R->total)
+            return as_errf(err, AS_EINTERNAL, "sweep: rank 0 sent configuration %llu of %zu",
+                           (unsigned long long)i, R->total);
+        j = eval_config(R->x, &R->cfg[i], &rec);
+        s = line_text(j);
+        json_decref(j);
+        MPI_Send(s, (int)strlen(s), MPI_CHAR, 0, TAG_LINE, MPI_COMM_WORLD);
+        free(s);
+        done++;
+    }
+}
+
+/* Rank 0 of SIZE: deal the queue to ranks 1..SIZE-1, write the lines; then stop them all. */
+static int
+mpi_coordinator(run *R, int size, as_err *err)
+{
+    long *busy = as_xcalloc((size_t)size, sizeof *busy);
+    size_t next = 0, pending = 0;
+    int k, rc = AS_OK;
+    double shown = 0;
+
+    for (k = 1; k < size; k++) {
+        busy[k] = -1;
+        if (next < R->nqueue) {
+            uint64_t i = R->queue[next];
+            MPI_Send(&i, 1, MPI_UINT64_T, k, TAG_TASK, MPI_COMM_WORLD);
+            busy[k] = (long)next++;
+            R->running++;
+            pending++;
+        }
+    }
+    /* after an error, the lines still on their way are received and dropped */
+    while (pending > 0) {
+        MPI_Status st;
+        int flag = 0, n = 0, src;
+        char *text;
+
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_LINE, MPI_COMM_WORLD, &flag, &st);
+        if (!flag) {
+            if (as_now() - shown > 0.25) {
+                run_progress(R, NULL);
+                shown = as_now();
+            }
+            mpi_nap(2000);
+            continue;
+        }
+        src = st.MPI_SOURCE;
+        MPI_Get_count(&st, MPI_CHAR, &n);
+        text = as_xmalloc((size_t)n + 1);
+        MPI_Recv(text, n, MPI_CHAR, src, TAG_LINE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        text[n] = '\0';
+        pending--;
+        R->running--;
+        if (src <= 0 || src >= size || busy[src] < 0) {
+            free(text);
+            if (rc == AS_OK)
+                rc = as_errf(err, AS_EINTERNAL, "sweep: rank %d sent a line unasked", src);
+            continue;
+        }
+        if (rc != AS_OK) {
+            free(text);
+            busy[src] = -1;
+            continue;
+        }
+        rc = run_got(R, (size_t)busy[src], text, err);
+        busy[src] = -1;
+        if (rc == AS_OK && next < R->nqueue) {
+            uint64_t i = R->queue[next];
+            MPI_Send(&i, 1, MPI_UINT64_T, src, TAG_TASK, MPI_COMM_WORLD);
+            busy[src] = (long)next++;
+            R->running++;
+            pending++;
+        }
+    }
+    free(busy);
+    return rc;
+}
+
+/* Rank 0: tell ranks 1..SIZE-1 there is nothing (more) to do. */
+static void
+mpi_stop(int size)
+{
+    int k;
+
+    for (k = 1; k < size; k++)
+        MPI_Send(NULL, 0, MPI_BYTE, k, TAG_STOP, MPI_COMM_WORLD);
+}
+#endif /* HAVE_MPI */
+
 /* --plans DIR: made when missing; AS_EUSAGE when it is not a directory. */
 static int
 plans_dir(const char *dir, as_err *err)
@@ -1317,6 +1468,27 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
     run R;
     int rc;
     int32_t op;
+#ifdef HAVE_MPI
+    int mpi_size = mpi_launched(), mpi_rank = 0, mpi_own = 0, mpi_stopped = 0;
+
+    if (mpi_size > 1) {
+        int inited = 0;
+        MPI_Initialized(&inited);
+        if (!inited) {
+            MPI_Init(NULL, NULL);
+            mpi_own = 1;
+        }
+        MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+#ifdef __linux__
+        /* as the --jobs workers: mpirun (or its daemon) killed, the ranks stop too, so no
+           orphan rank 0 goes on appending to the JSONL of the run started again */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            raise(SIGKILL);
+#endif
+    }
+#endif
 
     memset(sum, 0, sizeof *sum);
     memset(&x, 0, sizeof x);
@@ -1339,6 +1511,16 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
             break;
         }
     rc = as_sweep_enumerate(o, x.nunits, o->batch, &cfg, &ncfg, err);
+#ifdef HAVE_MPI
+    if (mpi_size > 1 && mpi_rank > 0) {
+        /* every rank enumerates alike: an error is rank 0's to report */
+        sum->rank = mpi_rank;
+        R.cfg = cfg;
+        R.total = ncfg;
+        rc = rc == AS_OK ? mpi_worker(&R, mpi_rank, mpi_size, err) : AS_OK;
+        goto out;
+    }
+#endif
     if (rc == AS_OK && o->plans != NULL)
         rc = plans_dir(o->plans, err);
     if (rc == AS_OK && o->out != NULL)
@@ -1375,6 +1557,13 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
         if (!key_done(R.recs, R.nrec, cfg[i].key))
             R.queue[R.nqueue++] = i;
     R.line = as_xcalloc(R.nqueue + 1, sizeof *R.line);
+#ifdef HAVE_MPI
+    if (mpi_size > 1) {
+        rc = mpi_coordinator(&R, mpi_size, err);
+        mpi_stop(mpi_size);
+        mpi_stopped = 1;
+    } else
+#endif
     if (o->jobs > 1 && R.nqueue > 1)
         rc = run_parallel(&R, o->jobs < (int)R.nqueue ? o->jobs : (int)R.nqueue, err);
     else
@@ -1398,6 +1587,12 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
     if (table != NULL)
         print_table(table, R.recs, R.nrec, o->top);
 out:
+#ifdef HAVE_MPI
+    if (mpi_size > 1 && mpi_rank == 0 && cfg != NULL && !mpi_stopped)
+        mpi_stop(mpi_size); /* rank 0 failed before dealing (the JSONL, --plans) */
+    if (mpi_own)
+        MPI_Finalize();
+#endif
     if (R.fd >= 0)
         close(R.fd);
     for (i = 0; i < 4; i++)

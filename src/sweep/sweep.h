@@ -81,6 +81,9 @@ int as_sweep_list(const as_graph *g, const as_sweep_opts *o, FILE *fp, as_err *e
 typedef struct as_sweep_summary {
     size_t total, skipped, done, pruned, failed, oom;
     double wall;               /**< seconds of this run */
+    int rank;                  /**< > 0: an MPI rank that only evaluated (built --with-mpi,
+                                    under mpirun); rank 0 wrote the JSONL, the table and the
+                                    counts, this one has nothing to print */
 } as_sweep_summary;
 
 /**
@@ -89,6 +92,9 @@ typedef struct as_sweep_summary {
  * solve and simulate every configuration not done, append its line, print
  * the progress to stderr (a terminal, not quiet), then the top table to
  * TABLE and the CSV.  A configuration that fails is recorded with its error.
+ * Built --with-mpi and started by mpirun with R > 1 ranks, rank 0 deals the
+ * configurations to ranks 1..R-1 and writes as above; the other ranks only
+ * evaluate (SUM->rank > 0) and return AS_OK without output.
  */
 int as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_summary *sum,
                  as_err *err);
