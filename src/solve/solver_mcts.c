@@ -373,11 +373,15 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     }
     out->nodes = (long)ep;
     if (isfinite(bestobj) && pol > 0) {
-        /* the best plan, polished with pair moves as well */
+        /* the best plan, polished with pair, chain and block moves */
         for (u = 0; u < h.n; u++)
             x[h.unit[u]] = best[u];
         as_heur_improve(&h, x, 50);
         as_heur_chain(&h, x, 10);
+        /* and block moves: whole attention or MLP blocks re-solved with the rest fixed */
+        if (as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
+            as_heur_chain(&h, x, 3);
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK && obj < bestobj) {
             bestobj = obj;
