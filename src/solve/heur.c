@@ -1217,7 +1217,7 @@ blk_grow(const as_heur *h, blk *b, size_t seed)
 /* The block's cheapest strategies on the tree (b->to), the links off the tree at the
    current strategies. */
 static void
-blk_dp(ls *st, blk *b)
+blk_dp(ls *st, blk *b, int optimistic)
 {
     const as_heur *h = st->h;
     size_t *x = st->x;
@@ -1234,8 +1234,19 @@ blk_dp(ls *st, blk *b)
             for (i = h->lstart[v]; i < h->lstart[v + 1]; i++) {
                 const as_hlink *l = &h->link[i];
                 size_t o = l->other;
-                if (b->in[o] != b->stamp || !ON_TREE(p, b->pos[o]))
+                if (b->in[o] != b->stamp)
                     continue;
+                if (!ON_TREE(p, b->pos[o])) {
+                    if (!optimistic)
+                        continue;
+                    /* off the tree, optimistic: a link at its cheapest (once), an alias
+                       pair left to the check of the move */
+                    if (l->r != NULL)
+                        c += (b->pos[o] < p ? l->minr[s] : 0) - l->rt[x[o] * kv + s];
+                    else
+                        nb -= l->bad[l->own_is_u ? s * l->ko + x[o] : x[o] * kv + s];
+                    continue;
+                }
                 if (l->r != NULL)
                     c -= l->rt[x[o] * kv + s];
                 else
@@ -1301,14 +1312,15 @@ blk_dp(ls *st, blk *b)
 /* Re-solve the block around SEED; 1 if it moved (cheaper and within the budget).  The
    tree's answer is made, and solved again with the links off the tree at the new
    strategies, BLOCK_ITER times; the cheapest of these that fits is kept. */
-#define BLOCK_ITER 4
+#define BLOCK_ITER 10
 
 static int
-blk_solve(ls *st, blk *b, size_t seed)
+blk_solve(ls *st, blk *b, size_t seed, int optimistic)
 {
     const as_heur *h = st->h;
     size_t *x = st->x;
     size_t p, it, nm, bestit = 0;
+    int r;
     double d = 0, bd = 0;
     long nbad = 0;
 
@@ -1318,7 +1330,7 @@ blk_solve(ls *st, blk *b, size_t seed)
     for (p = 0; p < b->n; p++)
         b->old[p] = x[b->list[p]];
     for (it = 1; it <= BLOCK_ITER; it++) {
-        blk_dp(st, b);
+        blk_dp(st, b, optimistic && it == 1);
         nm = 0;
         for (p = 0; p < b->n; p++) {
             size_t v = b->list[p], a = b->to[p];
@@ -1331,6 +1343,25 @@ blk_solve(ls *st, blk *b, size_t seed)
         }
         if (nm == 0)
             break;
+        /* the block's units answer the move with their best strategies (what the tree
+           got wrong off the tree) */
+        for (r = 0; r < 2; r++)
+            for (p = 0; p < b->n; p++) {
+                size_t v = b->list[p], a = x[v], s;
+                double bc = ls_cost(st, v, a);
+                for (s = 0; s < h->k[v]; s++) {
+                    double c = ls_cost(st, v, s);
+                    if (c < bc - 1e-12 * fabs(bc)) {
+                        bc = c;
+                        a = s;
+                    }
+                }
+                if (a == x[v])
+                    continue;
+                d += st->g[v][a] - st->g[v][x[v]];
+                nbad += (long)st->nbad[v][a] - (long)st->nbad[v][x[v]];
+                ls_move(st, v, a);
+            }
         if (nbad <= 0 && d < bd && d < -1e-12 * fabs(h->share[seed] + 1e-300) &&
             (h->nbind == 0 || st->tot.mx[1] <= h->cap)) {
             bd = d;
@@ -1390,7 +1421,7 @@ blk_moves(ls *st, size_t bu, int max_rounds, double deadline)
         for (u = 0; u < h->nu; u++) {
             if (deadline > 0 && (u & 15) == 0 && as_now() > deadline)
                 break;
-            if (blk_solve(st, &b, order[u])) {
+            if (blk_solve(st, &b, order[u], 0) || blk_solve(st, &b, order[u], 1)) {
                 m++;
                 ls_improve(st, 20, 1);
             }
