@@ -1312,7 +1312,7 @@ blk_dp(ls *st, blk *b, int optimistic)
 /* Re-solve the block around SEED; 1 if it moved (cheaper and within the budget).  The
    tree's answer is made, and solved again with the links off the tree at the new
    strategies, BLOCK_ITER times; the cheapest of these that fits is kept. */
-#define BLOCK_ITER 10
+#define BLOCK_ITER 4
 
 static int
 blk_solve(ls *st, blk *b, size_t seed, int optimistic)
