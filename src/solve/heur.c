@@ -628,6 +628,10 @@ typedef struct ls {
                              last looked at, or a better strategy did not fit the budget */
     unsigned char *pdirty; /* pairs: the same for the pairs the unit is in */
     seg tot;
+    size_t clock;          /* moves made */
+    size_t *chg;           /* nu: the clock when the unit's vector or strategy last changed */
+    size_t *btried;        /* nu: the clock when a block move around the unit last failed
+                              (0: never); it fails again while nothing in it changed */
 } ls;
 
 static void
@@ -646,6 +650,9 @@ ls_init(ls *st, const as_heur *h, size_t *x)
     st->nbad = as_xcalloc(h->nu + 1, sizeof *st->nbad);
     st->dirty = as_xcalloc(h->nu + 1, 1);
     st->pdirty = as_xcalloc(h->nu + 1, 1);
+    st->chg = as_xcalloc(h->nu + 1, sizeof *st->chg);
+    st->btried = as_xcalloc(h->nu + 1, sizeof *st->btried);
+    st->clock = 1;
     nk = 0;
     for (u = 0; u < h->nu; u++) {
         size_t ku = h->k[u];
@@ -686,6 +693,8 @@ ls_free(ls *st)
     free(st->nbad);
     free(st->dirty);
     free(st->pdirty);
+    free(st->chg);
+    free(st->btried);
     seg_free(&st->tot);
 }
 
@@ -705,11 +714,14 @@ ls_move(ls *st, size_t u, size_t b)
 
     if (a == b)
         return;
+    st->clock++;
+    st->chg[u] = st->clock;
     for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
         const as_hlink *l = &h->link[i];
         size_t o = l->other, ko = l->ko;
         double *g = st->g[o];
         st->dirty[o] = st->pdirty[o] = 1;
+        st->chg[o] = st->clock;
         if (l->r != NULL) {
             const double *ra = l->ro + a * ko, *rb = l->ro + b * ko;
             for (t = 0; t < ko; t++)
@@ -1309,7 +1321,8 @@ blk_dp(ls *st, blk *b, int optimistic)
 #undef ON_TREE
 }
 
-/* Re-solve the block around SEED; 1 if it moved (cheaper and within the budget).  The
+/* Re-solve the block around SEED; 1 if it moved (cheaper and within the budget), 0 if
+   not, -1 if not tried (nothing in the block changed since a try last failed).  The
    tree's answer is made, and solved again with the links off the tree at the new
    strategies, BLOCK_ITER times; the cheapest of these that fits is kept. */
 #define BLOCK_ITER 4
@@ -1327,6 +1340,13 @@ blk_solve(ls *st, blk *b, size_t seed, int optimistic)
     blk_grow(h, b, seed);
     if (b->n < 3)
         return 0; /* single and pair moves cover it */
+    if (!optimistic && st->btried[seed] > 0) {
+        size_t last = 0;
+        for (p = 0; p < b->n; p++)
+            last = st->chg[b->list[p]] > last ? st->chg[b->list[p]] : last;
+        if (last <= st->btried[seed])
+            return -1; /* nothing in it changed since it last failed: it fails again */
+    }
     for (p = 0; p < b->n; p++)
         b->old[p] = x[b->list[p]];
     for (it = 1; it <= BLOCK_ITER; it++) {
@@ -1421,7 +1441,13 @@ blk_moves(ls *st, size_t bu, int max_rounds, double deadline)
         for (u = 0; u < h->nu; u++) {
             if (deadline > 0 && (u & 15) == 0 && as_now() > deadline)
                 break;
-            if (blk_solve(st, &b, order[u], 0) || blk_solve(st, &b, order[u], 1)) {
+            size_t v = order[u];
+            int got = blk_solve(st, &b, v, 0);
+            if (got == 0)
+                got = blk_solve(st, &b, v, 1);
+            if (got == 0)
+                st->btried[v] = st->clock;
+            if (got == 1) {
                 m++;
                 ls_improve(st, 20, 1);
             }

@@ -228,7 +228,7 @@ set_group(const mcts *m, size_t *x, size_t g, size_t s)
 /* Polish X in place with the local search *Q (made at the first call): single and pair
    moves, then CHAINS rounds of chain moves. */
 static void
-polish(const as_heur *h, as_hls **q, size_t *x, int chains, int blocks, double deadline)
+polish(const as_heur *h, as_hls **q, size_t *x, int chains)
 {
     if (*q == NULL)
         *q = as_hls_new(h, x);
@@ -236,8 +236,6 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int blocks, double d
         as_hls_set(*q, x);
     as_hls_improve(*q, 20, 1);
     if (chains > 0)
-        as_hls_chain(*q, chains);
-    if (blocks > 0 && as_hls_block(*q, AS_HEUR_BLOCK_UNITS, blocks, deadline))
         as_hls_chain(*q, chains);
     memcpy(x, as_hls_x(*q), h->nu * sizeof *x);
 }
@@ -333,14 +331,14 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
         rollout(&m, x, ep == 0 ? 0 : data->eps, 0, (int)(ep & 1));
         if (pol == 2)
-            polish(&h, &q, x, 0, 0, 0);
+            polish(&h, &q, x, 0);
         val = as_heur_eval(&h, x, tot);
         if (!isfinite(val)) {
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
             rollout(&m, x, 0, INFINITY, (int)(ep & 1));
             if (pol == 2)
-                polish(&h, &q, x, 0, 0, 0);
+                polish(&h, &q, x, 0);
             val = as_heur_eval(&h, x, tot);
         }
         r = 0;
@@ -349,8 +347,19 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             /* better than any rollout before: polish (pair moves too) and check it on
                the problem itself, which alone decides what becomes the plan */
             bestraw = val;
-            if (pol > 0)
-                polish(&h, &q, x, 3, 1, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
+            if (pol > 0) {
+                double pv;
+                polish(&h, &q, x, 3);
+                /* still the best plan after polishing: block moves too (whole attention
+                   or MLP blocks re-solved with the rest fixed) */
+                pv = as_heur_eval(&h, x, tot);
+                if (isfinite(pv) && (isinf(bestobj) || pv + off < bestobj - 1e-12 * fabs(bestobj)) &&
+                    as_hls_block(q, AS_HEUR_BLOCK_UNITS, 1,
+                                 lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
+                    as_hls_chain(q, 3);
+                    memcpy(x, as_hls_x(q), h.nu * sizeof *x);
+                }
+            }
             as_heur_expand(&h, x, choice);
             if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK)
                 obj = INFINITY;
