@@ -1138,14 +1138,16 @@ as_hls_x(const as_hls *q)
 
 /*
  * Block moves (a large neighbourhood): the units within a few links of a seed unit
- * (breadth first, up to BLOCK_UNITS) are re-solved together with every other unit
- * fixed, exactly on the breadth-first tree: each block unit's strategies cost its
+ * (breadth first, up to AS_HEUR_BLOCK_UNITS) are re-solved together with every other
+ * unit fixed, exactly on the breadth-first tree: each block unit's strategies cost its
  * vector minus the links of the tree (own cost plus the links to the fixed units, and
- * the block's links off the tree at the other end's current strategy), and dynamic
- * programming over the tree (children to parents, then back down) gives the cheapest
- * strategies of the whole block on these terms in O(block x k^2).  The move is then
- * made unit by unit, its true change summed from the vectors (the links off the tree
- * at their real strategies), and kept if the plan got cheaper and still fits.  This
+ * the block's links off the tree at the other end's current strategy, or in a second
+ * try at their cheapest), and dynamic programming over the tree (children to parents,
+ * then back down) gives the cheapest strategies of the whole block on these terms in
+ * O(block x k^2).  The move is then made unit by unit, the block's units answer it with
+ * their best strategies, its true change is summed from the vectors (the links off the
+ * tree at their real strategies), and the tree is solved again from there; the cheapest
+ * result is kept if the plan got cheaper and still fits.  This
  * switches a whole attention or MLP block (its weight, gradient, optimizer states and
  * the matmuls that read them) from sharded to replicated on one mesh axis together,
  * which no single, pair or chain move reaches: each unit alone, or a short chain of
@@ -1315,6 +1317,11 @@ blk_dp(ls *st, blk *b, int optimistic)
                 bs = s;
             }
         b->to[0] = bs;
+        if (!isfinite(bc)) { /* nothing fits on the tree: stay */
+            for (p = 0; p < b->n; p++)
+                b->to[p] = x[b->list[p]];
+            return;
+        }
     }
     for (p = 1; p < b->n; p++)
         b->to[p] = b->arg[p * kmax + b->to[b->par[p]]];
