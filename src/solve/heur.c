@@ -628,6 +628,10 @@ typedef struct ls {
                              last looked at, or a better strategy did not fit the budget */
     unsigned char *pdirty; /* pairs: the same for the pairs the unit is in */
     seg tot;
+    size_t clock;          /* moves made */
+    size_t *chg;           /* nu: the clock when the unit's vector or strategy last changed */
+    size_t *btried;        /* nu: the clock when a block move around the unit last failed
+                              (0: never); it fails again while nothing in it changed */
 } ls;
 
 static void
@@ -646,6 +650,9 @@ ls_init(ls *st, const as_heur *h, size_t *x)
     st->nbad = as_xcalloc(h->nu + 1, sizeof *st->nbad);
     st->dirty = as_xcalloc(h->nu + 1, 1);
     st->pdirty = as_xcalloc(h->nu + 1, 1);
+    st->chg = as_xcalloc(h->nu + 1, sizeof *st->chg);
+    st->btried = as_xcalloc(h->nu + 1, sizeof *st->btried);
+    st->clock = 1;
     nk = 0;
     for (u = 0; u < h->nu; u++) {
         size_t ku = h->k[u];
@@ -686,6 +693,8 @@ ls_free(ls *st)
     free(st->nbad);
     free(st->dirty);
     free(st->pdirty);
+    free(st->chg);
+    free(st->btried);
     seg_free(&st->tot);
 }
 
@@ -705,11 +714,14 @@ ls_move(ls *st, size_t u, size_t b)
 
     if (a == b)
         return;
+    st->clock++;
+    st->chg[u] = st->clock;
     for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
         const as_hlink *l = &h->link[i];
         size_t o = l->other, ko = l->ko;
         double *g = st->g[o];
         st->dirty[o] = st->pdirty[o] = 1;
+        st->chg[o] = st->clock;
         if (l->r != NULL) {
             const double *ra = l->ro + a * ko, *rb = l->ro + b * ko;
             for (t = 0; t < ko; t++)
@@ -1122,4 +1134,356 @@ const size_t *
 as_hls_x(const as_hls *q)
 {
     return q->st.x;
+}
+
+/*
+ * Block moves (a large neighbourhood): the units within a few links of a seed unit
+ * (breadth first, up to AS_HEUR_BLOCK_UNITS) are re-solved together with every other
+ * unit fixed, exactly on the breadth-first tree: each block unit's strategies cost its
+ * vector minus the links of the tree (own cost plus the links to the fixed units, and
+ * the block's links off the tree at the other end's current strategy, or in a second
+ * try at their cheapest), and dynamic programming over the tree (children to parents,
+ * then back down) gives the cheapest strategies of the whole block on these terms in
+ * O(block x k^2).  The move is then made unit by unit, the block's units answer it with
+ * their best strategies, its true change is summed from the vectors (the links off the
+ * tree at their real strategies), and the tree is solved again from there; the cheapest
+ * result is kept if the plan got cheaper and still fits.  This
+ * switches a whole attention or MLP block (its weight, gradient, optimizer states and
+ * the matmuls that read them) from sharded to replicated on one mesh axis together,
+ * which no single, pair or chain move reaches: each unit alone, or a short chain of
+ * best answers, pays resharding to the rest of the block.
+ */
+typedef struct blk {
+    size_t bu, kmax;
+    size_t *in, stamp;    /* nu: stamp of the block a unit is in */
+    size_t *pos;          /* nu: its position in the block */
+    size_t *list, n;      /* the block's units, breadth first */
+    size_t *par;          /* bu: position of the unit's parent on the tree */
+    double *sub;          /* bu x kmax: cheapest cost of the unit's subtree given s */
+    size_t *arg;          /* bu x kmax: the unit's best strategy given its parent's */
+    size_t *to, *old, *best; /* bu: the block's new, old and best strategies */
+    double *tmp;          /* kmax */
+} blk;
+
+static void
+blk_init(blk *b, const as_heur *h, size_t bu)
+{
+    size_t u;
+
+    memset(b, 0, sizeof *b);
+    b->bu = bu;
+    b->kmax = 1;
+    for (u = 0; u < h->nu; u++)
+        b->kmax = h->k[u] > b->kmax ? h->k[u] : b->kmax;
+    b->in = as_xcalloc(h->nu + 1, sizeof *b->in);
+    b->pos = as_xcalloc(h->nu + 1, sizeof *b->pos);
+    b->list = as_xcalloc(bu + 1, sizeof *b->list);
+    b->par = as_xcalloc(bu + 1, sizeof *b->par);
+    b->to = as_xcalloc(bu + 1, sizeof *b->to);
+    b->old = as_xcalloc(bu + 1, sizeof *b->old);
+    b->best = as_xcalloc(bu + 1, sizeof *b->best);
+    b->sub = as_xcalloc(bu * b->kmax + 1, sizeof *b->sub);
+    b->arg = as_xcalloc(bu * b->kmax + 1, sizeof *b->arg);
+    b->tmp = as_xcalloc(b->kmax + 1, sizeof *b->tmp);
+}
+
+static void
+blk_free(blk *b)
+{
+    free(b->in);
+    free(b->pos);
+    free(b->list);
+    free(b->par);
+    free(b->to);
+    free(b->old);
+    free(b->best);
+    free(b->sub);
+    free(b->arg);
+    free(b->tmp);
+}
+
+/* The block around SEED, breadth first, with its tree (b->par). */
+static void
+blk_grow(const as_heur *h, blk *b, size_t seed)
+{
+    size_t head = 0, i;
+
+    b->stamp++;
+    b->n = 0;
+    b->in[seed] = b->stamp;
+    b->pos[seed] = 0;
+    b->par[0] = 0;
+    b->list[b->n++] = seed;
+    while (head < b->n && b->n < b->bu) {
+        size_t w = b->list[head++];
+        for (i = h->lstart[w]; i < h->lstart[w + 1] && b->n < b->bu; i++) {
+            size_t o = h->link[i].other;
+            if (b->in[o] == b->stamp)
+                continue;
+            b->in[o] = b->stamp;
+            b->pos[o] = b->n;
+            b->par[b->n] = head - 1;
+            b->list[b->n++] = o;
+        }
+    }
+}
+
+/* The block's cheapest strategies on the tree (b->to), the links off the tree at the
+   current strategies. */
+static void
+blk_dp(ls *st, blk *b, int optimistic)
+{
+    const as_heur *h = st->h;
+    size_t *x = st->x;
+    size_t i, p, s, t, kmax = b->kmax;
+
+#define ON_TREE(p, q) ((q) != (p) && (b->par[p] == (q) || b->par[q] == (p)))
+    /* each unit's terms: its vector without the tree's links at the current strategies */
+    for (p = 0; p < b->n; p++) {
+        size_t v = b->list[p], kv = h->k[v];
+        double *sub = b->sub + p * kmax;
+        for (s = 0; s < kv; s++) {
+            double c = st->g[v][s];
+            long nb = (long)st->nbad[v][s];
+            for (i = h->lstart[v]; i < h->lstart[v + 1]; i++) {
+                const as_hlink *l = &h->link[i];
+                size_t o = l->other;
+                if (b->in[o] != b->stamp)
+                    continue;
+                if (!ON_TREE(p, b->pos[o])) {
+                    if (!optimistic)
+                        continue;
+                    /* off the tree, optimistic: a link at its cheapest (once), an alias
+                       pair left to the check of the move */
+                    if (l->r != NULL)
+                        c += (b->pos[o] < p ? l->minr[s] : 0) - l->rt[x[o] * kv + s];
+                    else
+                        nb -= l->bad[l->own_is_u ? s * l->ko + x[o] : x[o] * kv + s];
+                    continue;
+                }
+                if (l->r != NULL)
+                    c -= l->rt[x[o] * kv + s];
+                else
+                    nb -= l->bad[l->own_is_u ? s * l->ko + x[o] : x[o] * kv + s];
+            }
+            sub[s] = nb > 0 ? INFINITY : c;
+        }
+    }
+    /* children to parents: the parent's cost given t gains the child's best answer */
+    for (p = b->n; p-- > 1;) {
+        size_t v = b->list[p], kv = h->k[v], q = b->par[p], w = b->list[q], kw = h->k[w];
+        const double *sub = b->sub + p * kmax;
+        double *psub = b->sub + q * kmax;
+        size_t *arg = b->arg + p * kmax;
+        for (t = 0; t < kw; t++) {
+            double bc = INFINITY;
+            size_t bs = x[v];
+            if (!isfinite(psub[t]))
+                continue;
+            for (s = 0; s < kv; s++) {
+                double c = sub[s];
+                int bad = 0;
+                if (!(c < bc))
+                    continue;
+                for (i = h->lstart[v]; i < h->lstart[v + 1] && !bad; i++) {
+                    const as_hlink *l = &h->link[i];
+                    if (l->other != w)
+                        continue;
+                    if (l->r != NULL)
+                        c += l->ro[s * kw + t];
+                    else
+                        bad = l->bad[l->own_is_u ? s * kw + t : t * kv + s];
+                }
+                if (!bad && c < bc) {
+                    bc = c;
+                    bs = s;
+                }
+            }
+            b->tmp[t] = bc;
+            arg[t] = bs;
+        }
+        for (t = 0; t < kw; t++)
+            if (isfinite(psub[t]))
+                psub[t] += b->tmp[t];
+    }
+    /* the root's best, then down the tree */
+    {
+        const double *sub = b->sub;
+        size_t v = b->list[0], bs = x[v];
+        double bc = sub[x[v]];
+        for (s = 0; s < h->k[v]; s++)
+            if (sub[s] < bc) {
+                bc = sub[s];
+                bs = s;
+            }
+        b->to[0] = bs;
+        if (!isfinite(bc)) { /* nothing fits on the tree: stay */
+            for (p = 0; p < b->n; p++)
+                b->to[p] = x[b->list[p]];
+            return;
+        }
+    }
+    for (p = 1; p < b->n; p++)
+        b->to[p] = b->arg[p * kmax + b->to[b->par[p]]];
+#undef ON_TREE
+}
+
+/* Re-solve the block around SEED; 1 if it moved (cheaper and within the budget), 0 if
+   not, -1 if not tried (nothing in the block changed since a try last failed).  The
+   tree's answer is made, and solved again with the links off the tree at the new
+   strategies, BLOCK_ITER times; the cheapest of these that fits is kept. */
+#define BLOCK_ITER 4
+
+static int
+blk_solve(ls *st, blk *b, size_t seed, int optimistic)
+{
+    const as_heur *h = st->h;
+    size_t *x = st->x;
+    size_t p, it, nm, bestit = 0;
+    int r;
+    double d = 0, bd = 0;
+    long nbad = 0;
+
+    blk_grow(h, b, seed);
+    if (b->n < 3)
+        return 0; /* single and pair moves cover it */
+    if (!optimistic && st->btried[seed] > 0) {
+        size_t last = 0;
+        for (p = 0; p < b->n; p++)
+            last = st->chg[b->list[p]] > last ? st->chg[b->list[p]] : last;
+        if (last <= st->btried[seed])
+            return -1; /* nothing in it changed since it last failed: it fails again */
+    }
+    for (p = 0; p < b->n; p++)
+        b->old[p] = x[b->list[p]];
+    for (it = 1; it <= BLOCK_ITER; it++) {
+        blk_dp(st, b, optimistic && it == 1);
+        nm = 0;
+        for (p = 0; p < b->n; p++) {
+            size_t v = b->list[p], a = b->to[p];
+            if (a == x[v])
+                continue;
+            d += st->g[v][a] - st->g[v][x[v]];
+            nbad += (long)st->nbad[v][a] - (long)st->nbad[v][x[v]];
+            ls_move(st, v, a);
+            nm++;
+        }
+        if (nm == 0)
+            break;
+        /* the block's units answer the move with their best strategies (what the tree
+           got wrong off the tree) */
+        for (r = 0; r < 2; r++)
+            for (p = 0; p < b->n; p++) {
+                size_t v = b->list[p], a = x[v], s;
+                double bc = ls_cost(st, v, a);
+                for (s = 0; s < h->k[v]; s++) {
+                    double c = ls_cost(st, v, s);
+                    if (c < bc - 1e-12 * fabs(bc)) {
+                        bc = c;
+                        a = s;
+                    }
+                }
+                if (a == x[v])
+                    continue;
+                d += st->g[v][a] - st->g[v][x[v]];
+                nbad += (long)st->nbad[v][a] - (long)st->nbad[v][x[v]];
+                ls_move(st, v, a);
+            }
+        if (nbad <= 0 && d < bd && d < -1e-12 * fabs(h->share[seed] + 1e-300) &&
+            (h->nbind == 0 || st->tot.mx[1] <= h->cap)) {
+            bd = d;
+            bestit = it;
+            for (p = 0; p < b->n; p++)
+                b->best[p] = x[b->list[p]];
+        }
+    }
+    for (p = b->n; p-- > 0;)
+        ls_move(st, b->list[p], b->old[p]);
+    if (bestit == 0)
+        return 0;
+    for (p = 0; p < b->n; p++)
+        ls_move(st, b->list[p], b->best[p]);
+    return 1;
+}
+
+static const double *share_key;
+
+static int
+share_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (share_key[x] != share_key[y])
+        return share_key[x] > share_key[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Sort V (unit numbers) by decreasing SH, ties by unit number. */
+static void
+share_sort(size_t *v, size_t n, const double *sh)
+{
+    share_key = sh;
+    qsort(v, n, sizeof *v, share_cmp);
+}
+
+/* Rounds of block moves, every unit a seed (largest share first), each kept move
+   followed by single and pair moves; until a round keeps nothing, MAX_ROUNDS ran or
+   DEADLINE (an as_now() time, 0 = none) passed.  The number of moves. */
+static size_t
+blk_moves(ls *st, size_t bu, int max_rounds, double deadline)
+{
+    const as_heur *h = st->h;
+    blk b;
+    size_t *order, u, moves = 0, m;
+    int r;
+
+    if (h->nu < 3 || bu < 3)
+        return 0;
+    blk_init(&b, h, bu);
+    order = as_xcalloc(h->nu + 1, sizeof *order);
+    for (u = 0; u < h->nu; u++)
+        order[u] = u;
+    share_sort(order, h->nu, h->share);
+    for (r = 0; r < max_rounds; r++) {
+        m = 0;
+        for (u = 0; u < h->nu; u++) {
+            if (deadline > 0 && (u & 15) == 0 && as_now() > deadline)
+                break;
+            size_t v = order[u];
+            int got = blk_solve(st, &b, v, 0);
+            if (got == 0)
+                got = blk_solve(st, &b, v, 1);
+            if (got == 0)
+                st->btried[v] = st->clock;
+            if (got == 1) {
+                m++;
+                ls_improve(st, 20, 1);
+            }
+        }
+        moves += m;
+        if (m == 0 || (deadline > 0 && as_now() > deadline))
+            break;
+    }
+    free(order);
+    blk_free(&b);
+    return moves;
+}
+
+int
+as_heur_block(const as_heur *h, size_t *x, size_t units, int max_rounds, double deadline)
+{
+    ls st;
+    size_t moves;
+
+    ls_init(&st, h, x);
+    moves = blk_moves(&st, units, max_rounds, deadline);
+    ls_free(&st);
+    return moves > 0;
+}
+
+int
+as_hls_block(as_hls *q, size_t units, int max_rounds, double deadline)
+{
+    size_t m = blk_moves(&q->st, units, max_rounds, deadline);
+    q->moves += m * units;
+    return m > 0;
 }

@@ -603,6 +603,37 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
     as_heur_free(&h);
 }
 
+/* The best plan, polished by block moves (a whole attention or MLP block re-solved with
+   the rest fixed: what the beam's per-unit choices and the single, pair and chain moves
+   miss); kept if it passes the problem's check and is cheaper. */
+static void
+block_polish(const as_problem *p, const as_limits *lim, double t0, as_assignment *out,
+             double *bestobj)
+{
+    as_heur h;
+    size_t u, *x, *choice;
+    double obj;
+
+    as_heur_init(&h, p);
+    x = as_xcalloc(h.nu + 1, sizeof *x);
+    choice = as_xcalloc(h.n + 1, sizeof *choice);
+    for (u = 0; u < h.n; u++)
+        x[h.unit[u]] = out->choice[u];
+    if (as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                      lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
+        as_heur_chain(&h, x, 3);
+        as_heur_expand(&h, x, choice);
+        if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK && obj < *bestobj) {
+            *bestobj = obj;
+            out->objective = obj;
+            memcpy(out->choice, choice, h.n * sizeof *choice);
+        }
+    }
+    free(x);
+    free(choice);
+    as_heur_free(&h);
+}
+
 static AS_DECL_SOLVER_SOLVE(beam_solve)
 {
     double t0 = as_now(), bestobj = INFINITY;
@@ -619,6 +650,8 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
             break;
         beam_pass(data, p, lim, reverse, t0, out, outcome, &bestobj, &nodes);
     }
+    if (data->polish && *outcome == AS_OUTCOME_FEASIBLE && as_problem_nnodes(p) > 0)
+        block_polish(p, lim, t0, out, &bestobj);
     out->nodes = nodes;
     return AS_OK;
 }

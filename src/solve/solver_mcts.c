@@ -347,8 +347,19 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             /* better than any rollout before: polish (pair moves too) and check it on
                the problem itself, which alone decides what becomes the plan */
             bestraw = val;
-            if (pol > 0)
+            if (pol > 0) {
+                double pv;
                 polish(&h, &q, x, 3);
+                /* still the best plan after polishing: block moves too (whole attention
+                   or MLP blocks re-solved with the rest fixed) */
+                pv = as_heur_eval(&h, x, tot);
+                if (isfinite(pv) && (isinf(bestobj) || pv + off < bestobj - 1e-12 * fabs(bestobj)) &&
+                    as_hls_block(q, AS_HEUR_BLOCK_UNITS, 1,
+                                 lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
+                    as_hls_chain(q, 3);
+                    memcpy(x, as_hls_x(q), h.nu * sizeof *x);
+                }
+            }
             as_heur_expand(&h, x, choice);
             if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK)
                 obj = INFINITY;
@@ -373,11 +384,15 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     }
     out->nodes = (long)ep;
     if (isfinite(bestobj) && pol > 0) {
-        /* the best plan, polished with pair moves as well */
+        /* the best plan, polished with pair, chain and block moves */
         for (u = 0; u < h.n; u++)
             x[h.unit[u]] = best[u];
         as_heur_improve(&h, x, 50);
         as_heur_chain(&h, x, 10);
+        /* and block moves: whole attention or MLP blocks re-solved with the rest fixed */
+        if (as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
+            as_heur_chain(&h, x, 3);
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK && obj < bestobj) {
             bestobj = obj;

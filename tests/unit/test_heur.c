@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -313,6 +314,77 @@ test_eval(int i)
     as_problem_free(p);
 }
 
+/*
+ * A block that must switch together: a path of BLOCK_N units, each sharded (0) or
+ * replicated (1); resharding between two neighbours that differ costs 10; replicating
+ * costs 1 more on every unit but the last, which saves 9.  All replicated is the optimum
+ * (-9 + (BLOCK_N - 1) < 0), every partial switch pays a boundary of 10.  From all
+ * sharded, no single or pair move helps (the last unit alone: -9 + 10), and a chain of
+ * best answers stops at once (a neighbour of a replicated unit: 10 sharded, 1 + 10
+ * replicated); the block move re-solves the path exactly.  Beam with width 1 in node
+ * order (the last unit decided last) ends all sharded, so its final polish needs it too.
+ */
+#define BLOCK_N 6
+
+static void
+test_block(void)
+{
+    as_problem *p = as_problem_new();
+    as_err err = {0};
+    as_heur h;
+    as_solve_result res;
+    double r[4] = {0, 10, 10, 0}, c[2], best = INFINITY, v0, v;
+    size_t x[BLOCK_N], u, id, m;
+    int ok_build = 1, stuck, all1 = 1;
+
+    for (u = 0; u < BLOCK_N; u++) {
+        char name[16];
+        c[0] = 0;
+        c[1] = u + 1 < BLOCK_N ? 1 : -9;
+        snprintf(name, sizeof name, "b%zu", u);
+        ok_build &= as_problem_add_node(p, name, 2, c, NULL, NULL, &id, &err) == AS_OK;
+        if (u > 0)
+            ok_build &= as_problem_add_edge(p, u - 1, u, r, &err) == AS_OK;
+    }
+    ok_build &= as_problem_validate(p, &err) == AS_OK;
+    ok(ok_build, "block instance builds (%s)", err.msg);
+    as_heur_init(&h, p);
+    for (m = 0; m < (1u << BLOCK_N); m++) { /* brute force */
+        for (u = 0; u < BLOCK_N; u++)
+            x[u] = (m >> u) & 1;
+        best = fmin(best, as_heur_eval(&h, x, NULL));
+    }
+    for (u = 0; u < BLOCK_N; u++)
+        x[u] = 0;
+    v0 = as_heur_eval(&h, x, NULL);
+    stuck = !as_heur_improve(&h, x, 20) && !as_heur_chain(&h, x, 10);
+    ok(stuck && as_heur_eval(&h, x, NULL) == v0 && v0 > best,
+       "block: single, pair and chain moves are stuck at %g (optimum %g)", v0, best);
+    ok(as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3, 0), "block: the block move moves");
+    v = as_heur_eval(&h, x, NULL);
+    for (u = 0; u < BLOCK_N; u++)
+        all1 &= x[u] == 1;
+    ok(fabs(v - best) <= 1e-12 && all1, "block: the block move reaches the optimum %g (%g)",
+       best, v);
+    {
+        as_solve_opts o;
+        const char *params[2] = {"beam/width=1", "beam/order=fwd"};
+        as_solve_opts_init(&o);
+        o.solver = "beam";
+        o.params = params;
+        o.nparams = 2;
+        if (as_solve_problem(p, &o, &res, &err) != AS_OK)
+            memset(&res, 0, sizeof res);
+    }
+    ok(res.outcome == AS_OUTCOME_FEASIBLE && res.nplans > 0 &&
+           fabs(res.plans[0].objective - best) <= 1e-9,
+       "block: beam width 1 in node order, polished, reaches the optimum %g (%g)", best,
+       res.nplans > 0 ? res.plans[0].objective : NAN);
+    as_solve_result_free(&res);
+    as_heur_free(&h);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -330,5 +402,6 @@ main(void)
     test_megatron("mlp4l-alpa-m4.json");
     test_megatron("mlp4l-alpa-m8.json");
     test_params();
+    test_block();
     return done_testing();
 }
