@@ -134,8 +134,10 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
             o->ndevs = 0; /* one count: the keys and header stay as they were */
         return AS_EXIT_OK;
     case OPT_COST:
-        if (as_cost_model_find(optarg, &err) == NULL)
-            return as_cmd_usage(&as_cmd_sweep, "%s", err.msg);
+        if (as_cost_model_find(optarg, &err) == NULL) {
+            fprintf(stderr, "autoshard: --cost-model: %s\n", err.msg);
+            return AS_EXIT_USAGE;
+        }
         o->cost = optarg;
         return AS_EXIT_OK;
     case OPT_HW:
@@ -332,9 +334,11 @@ sweep_exec(int argc, char **argv)
     o.source = argv[optind];
     if (as_verbosity == 0) /* -q is also a global option, taken before ours */
         o.quiet = 1;
-    if (o.nbatches > 1 && as_preset_find(o.source) == NULL)
-        return as_cmd_usage(&as_cmd_sweep, "a --batch list needs a PRESET (a graph file has one "
-                            "batch)");
+    if (o.nbatches > 1 && as_preset_find(o.source) == NULL) {
+        fprintf(stderr, "autoshard: a --batch list needs a PRESET ('%s' is a graph file, of one "
+                "batch)\n", o.source);
+        return AS_EXIT_USAGE;
+    }
     for (b = 0; b < (o.nbatches > 1 ? o.nbatches : 1); b++) {
         /* one graph per batch; the sweeps share the JSONL (keys b=B,...) */
         if (o.nbatches > 1)
