@@ -813,14 +813,18 @@ print_table(FILE *fp, record *r, size_t n, int top)
 {
     size_t i;
     char b[32];
+    int w = 48; /* the config column: wider for keys prefixed by b=B,n=N, */
 
     qsort(r, n, sizeof *r, rec_cmp);
-    fprintf(fp, "%-4s %-48s %12s %11s %12s %12s %s\n", "rank", "config", "samples/s", "peak/dev",
-            "time (s)", "objective", "status");
+    for (i = 0; i < n && i < (size_t)top; i++)
+        if (strlen(r[i].key) > (size_t)w)
+            w = (int)strlen(r[i].key);
+    fprintf(fp, "%-4s %-*s %12s %11s %12s %12s %s\n", "rank", w, "config", "samples/s",
+            "peak/dev", "time (s)", "objective", "status");
     for (i = 0; i < n && i < (size_t)top; i++) {
         if (strcmp(r[i].status, "ok") != 0 && strcmp(r[i].status, "oom") != 0)
             break;
-        fprintf(fp, "%-4zu %-48s %12.4g %11s %12.6g %12.6g %s\n", i + 1, r[i].key,
+        fprintf(fp, "%-4zu %-*s %12.4g %11s %12.6g %12.6g %s\n", i + 1, w, r[i].key,
                 r[i].throughput, as_fmt_bytes(r[i].peak, b, sizeof b), r[i].time,
                 r[i].objective, r[i].status);
     }
