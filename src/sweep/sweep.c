@@ -309,6 +309,7 @@ typedef struct sweep_ctx {
     int nunits;
     double flops;              /* model FLOPs of one step (no recomputation) */
     as_dtype dtype;
+    double peak_flops;         /* the profile's peak for DTYPE (0 = unknown), loaded once */
 } sweep_ctx;
 
 static const as_graph *
@@ -591,13 +592,8 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "throughput", json_real(E.sim->throughput));
         tf = E.sim->time > 0 ? x->flops / E.sim->time / E.sim->ndevices / 1e12 : 0;
         json_object_set_new(j, "tflops_per_device", json_real(tf));
-        {
-            as_hw hw;
-            as_err e2 = {0};
-            double pk = as_hw_load(x->o->hw != NULL ? x->o->hw : "a100-dgx", &hw, &e2) == AS_OK
-                            ? as_hw_peak_flops(&hw, x->dtype) : 0;
-            json_object_set_new(j, "mfu", pk > 0 ? json_real(tf * 1e12 / pk) : json_null());
-        }
+        json_object_set_new(j, "mfu", x->peak_flops > 0 ? json_real(tf * 1e12 / x->peak_flops)
+                                                        : json_null());
         json_object_set_new(j, "peak_memory", json_real(E.plan->peak));
         json_object_set_new(j, "capacity", json_real(E.sim->capacity));
         json_object_set_new(j, "oom", json_boolean(oom));
@@ -1421,6 +1417,12 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
             x.dtype = as_graph_tensor(g, op)->shape.dtype;
             break;
         }
+    {
+        as_hw hw;
+        as_err e2 = {0};
+        if (as_hw_load(o->hw != NULL ? o->hw : "a100-dgx", &hw, &e2) == AS_OK)
+            x.peak_flops = as_hw_peak_flops(&hw, x.dtype);
+    }
     rc = as_sweep_enumerate(o, x.nunits, o->batch, &cfg, &ncfg, err);
     if (rc == AS_OK && o->plans != NULL)
         rc = plans_dir(o->plans, err);
