@@ -10,6 +10,7 @@
 #                          AUTOSHARD=path/to/autoshard, default ./autoshard)
 #
 # 15 configurations; each takes seconds to TIME_LIMIT (the 16-way tensor meshes hit it).
+# MICRO=4,8,16,32,64 PIPE=4,8,16 sweeps K too (default K = 2P) over those P.
 set -u
 A=${AUTOSHARD:-./autoshard}
 B=${1:-64}
@@ -23,7 +24,8 @@ trap 'rm -rf "$T"' EXIT
     -e 's/^devices_per_node .*/devices_per_node = 8/' >"$T/a10x8.hw"
 
 set -- sweep bert-exlarge --devices 16 --batch "$B" --hw "$T/a10x8.hw" --role data,tensor \
-    --recompute "$R" --time-limit "$TL" -q --top 15 -o "$T/bert.jsonl"
+    --recompute "$R" --time-limit "$TL" -q --top 15 -o "$T/bert.jsonl" \
+    ${MICRO:+--microbatches "$MICRO"} ${PIPE:+--pipeline "$PIPE"}
 echo "autoshard $*"
 /usr/bin/time -f "time: %U s user + %S s system, %e s wall, max RSS %M KiB" "$A" "$@"
 echo "every configuration (rank by throughput; status, error):"
