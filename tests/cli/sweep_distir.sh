@@ -61,6 +61,18 @@ check "the best beats one device by more than 1.5x" awk -v a="$bt" -v b="$t1" 'B
 check "the best is pipeline x tensor: p=2, k=4, T=2 (bubble 1/4 vs a 2-way all-reduce per layer)" \
     test "$best" = "n=4,p=2,k=4,mesh=1x2,recompute=none,solver=glpk"
 
+# ---- a batch list into one JSONL, resumed ----
+R="mlp-1b --hw $T/distir.hw --cost-model distir --role data,tensor --microbatches 1,2 --devices 1,2 --batch 256,1024 -q -o $T/b.jsonl"
+as sweep $R
+check "--batch 256,1024: one sweep per batch (5 + 5 configurations)" \
+    test "$(grep -c '^sweep: 5 configurations (0 done before), 5 run now' "$T/out")" = 2
+head -n 7 "$T/b.jsonl" >"$T/b2.jsonl" && mv "$T/b2.jsonl" "$T/b.jsonl"
+as sweep $R
+check "resumed: batch 256 done, batch 1024 keeps 1 and runs 4" \
+    test "$(grep -c '^sweep: 5 configurations (5 done before), 0 run now' "$T/out") $(grep -c '^sweep: 5 configurations (1 done before), 4 run now' "$T/out")" = "1 1"
+check "11 lines (header + 10), none twice" \
+    test "$(jq -r '.config // "h"' "$T/b.jsonl" | sort -u | wc -l) $(wc -l <"$T/b.jsonl" | tr -d ' ')" = "11 11"
+
 # ---- bad input ----
 as sweep mlp-1b --devices 2 --cost-model nosuch
 expect_fail 2 "cost model" "an unknown cost model: one line, exit 2"
