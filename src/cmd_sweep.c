@@ -19,11 +19,12 @@
 #include "graph/io.h"
 #include "graph/presets.h"
 #include "solve/solver.h"
+#include "spmd/cost.h"
 #include "spmd/rules.h"
 #include "sweep/sweep.h"
 
 enum { OPT_DEV = 256, OPT_HW, OPT_BATCH, OPT_PIPE, OPT_MICRO, OPT_ACC, OPT_RECOMP, OPT_AXES,
-       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG, OPT_ROLE, OPT_ZERO };
+       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG, OPT_ROLE, OPT_ZERO, OPT_COST };
 
 
 static int sweep_exec(int argc, char **argv);
@@ -40,9 +41,13 @@ const struct as_cmd as_cmd_sweep = {
             "--solver S --memory auto` (stages balanced by FLOPs, 1F1B) and simulated; one\n"
             "JSON line per configuration goes to -o as soon as it is done (docs/sweep.md).\n"
             "\nOptions:\n"
-            "  --devices N          devices in all (required)\n"
+            "  --devices N|LIST     devices in all (required); a list (1,2,4,8) sweeps each\n"
+            "                       count, its keys prefixed by n=N\n"
             "  --hw NAME|FILE       hardware profile (default a100-dgx)\n"
-            "  --batch B            global batch of a PRESET (default the preset's)\n"
+            "  --cost-model C       roofline (default), alpa or distir (as solve)\n"
+            "  --batch B|LIST       global batch of a PRESET (default the preset's); a list\n"
+            "                       (256,1024) runs one sweep per batch into one -o, keys\n"
+            "                       prefixed by b=B, one table each\n"
             "  --pipeline LIST      pipeline degrees P (default every divisor of N up to the\n"
             "                       layer count); each must divide N\n"
             "  --microbatches LIST  microbatch counts K, each dividing the batch (default:\n"
@@ -56,7 +61,8 @@ const struct as_cmd as_cmd_sweep = {
             "  --tp-max T           no mesh axis larger than T\n"
             "  --role R1,R2,..      one role per mesh axis (data, tensor, auto; as solve\n"
             "                       --role): every mesh has exactly that many axes, factors\n"
-            "                       >= 1 (--role data,tensor on 8: 1x8, 2x4, 4x2, 8x1)\n"
+            "                       >= 1 (--role data,tensor on 8: 1x8, 2x4, 4x2, 8x1);\n"
+            "                       a mesh with D devices on data axes needs batch / D / K >= 1\n"
             "  --zero Z             ZeRO 0, 1 or 2 over the data axes (as solve --zero)\n"
             "  --time-limit S       seconds per configuration (build and solves)\n"
             "  -o FILE.jsonl        append one JSON line per configuration; started again\n"
@@ -119,20 +125,38 @@ static int
 sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
 {
     const char *w[AS_SWEEP_MAX_LIST];
-    int n, i, x;
+    int n, i;
     as_err err = {0};
 
     switch (opt) {
     case OPT_DEV:
-        return as_cmd_count_opt(&as_cmd_sweep, "devices", optarg, &o->devices);
+        if (parse_ints("--devices", optarg, o->devs, &o->ndevs) != AS_EXIT_OK)
+            return AS_EXIT_USAGE;
+        for (o->devices = 0, i = 0; i < o->ndevs; i++)
+            o->devices = o->devs[i] > o->devices ? o->devs[i] : o->devices;
+        if (o->ndevs == 1)
+            o->ndevs = 0; /* one count: the keys and header stay as they were */
+        return AS_EXIT_OK;
+    case OPT_COST:
+        if (as_cost_model_find(optarg, &err) == NULL) {
+            fprintf(stderr, "autoshard: --cost-model: %s\n", err.msg);
+            return AS_EXIT_USAGE;
+        }
+        o->cost = optarg;
+        return AS_EXIT_OK;
     case OPT_HW:
         o->hw = optarg;
         return AS_EXIT_OK;
-    case OPT_BATCH:
-        if (as_cmd_count_opt(&as_cmd_sweep, "batch", optarg, &x) != AS_EXIT_OK)
+    case OPT_BATCH: {
+        int b[AS_SWEEP_MAX_LIST];
+        if (parse_ints("--batch", optarg, b, &n) != AS_EXIT_OK)
             return AS_EXIT_USAGE;
-        *batch = x;
+        for (i = 0; i < n; i++)
+            o->batches[i] = b[i];
+        o->nbatches = n > 1 ? n : 0;
+        *batch = b[0];
         return AS_EXIT_OK;
+    }
     case OPT_PIPE:
         return parse_ints("--pipeline", optarg, o->pipeline, &o->npipeline);
     case OPT_MICRO:
@@ -277,7 +301,8 @@ sweep_exec(int argc, char **argv)
         {"top", required_argument, NULL, OPT_TOP}, {"csv", required_argument, NULL, OPT_CSV},
         {"jobs", required_argument, NULL, 'j'}, {"plans", required_argument, NULL, OPT_PLANS},
         {"svg", required_argument, NULL, OPT_SVG},
-        {"role", required_argument, NULL, OPT_ROLE}, {"zero", required_argument, NULL, OPT_ZERO},
+        {"role", required_argument, NULL, OPT_ROLE},
+        {"cost-model", required_argument, NULL, OPT_COST}, {"zero", required_argument, NULL, OPT_ZERO},
         {"quiet", no_argument, NULL, 'q'}, {"list", no_argument, NULL, OPT_LIST},
         {NULL, 0, NULL, 0}};
     as_sweep_opts o;
@@ -285,7 +310,7 @@ sweep_exec(int argc, char **argv)
     as_graph *g = NULL;
     as_err err = {0};
     int64_t batch = 0;
-    int opt, rc, list = 0;
+    int opt, rc, list = 0, b;
 
     as_sweep_opts_init(&o);
     opterr = 0;
@@ -313,28 +338,43 @@ sweep_exec(int argc, char **argv)
     o.source = argv[optind];
     if (as_verbosity == 0) /* -q is also a global option, taken before ours */
         o.quiet = 1;
-    if (load_graph(o.source, batch, &g, &o.batch, &err) != AS_OK)
-        return as_cmd_fail(&err);
-    if (o.batch <= 0) {
-        as_graph_free(g);
-        fprintf(stderr, "autoshard: graph '%s' has no data input with a batch dim\n", o.source);
+    if (o.nbatches > 1 && as_preset_find(o.source) == NULL) {
+        fprintf(stderr, "autoshard: a --batch list needs a PRESET ('%s' is a graph file, of one "
+                "batch)\n", o.source);
         return AS_EXIT_USAGE;
     }
-    if (list) {
-        rc = as_sweep_list(g, &o, stdout, &err);
+    for (b = 0; b < (o.nbatches > 1 ? o.nbatches : 1); b++) {
+        /* one graph per batch; the sweeps share the JSONL (keys b=B,...) */
+        if (o.nbatches > 1)
+            batch = o.batches[b];
+        if (load_graph(o.source, batch, &g, &o.batch, &err) != AS_OK)
+            return as_cmd_fail(&err);
+        if (o.batch <= 0) {
+            as_graph_free(g);
+            fprintf(stderr, "autoshard: graph '%s' has no data input with a batch dim\n",
+                    o.source);
+            return AS_EXIT_USAGE;
+        }
+        if (list) {
+            rc = as_sweep_list(g, &o, stdout, &err);
+            as_graph_free(g);
+            if (rc != AS_OK)
+                return as_cmd_fail(&err);
+            continue;
+        }
+        if (o.nbatches > 1 && as_sweep_rank() == 0)
+            fprintf(stdout, "%sbatch %lld:\n", b > 0 ? "\n" : "", (long long)o.batch);
+        rc = as_sweep_run(g, &o, stdout, &sum, &err);
         as_graph_free(g);
-        return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+        as_rules_reset();
+        if (rc != AS_OK)
+            return as_cmd_fail(&err);
+        if (sum.rank > 0) /* an MPI rank that only evaluated: rank 0 reports */
+            continue;
+        fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu run now, %zu pruned by "
+                "the memory lower bound, %zu OOM, %zu failed, %.3f s (%.3g configurations/s)\n",
+                sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.wall,
+                sum.wall > 0 ? (double)sum.done / sum.wall : 0.0);
     }
-    rc = as_sweep_run(g, &o, stdout, &sum, &err);
-    as_graph_free(g);
-    as_rules_reset();
-    if (rc != AS_OK)
-        return as_cmd_fail(&err);
-    if (sum.rank > 0) /* an MPI rank that only evaluated: rank 0 reports */
-        return AS_EXIT_OK;
-    fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu run now, %zu pruned by "
-            "the memory lower bound, %zu OOM, %zu failed, %.3f s (%.3g configurations/s)\n",
-            sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.wall,
-            sum.wall > 0 ? (double)sum.done / sum.wall : 0.0);
     return AS_EXIT_OK;
 }

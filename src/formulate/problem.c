@@ -349,44 +349,77 @@ validate_nodes(const as_problem *p, as_err *err)
     return AS_OK;
 }
 
+/* An edge's sort key: its node pair (duplicates) or its matrix and size (checked once). */
+typedef struct edge_key {
+    uintptr_t x, y;
+    size_t j;
+} edge_key;
+
+static int
+edge_key_cmp(const void *pa, const void *pb)
+{
+    const edge_key *a = pa, *b = pb;
+
+    if (a->x != b->x)
+        return a->x < b->x ? -1 : 1;
+    if (a->y != b->y)
+        return a->y < b->y ? -1 : 1;
+    return a->j < b->j ? -1 : a->j > b->j;
+}
+
+/*
+ * FIRST[j] = the smallest index with the same key as edge j (sorting, not a
+ * string map: this runs before every solve).
+ */
+static void
+first_of(edge_key *k, size_t n, size_t *first)
+{
+    size_t i;
+
+    qsort(k, n, sizeof *k, edge_key_cmp);
+    for (i = 0; i < n; i++)
+        first[k[i].j] = i > 0 && k[i].x == k[i - 1].x && k[i].y == k[i - 1].y
+                            ? first[k[i - 1].j] : k[i].j;
+}
+
 static int
 validate_edges(const as_problem *p, as_err *err)
 {
-    as_strmap seen, checked;
-    char **keys = as_xcalloc(p->edges.n + 1, sizeof *keys);
-    char **rkey = as_xcalloc(p->edges.n + 1, sizeof *rkey);
-    const double *last_r = NULL;
-    size_t j, q, last_n = 0;
+    size_t ne = p->edges.n, j, q;
+    edge_key *k = as_xcalloc(ne + 1, sizeof *k);
+    size_t *dup = as_xcalloc(ne + 1, sizeof *dup), *chk = as_xcalloc(ne + 1, sizeof *chk);
     int rc = AS_OK;
 
-    as_strmap_init(&seen);
-    as_strmap_init(&checked);
-    for (j = 0; j < p->edges.n && rc == AS_OK; j++) {
+    for (j = 0; j < ne; j++) {
         const as_pedge *e = &p->edges.v[j];
-        size_t a = e->u < e->v ? e->u : e->v, b = e->u < e->v ? e->v : e->u;
-        int64_t old;
+        k[j].x = e->u < e->v ? e->u : e->v;
+        k[j].y = e->u < e->v ? e->v : e->u;
+        k[j].j = j;
+    }
+    first_of(k, ne, dup);
+    for (j = 0; j < ne; j++) {
+        const as_pedge *e = &p->edges.v[j];
+        k[j].x = (uintptr_t)e->r;
+        k[j].y = p->nodes.v[e->u].k * p->nodes.v[e->v].k;
+        k[j].j = j;
+    }
+    first_of(k, ne, chk);
+    for (j = 0; j < ne && rc == AS_OK; j++) {
+        const as_pedge *e = &p->edges.v[j];
         size_t n = p->nodes.v[e->u].k * p->nodes.v[e->v].k;
         if (e->u == e->v) {
             rc = as_errf(err, AS_EPARSE, "edge %zu: self-loop on node '%s'", j,
                          p->nodes.v[e->u].name);
             break;
         }
-        keys[j] = as_xasprintf("%zu %zu", a, b);
-        if (as_strmap_get(&seen, keys[j], (size_t)-1, &old)) {
+        if (dup[j] != j) {
             rc = as_errf(err, AS_EPARSE, "edge %zu: duplicate of edge %lld ('%s' - '%s')", j,
-                         (long long)old, p->nodes.v[e->u].name, p->nodes.v[e->v].name);
+                         (long long)dup[j], p->nodes.v[e->u].name, p->nodes.v[e->v].name);
             break;
         }
-        as_strmap_put(&seen, keys[j], (int64_t)j);
         /* a matrix shared by many edges (as_problem_add_edge_ref) is checked once */
-        if (j > 0 && e->r == last_r && n == last_n)
+        if (chk[j] != j)
             continue;
-        rkey[j] = as_xasprintf("%p %zu", (const void *)e->r, n);
-        if (as_strmap_get(&checked, rkey[j], (size_t)-1, NULL))
-            continue;
-        as_strmap_put(&checked, rkey[j], (int64_t)j);
-        last_r = e->r;
-        last_n = n;
         for (q = 0; q < n; q++)
             if (!isfinite(e->r[q])) {
                 rc = as_errf(err, AS_EPARSE, "edge %zu ('%s' -> '%s'): r[%zu][%zu] is not finite",
@@ -395,14 +428,9 @@ validate_edges(const as_problem *p, as_err *err)
                 break;
             }
     }
-    as_strmap_destroy(&seen);
-    as_strmap_destroy(&checked);
-    for (j = 0; j < p->edges.n; j++) {
-        free(keys[j]);
-        free(rkey[j]);
-    }
-    free(keys);
-    free(rkey);
+    free(k);
+    free(dup);
+    free(chk);
     return rc;
 }
 

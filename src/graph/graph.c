@@ -174,14 +174,38 @@ as_shape_equal(const as_shape *a, const as_shape *b)
 char *
 as_shape_str(const as_shape *s, char *buf, size_t n)
 {
-    size_t off;
+    /* by hand, not snprintf per dim: rule keys and the simulator print shapes in loops */
+    char tmp[32 + AS_MAX_RANK * 22], dig[24];
+    const char *dt = as_dtype_name(s->dtype);
+    size_t off = 0, len = strlen(dt);
     int i;
 
-    off = (size_t)snprintf(buf, n, "%s[", as_dtype_name(s->dtype));
-    for (i = 0; i < s->rank && off < n; i++)
-        off += (size_t)snprintf(buf + off, n - off, i ? ",%" PRId64 : "%" PRId64, s->dim[i]);
-    if (off < n)
-        snprintf(buf + off, n - off, "]");
+    if (len > 31)
+        len = 31;
+    memcpy(tmp, dt, len);
+    off = len;
+    tmp[off++] = '[';
+    for (i = 0; i < s->rank && i < AS_MAX_RANK; i++) {
+        int64_t v = s->dim[i];
+        uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+        int d = 0;
+        if (i)
+            tmp[off++] = ',';
+        if (v < 0)
+            tmp[off++] = '-';
+        do {
+            dig[d++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u != 0);
+        while (d > 0)
+            tmp[off++] = dig[--d];
+    }
+    tmp[off++] = ']';
+    if (n > 0) {
+        size_t c = off < n - 1 ? off : n - 1;
+        memcpy(buf, tmp, c);
+        buf[c] = '\0';
+    }
     return buf;
 }
 

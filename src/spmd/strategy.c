@@ -158,29 +158,76 @@ spec_multi_axis(const as_spec *sp)
     return 0;
 }
 
+/* Append STR to S (as sb_put "%s", without the format parsing). */
+static void
+sb_str(sbuf *s, const char *str)
+{
+    size_t room, len;
+
+    if (s->n >= sizeof s->b - 1)
+        return;
+    room = sizeof s->b - 1 - s->n;
+    len = strlen(str);
+    if (len > room)
+        len = room;
+    memcpy(s->b + s->n, str, len);
+    s->n += len;
+    s->b[s->n] = '\0';
+}
+
+/* Append V in decimal (as sb_put "%lld"). */
+static void
+sb_int(sbuf *s, long long v)
+{
+    char dig[24], out[24];
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    int d = 0, o = 0;
+
+    do {
+        dig[d++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        out[o++] = '-';
+    while (d > 0)
+        out[o++] = dig[--d];
+    out[o] = '\0';
+    sb_str(s, out);
+}
+
+/* Signature of an op instance (the cache key of its strategies): runs for every op of
+ * every problem built, so strings and integers are appended without printf. */
 static void
 op_key(const as_opinfo *info, sbuf *s)
 {
     char sh[96];
     int i, j;
 
-    sb_put(s, "%s%s|", strat_space == AS_SPACE_ALPA ? "alpa:" : "", info->def->name);
+    if (strat_space == AS_SPACE_ALPA)
+        sb_str(s, "alpa:");
+    sb_str(s, info->def->name);
+    sb_str(s, "|");
     for (i = 0; i < info->nattr; i++) {
         const as_attr *a = &info->attr[i];
-        sb_put(s, "%s=", a->key);
+        sb_str(s, a->key);
+        sb_str(s, "=");
         if (a->kind == AS_ATTR_INT)
-            sb_put(s, "%lld", (long long)a->i);
+            sb_int(s, (long long)a->i);
         else if (a->kind == AS_ATTR_FLOAT)
             sb_put(s, "%.17g", a->f);
         else if (a->kind == AS_ATTR_STR)
             sb_put(s, "\"%s\"", a->s);
         else
-            for (j = 0; j < a->n; j++)
-                sb_put(s, "%s%lld", j ? "," : "[", (long long)a->v[j]);
-        sb_put(s, ";");
+            for (j = 0; j < a->n; j++) {
+                sb_str(s, j ? "," : "[");
+                sb_int(s, (long long)a->v[j]);
+            }
+        sb_str(s, ";");
     }
-    for (i = 0; i < info->nin; i++)
-        sb_put(s, "|%s", as_shape_str(&info->in[i], sh, sizeof sh));
+    for (i = 0; i < info->nin; i++) {
+        sb_str(s, "|");
+        sb_str(s, as_shape_str(&info->in[i], sh, sizeof sh));
+    }
 }
 
 static as_strategy_set *

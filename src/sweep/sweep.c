@@ -124,10 +124,11 @@ stage_meshes(int m, int max_axes, int tpmax, int nroles, meshes *ms)
 }
 
 static void
-add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int p, int k, const char *mesh,
-        as_recompute r, const char *solver)
+add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int devices, const char *prefix, int p, int k,
+        const char *mesh, as_recompute r, const char *solver)
 {
     as_sweep_cfg *c;
+    int w = 0;
 
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 32;
@@ -135,21 +136,47 @@ add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int p, int k, const char *me
     }
     c = &(*cfg)[(*n)++];
     memset(c, 0, sizeof *c);
+    c->n = devices;
     c->p = p;
     c->k = k;
     snprintf(c->mesh, sizeof c->mesh, "%s", mesh);
     c->recompute = r;
     c->solver = solver;
-    snprintf(c->key, sizeof c->key, "p=%d,k=%d,mesh=%s,recompute=%s,solver=%s", p, k, mesh,
-             as_recompute_name(r), solver);
+    w = snprintf(c->key, sizeof c->key, "%s", prefix);
+    snprintf(c->key + w, sizeof c->key - (size_t)w, "p=%d,k=%d,mesh=%s,recompute=%s,solver=%s",
+             p, k, mesh, as_recompute_name(r), solver);
 }
 
-int
-as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_cfg **cfg,
-                   size_t *n, as_err *err)
+/*
+ * Devices on the data axes of MESH ("2x4") under ROLES ("data,tensor"): the
+ * product of the factors whose role is data (1 without roles).
+ */
+static int
+data_degree(const char *roles, const char *mesh)
+{
+    const char *r = roles, *m = mesh;
+    int d = 1;
+
+    while (r != NULL && *r != '\0' && *m != '\0') {
+        char *end;
+        long f = strtol(m, &end, 10);
+        if (strncmp(r, "data", 4) == 0 && (r[4] == ',' || r[4] == '\0'))
+            d *= (int)f;
+        m = *end == 'x' ? end + 1 : end;
+        r = strchr(r, ',');
+        if (r != NULL)
+            r++;
+    }
+    return d;
+}
+
+/* The configurations of O on DEVICES devices, appended to *CFG. */
+static int
+enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_t batch,
+            as_sweep_cfg **cfg, size_t *n, size_t *cap, as_err *err)
 {
     int ps[AS_SWEEP_MAX_LIST], np = 0, i, j, a, b;
-    size_t cap = 0, mi;
+    size_t mi;
     meshes ms = {0};
     as_recompute none = AS_RECOMPUTE_NONE;
     const as_recompute *rl = o->nrecompute ? o->recompute : &none;
@@ -157,30 +184,33 @@ as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_
     const char *glpk = "glpk";
     const char *const *sl = o->nsolver ? o->solver : &glpk;
     int ns = o->nsolver ? o->nsolver : 1;
+    char pre[64];
 
-    *cfg = NULL;
-    *n = 0;
-    if (o->devices < 1)
-        return as_errf(err, AS_EUSAGE, "--devices must be at least 1, got %d", o->devices);
+    pre[0] = '\0';
+    if (o->nbatches > 1)
+        snprintf(pre, sizeof pre, "b=%lld,", (long long)batch);
+    if (prefix)
+        snprintf(pre + strlen(pre), sizeof pre - strlen(pre), "n=%d,", devices);
+    if (devices < 1)
+        return as_errf(err, AS_EUSAGE, "--devices must be at least 1, got %d", devices);
     if (o->npipeline > 0) {
         for (i = 0; i < o->npipeline; i++) {
-            if (o->pipeline[i] < 1 || o->devices % o->pipeline[i] != 0)
+            if (o->pipeline[i] < 1 || devices % o->pipeline[i] != 0) {
+                if (prefix) /* a list of device counts: P applies where it divides */
+                    continue;
                 return as_errf(err, AS_EUSAGE, "--pipeline %d does not divide --devices %d",
-                               o->pipeline[i], o->devices);
+                               o->pipeline[i], devices);
+            }
             if (o->pipeline[i] > 1 && o->pipeline[i] > nlayers)
                 return as_errf(err, AS_EUSAGE, "--pipeline %d: the graph has %d layers (a stage "
                                "needs at least one)", o->pipeline[i], nlayers);
             ps[np++] = o->pipeline[i];
         }
     } else {
-        for (i = 1; i <= o->devices && np < AS_SWEEP_MAX_LIST; i++)
-            if (o->devices % i == 0 && (i == 1 || i <= nlayers))
+        for (i = 1; i <= devices && np < AS_SWEEP_MAX_LIST; i++)
+            if (devices % i == 0 && (i == 1 || i <= nlayers))
                 ps[np++] = i;
     }
-    for (i = 0; i < o->nmicro; i++)
-        if (o->micro[i] < 1 || batch % o->micro[i] != 0)
-            return as_errf(err, AS_EUSAGE, "--microbatches %d does not divide the batch %lld",
-                           o->micro[i], (long long)batch);
     for (i = 0; i < np; i++) {
         int p = ps[i], ks[AS_SWEEP_MAX_LIST], nk = 0;
         if (o->nmicro == 0 || (p == 1 && !o->accumulate)) {
@@ -194,14 +224,44 @@ as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_
             for (j = 0; j < o->nmicro; j++)
                 ks[nk++] = o->micro[j];
         }
-        stage_meshes(o->devices / p, o->max_axes, o->tp_max, o->roles ? o->nroles : 0, &ms);
+        stage_meshes(devices / p, o->max_axes, o->tp_max, o->roles ? o->nroles : 0, &ms);
         for (j = 0; j < nk; j++)
-            for (mi = 0; mi < ms.n; mi++)
+            for (mi = 0; mi < ms.n; mi++) {
+                /* every data replica needs a sample of each microbatch: batch / D / K >= 1 */
+                if (o->roles != NULL && batch < (int64_t)ks[j] * data_degree(o->roles, ms.m[mi]))
+                    continue;
                 for (a = 0; a < nr; a++)
                     for (b = 0; b < ns; b++)
-                        add_cfg(cfg, n, &cap, p, ks[j], ms.m[mi], rl[a], sl[b]);
+                        add_cfg(cfg, n, cap, devices, pre, p, ks[j], ms.m[mi], rl[a], sl[b]);
+            }
     }
     free(ms.m);
+    return AS_OK;
+}
+
+int
+as_sweep_enumerate(const as_sweep_opts *o, int nlayers, int64_t batch, as_sweep_cfg **cfg,
+                   size_t *n, as_err *err)
+{
+    size_t cap = 0;
+    int i, nd = o->ndevs > 0 ? o->ndevs : 1;
+
+    *cfg = NULL;
+    *n = 0;
+    for (i = 0; i < o->nmicro; i++)
+        if (o->micro[i] < 1 || batch % o->micro[i] != 0)
+            return as_errf(err, AS_EUSAGE, "--microbatches %d does not divide the batch %lld",
+                           o->micro[i], (long long)batch);
+    for (i = 0; i < nd; i++) {
+        int rc = enumerate_n(o, o->ndevs > 0 ? o->devs[i] : o->devices, o->ndevs > 1, nlayers,
+                             batch, cfg, n, &cap, err);
+        if (rc != AS_OK) {
+            free(*cfg);
+            *cfg = NULL;
+            *n = 0;
+            return rc;
+        }
+    }
     if (*n == 0) {
         free(*cfg);
         *cfg = NULL;
@@ -253,6 +313,7 @@ typedef struct sweep_ctx {
     int nunits;
     double flops;              /* model FLOPs of one step (no recomputation) */
     as_dtype dtype;
+    double peak_flops;         /* the profile's peak for DTYPE (0 = unknown), loaded once */
 } sweep_ctx;
 
 static const as_graph *
@@ -387,6 +448,7 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         memset(&st, 0, sizeof st);
         st.mesh = c->mesh;
         st.hw = x->o->hw;
+        st.cost = x->o->cost;
         st.tie = 1;
         as_build_opts_init(&st.build);
         st.build.memory = -1; /* the profile's device memory */
@@ -469,6 +531,7 @@ static void
 cfg_json(json_t *j, const as_sweep_cfg *c)
 {
     json_object_set_new(j, "config", json_string(c->key));
+    json_object_set_new(j, "devices", json_integer(c->n));
     json_object_set_new(j, "pipeline", json_integer(c->p));
     json_object_set_new(j, "microbatches", json_integer(c->k));
     json_object_set_new(j, "mesh", json_string(c->mesh));
@@ -533,13 +596,8 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "throughput", json_real(E.sim->throughput));
         tf = E.sim->time > 0 ? x->flops / E.sim->time / E.sim->ndevices / 1e12 : 0;
         json_object_set_new(j, "tflops_per_device", json_real(tf));
-        {
-            as_hw hw;
-            as_err e2 = {0};
-            double pk = as_hw_load(x->o->hw != NULL ? x->o->hw : "a100-dgx", &hw, &e2) == AS_OK
-                            ? as_hw_peak_flops(&hw, x->dtype) : 0;
-            json_object_set_new(j, "mfu", pk > 0 ? json_real(tf * 1e12 / pk) : json_null());
-        }
+        json_object_set_new(j, "mfu", x->peak_flops > 0 ? json_real(tf * 1e12 / x->peak_flops)
+                                                        : json_null());
         json_object_set_new(j, "peak_memory", json_real(E.plan->peak));
         json_object_set_new(j, "capacity", json_real(E.sim->capacity));
         json_object_set_new(j, "oom", json_boolean(oom));
@@ -588,11 +646,28 @@ header_json(const as_sweep_opts *o)
                           o->devices, "hw", o->hw != NULL ? o->hw : "a100-dgx", "batch",
                           (json_int_t)o->batch);
 
+    if (o->nbatches > 1) { /* one header for the sweeps of every batch */
+        json_t *a = json_array();
+        int i;
+        for (i = 0; i < o->nbatches; i++)
+            json_array_append_new(a, json_integer(o->batches[i]));
+        json_object_set_new(json_object_get(j, "sweep"), "batch", a);
+    }
+
     /* only when given: the header of a sweep without them stays as it was */
     if (o->roles != NULL)
         json_object_set_new(json_object_get(j, "sweep"), "roles", json_string(o->roles));
     if (o->zero > 0)
         json_object_set_new(json_object_get(j, "sweep"), "zero", json_integer(o->zero));
+    if (o->cost != NULL)
+        json_object_set_new(json_object_get(j, "sweep"), "cost_model", json_string(o->cost));
+    if (o->ndevs > 1) {
+        json_t *a = json_array();
+        int i;
+        for (i = 0; i < o->ndevs; i++)
+            json_array_append_new(a, json_integer(o->devs[i]));
+        json_object_set_new(json_object_get(j, "sweep"), "devices_list", a);
+    }
     return j;
 }
 
@@ -738,14 +813,18 @@ print_table(FILE *fp, record *r, size_t n, int top)
 {
     size_t i;
     char b[32];
+    int w = 48; /* the config column: wider for keys prefixed by b=B,n=N, */
 
     qsort(r, n, sizeof *r, rec_cmp);
-    fprintf(fp, "%-4s %-48s %12s %11s %12s %12s %s\n", "rank", "config", "samples/s", "peak/dev",
-            "time (s)", "objective", "status");
+    for (i = 0; i < n && i < (size_t)top; i++)
+        if (strlen(r[i].key) > (size_t)w)
+            w = (int)strlen(r[i].key);
+    fprintf(fp, "%-4s %-*s %12s %11s %12s %12s %s\n", "rank", w, "config", "samples/s",
+            "peak/dev", "time (s)", "objective", "status");
     for (i = 0; i < n && i < (size_t)top; i++) {
         if (strcmp(r[i].status, "ok") != 0 && strcmp(r[i].status, "oom") != 0)
             break;
-        fprintf(fp, "%-4zu %-48s %12.4g %11s %12.6g %12.6g %s\n", i + 1, r[i].key,
+        fprintf(fp, "%-4zu %-*s %12.4g %11s %12.6g %12.6g %s\n", i + 1, w, r[i].key,
                 r[i].throughput, as_fmt_bytes(r[i].peak, b, sizeof b), r[i].time,
                 r[i].objective, r[i].status);
     }
@@ -1329,6 +1408,17 @@ mpi_launched(void)
     return s != NULL && atoi(s) > 1 ? atoi(s) : 1;
 }
 
+/* At exit: MPI ends once per process, after every sweep it ran (a --batch list runs several). */
+static void
+mpi_end(void)
+{
+    int done = 0;
+
+    MPI_Finalized(&done);
+    if (!done)
+        MPI_Finalize();
+}
+
 /* Rank > 0: evaluate the configurations rank 0 sends until it says stop. */
 static int
 mpi_worker(run *R, int rank, int size, as_err *err)
@@ -1445,6 +1535,18 @@ mpi_stop(int size)
 }
 #endif /* HAVE_MPI */
 
+int
+as_sweep_rank(void)
+{
+#ifdef HAVE_MPI
+    const char *s = getenv("OMPI_COMM_WORLD_RANK");
+
+    return mpi_launched() > 1 && s != NULL ? atoi(s) : 0;
+#else
+    return 0;
+#endif
+}
+
 /* --plans DIR: made when missing; AS_EUSAGE when it is not a directory. */
 static int
 plans_dir(const char *dir, as_err *err)
@@ -1469,14 +1571,14 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
     int rc;
     int32_t op;
 #ifdef HAVE_MPI
-    int mpi_size = mpi_launched(), mpi_rank = 0, mpi_own = 0, mpi_stopped = 0;
+    int mpi_size = mpi_launched(), mpi_rank = 0, mpi_stopped = 0;
 
     if (mpi_size > 1) {
         int inited = 0;
         MPI_Initialized(&inited);
         if (!inited) {
             MPI_Init(NULL, NULL);
-            mpi_own = 1;
+            atexit(mpi_end);
         }
         MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
         MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
@@ -1510,6 +1612,12 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
             x.dtype = as_graph_tensor(g, op)->shape.dtype;
             break;
         }
+    {
+        as_hw hw;
+        as_err e2 = {0};
+        if (as_hw_load(o->hw != NULL ? o->hw : "a100-dgx", &hw, &e2) == AS_OK)
+            x.peak_flops = as_hw_peak_flops(&hw, x.dtype);
+    }
     rc = as_sweep_enumerate(o, x.nunits, o->batch, &cfg, &ncfg, err);
 #ifdef HAVE_MPI
     if (mpi_size > 1 && mpi_rank > 0) {
@@ -1590,8 +1698,6 @@ out:
 #ifdef HAVE_MPI
     if (mpi_size > 1 && mpi_rank == 0 && cfg != NULL && !mpi_stopped)
         mpi_stop(mpi_size); /* rank 0 failed before dealing (the JSONL, --plans) */
-    if (mpi_own)
-        MPI_Finalize();
 #endif
     if (R.fd >= 0)
         close(R.fd);

@@ -22,18 +22,25 @@
 
 /** One configuration. */
 typedef struct as_sweep_cfg {
+    int n;                     /**< devices of this configuration (one of --devices) */
     int p, k;                  /**< pipeline stages, microbatches */
     char mesh[64];             /**< one stage's mesh, "2x4" */
     as_recompute recompute;
     const char *solver;        /**< borrowed from the options */
-    char key[AS_SWEEP_KEY_MAX]; /**< canonical string "p=2,k=4,mesh=2x2,recompute=none,solver=glpk" */
+    char key[AS_SWEEP_KEY_MAX]; /**< canonical string "p=2,k=4,mesh=2x2,recompute=none,solver=glpk",
+                                     prefixed by "n=8," when --devices lists several counts */
 } as_sweep_cfg;
 
 typedef struct as_sweep_opts {
     const char *source;        /**< graph path or preset name (the JSONL header) */
-    int devices;               /**< N */
+    int devices;               /**< N (the largest of DEVS) */
+    int devs[AS_SWEEP_MAX_LIST], ndevs; /**< `--devices 1,2,4,8`: every count (0 entries = DEVICES) */
+    const char *cost;          /**< cost model (NULL = roofline) */
     const char *hw;            /**< profile (NULL = a100-dgx) */
     int64_t batch;             /**< global batch of the graph */
+    int64_t batches[AS_SWEEP_MAX_LIST]; int nbatches; /**< `--batch 256,1024`: the command runs one
+                                    sweep per batch (one graph each) into one JSONL; with more
+                                    than one, keys are prefixed by "b=B," (0 entries = BATCH) */
     int pipeline[AS_SWEEP_MAX_LIST], npipeline;  /**< 0 entries = every divisor of N */
     int micro[AS_SWEEP_MAX_LIST], nmicro;        /**< 0 entries = 1 for P = 1, else 2P */
     int accumulate;            /**< 1: the --microbatches list applies to P = 1 too */
@@ -98,5 +105,9 @@ typedef struct as_sweep_summary {
  */
 int as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_summary *sum,
                  as_err *err);
+
+/** This process's MPI rank under mpirun with more than one rank (built --with-mpi or not,
+    as Open MPI's environment says), else 0: ranks > 0 print nothing. */
+int as_sweep_rank(void);
 
 #endif /* AS_SWEEP_H */

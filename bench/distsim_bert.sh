@@ -1,0 +1,34 @@
+#!/bin/sh
+# distsim_bert.sh -- issue 14 item 8, DistSim's finding: BERT-exLarge (preset
+# bert-exlarge, 48 layers, hidden 2560, seq 512, bf16-mixed) on 16 A10 in 2 nodes of 8
+# (the built-in a10-pcie profile with devices_per_node = 8): DistSim ranks 2-way data x
+# 8-way pipeline first and 16-way tensor parallelism near last.  Sweeps D data x T
+# tensor (--role data,tensor) x P stages with full recomputation, each configuration
+# within --time-limit, and prints the table of every configuration.
+#
+#   bench/distsim_bert.sh [BATCH [TIME_LIMIT [RECOMPUTE]]]   (default 64 30 full;
+#                          AUTOSHARD=path/to/autoshard, default ./autoshard)
+#
+# 15 configurations; each takes seconds to TIME_LIMIT (the 16-way tensor meshes hit it).
+# MICRO=4,8,16,32,64 PIPE=4,8,16 sweeps K too (default K = 2P) over those P.
+set -u
+A=${AUTOSHARD:-./autoshard}
+B=${1:-64}
+TL=${2:-30}
+R=${3:-full}
+T=$(mktemp -d "${TMPDIR:-/tmp}/distsim.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+"$A" hw show a10-pcie | sed -e 's/^name .*/name = a10x8/' \
+    -e 's/^desc .*/desc = 2 nodes of 8x A10 24GB PCIe (DistSim), 100 Gb\/s between nodes/' \
+    -e 's/^devices_per_node .*/devices_per_node = 8/' >"$T/a10x8.hw"
+
+set -- sweep bert-exlarge --devices 16 --batch "$B" --hw "$T/a10x8.hw" --role data,tensor \
+    --recompute "$R" --time-limit "$TL" -q --top 15 -o "$T/bert.jsonl" \
+    ${MICRO:+--microbatches "$MICRO"} ${PIPE:+--pipeline "$PIPE"}
+echo "autoshard $*"
+/usr/bin/time -f "time: %U s user + %S s system, %e s wall, max RSS %M KiB" "$A" "$@"
+echo "every configuration (rank by throughput; status, error):"
+jq -rs '.[1:] | sort_by(-(.throughput // 0)) | to_entries[] |
+    "\(.key + 1)\t\(.value.config)\t\(.value.status)\t\(.value.throughput // "-")\t\(.value.error // .value.lower_bound // "")"' \
+    "$T/bert.jsonl"
