@@ -1504,7 +1504,7 @@ emit_transpose(ox *o, const Onnx__NodeProto *n)
         return ox_bind(o, n, 0, x);
     if (np == r && r >= 2 && i == r - 2 && p[r - 2] == r - 1 && p[r - 1] == r - 2) {
         /* a swap of the last two dims read only by a MatMul: its transpose_a/b flag */
-        int u = single_user(o, n, 0), vi = ox_find(o, n->output[0]);
+        int u = single_user(o, n, 0), vi = n->n_output > 0 ? ox_find(o, n->output[0]) : -1;
         if (u >= 0 && vi >= 0 && is(o->graph->node[u], "MatMul") && ox_nin(o->graph->node[u]) == 2 &&
             strcmp(o->graph->node[u]->input[0], o->graph->node[u]->input[1]) != 0) {
             o->vals.v[vi].tid = x;
