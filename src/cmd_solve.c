@@ -736,7 +736,11 @@ table_row(FILE *fp, const graph_view *w, size_t v, const char *note)
 {
     const as_problem *p = w->gp->p;
     int32_t op = as_build_map_node_op(w->gp->map, v);
-    const char *ty = op >= 0 ? as_graph_op(w->gp->g, op)->def->name : "param";
+    static const char *const kinds[] = {"act", "input", "param", "state", "const"};
+    int32_t t = op >= 0 ? -1 : as_build_map_node_tensor(w->gp->map, v);
+    int kind = t >= 0 ? (int)as_graph_tensor(w->gp->g, t)->kind : -1;
+    const char *ty = op >= 0 ? as_graph_op(w->gp->g, op)->def->name
+                     : kind >= 0 && kind < 5 ? kinds[kind] : "tensor";
 
     fprintf(fp, "  %-36s %-12s %s%s\n", as_problem_node(p, v)->name, ty, node_strategy(w, v),
             note);

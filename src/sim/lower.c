@@ -37,6 +37,7 @@ typedef struct lower {
     const as_graph *g;
     const as_shard_plan *plan;
     const char *pname;
+    const as_graph *mg;        /* K > 1: the graph of one microbatch (same ids), else NULL */
     const as_mesh *mesh;       /* the plan's (one stage's) mesh */
     int n;                     /* devices per stage */
     as_cost_model *cm;
@@ -200,16 +201,33 @@ lower_match(lower *L, as_err *err)
                          L->pname, op->name, gname);
             break;
         }
-        as_opview_init(&v, L->g, op);
-        rc = as_strat_op(L->sctx, &v.info, &set, err);
-        as_opview_free(&v);
-        if (rc != AS_OK) {
-            as_err_prefix(err, "op '%s': ", op->name);
-            break;
+        /* K > 1: the strategies of the op's microbatch shapes, the ones `solve` chose
+         * among (a reshape of [1,512,768] names its split of output dim 0 after input
+         * dim 1, one of [4,512,768] after input dim 0); a plan solved on the whole
+         * batch names the whole batch's */
+        k = -1;
+        if (L->mg != NULL) {
+            as_opview_init(&v, L->mg, as_graph_op(L->mg, o));
+            rc = as_strat_op(L->sctx, &v.info, &set, err);
+            as_opview_free(&v);
+            if (rc != AS_OK) {
+                as_err_prefix(err, "op '%s': ", op->name);
+                break;
+            }
+            k = as_plan_op_strategy(pop[o], set);
+        }
+        if (k < 0) {
+            as_opview_init(&v, L->g, op);
+            rc = as_strat_op(L->sctx, &v.info, &set, err);
+            as_opview_free(&v);
+            if (rc != AS_OK) {
+                as_err_prefix(err, "op '%s': ", op->name);
+                break;
+            }
         }
         /* By name: cost models and strategy spaces list different strategies, so the
          * plan's index is only a hint (as_plan_op_strategy). */
-        if ((k = as_plan_op_strategy(pop[o], set)) < 0) {
+        if (k < 0 && (k = as_plan_op_strategy(pop[o], set)) < 0) {
             rc = as_errf(err, AS_EUSAGE, "plan '%s': op '%s': no strategy '%s' among its %d on %s",
                          L->pname, op->name, pop[o]->strategy, set->n, as_mesh_str(L->mesh));
             break;
@@ -1210,6 +1228,15 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
         if (gt->kind == AS_TK_INPUT && gt->batch_dim >= 0 && batch == 0)
             batch = (double)gt->shape.dim[gt->batch_dim];
     }
+    if (L.nmicro > 1) { /* the microbatch graph, when the batch splits (else lowering says why) */
+        int *mb = as_xmalloc(((size_t)L.nt + 1) * sizeof *mb);
+        as_graph *m = NULL;
+        as_err e2 = {0};
+        if (as_sim_microbatch_dims(g, L.nmicro, mb, &e2) == AS_OK &&
+            as_graph_microbatch(g, L.nmicro, mb, &m, &e2) == AS_OK)
+            L.mg = m;
+        free(mb);
+    }
     AS_CHECK_GOTO(rc, lower_match(&L, err), out);
     AS_CHECK_GOTO(rc, as_sim_prog_new(as_graph_name(g), L.n * L.np, &L.p, err), out);
     L.sym = !o.no_symmetry && lower_symmetric(&L);
@@ -1254,6 +1281,7 @@ out:
     as_arena_free(L.arena);
     as_strat_ctx_free(L.sctx);
     as_cost_model_free(L.cm);
+    as_graph_free((as_graph *)L.mg);
     return rc;
 }
 

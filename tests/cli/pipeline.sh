@@ -150,4 +150,18 @@ as solve "$T/g.asg" --mesh 2 -o "$T/flat.json"
 as simulate "$T/g.asg" --plan "$T/flat.json" --pipeline 2
 ok $rc "a plan without a pipeline record simulates with --pipeline 2"
 
+# ---- one sample per microbatch: a stage plan names its strategies after microbatch shapes ----
+# (reshape [1,512,768] -> [512,768] splits output dim 0 through input dim 1; the whole
+# batch's [4,512,768] has no such strategy: lowering looked the plan up there and failed)
+as gen bert --train --layers 2 --hidden 768 --heads 12 --seq 512 --batch 4 -o "$T/b1.asg"
+as solve "$T/b1.asg" --mesh 2 --pipeline 2 --microbatches 4 -o "$T/b1.json"
+ok $rc "bert, one sample per microbatch: solve --pipeline 2 --microbatches 4 simulates its plan"
+grep -q '"S(in0:1@x)"' "$T/b1.json"
+ok $? "the plan splits a reshape through the sequence dim (the case that failed)"
+sim1=$(sed -n 's/^simulated *\([0-9.e+-]*\) s per iteration.*/\1/p' "$T/out")
+as simulate "$T/b1.asg" --plan "$T/b1.json" --json
+sim2=$(sed -n 's/^  "time": \([0-9.e+-]*\),$/\1/p' "$T/out")
+[ $rc -eq 0 ] && [ -n "$sim1" ] && awk -v a="$sim1" -v b="$sim2" 'BEGIN { d = a - b; exit !(b > 0 && d * d < 1e-18 + (1e-5 * b) ^ 2) }'
+ok $? "simulate of the plan gives solve's simulated time ($sim1 s vs $sim2 s)"
+
 done_testing

@@ -31,6 +31,9 @@ ok $(jq -r '.tensors[] | select(.kind == "param" or .kind == "state") | .spec' "
      grep -q dp && echo 1 || echo 0) "no parameter or optimizer state split on dp"
 ok $([ "$(jq -r .roles "$T/r.json")" = "dp=data,tp=tensor" ] && echo 0 || echo 1) \
     "the plan records the roles"
+ok $(awk '$1 == "x" { print $2 }' "$T/out" | grep -qx input &&
+     awk '$1 == "w1" { print $2 }' "$T/out" | grep -qx param && echo 0 || echo 1) \
+    "the --all table labels the data input 'input' and a weight 'param'"
 # without roles the ILP is free (and does not split the batch on dp here)
 as solve "$G" $M --all
 ok $([ $rc -eq 0 ] && [ "$(strat h)" != "batch(dp)+column(tp)" ] && echo 0 || echo 1) \
