@@ -1250,6 +1250,9 @@ emit_global_pool(ox *o, const Onnx__NodeProto *n, int max)
 
     AS_CHECK(ox_in(o, n, 0, &x));
     xs = ox_shape(o, x);
+    if (xs->rank < 3)
+        return ox_nerr(o, n, "needs an input of rank 3 or more (batch, channels, spatial dims), "
+                       "got rank %d", xs->rank);
     if (xs->rank == 4) {
         int64_t k[2] = {xs->dim[2], xs->dim[3]};
         as_attr at[1] = {AS_ATTR_V("kernel", 2, k)};

@@ -266,6 +266,9 @@ as_registry_bind_attrs(const as_op_def *def, const as_attr *attr, int n, as_aren
             } else if (given->kind != AS_ATTR_INTS) {
                 return as_errf(err, AS_EPARSE, "'%s': attribute '%s' must be %s", def->name,
                                items[j].key, attr_kind_name('I'));
+            } else if (given->n < 0) {
+                return as_errf(err, AS_EPARSE, "'%s': attribute '%s' has a negative length",
+                               def->name, items[j].key);
             } else {
                 a->v = as_arena_memdup(arena, given->v, (size_t)given->n * sizeof(int64_t));
             }
