@@ -1920,6 +1920,18 @@ as_reduction_candidates(const as_reduction *red, const size_t **node, const size
 }
 
 size_t
+as_reduction_leader(const as_reduction *red, size_t v)
+{
+    return red->leader[v];
+}
+
+size_t
+as_reduction_map(const as_reduction *red, size_t v, size_t s)
+{
+    return fmap(red, v, s);
+}
+
+size_t
 as_reduction_strategy(const as_reduction *red, size_t i, size_t s)
 {
     return red->sub[i][s];
