@@ -256,6 +256,10 @@ int as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
 size_t as_reduction_origin(const as_reduction *red, size_t i);
 /** Strategy of the original node as_reduction_origin(I) that strategy S of reduced node I is. */
 size_t as_reduction_strategy(const as_reduction *red, size_t i, size_t s);
+/** Leader of original node V: the original node whose variables V shares (V itself if none). */
+size_t as_reduction_leader(const as_reduction *red, size_t v);
+/** Strategy of original node V when its leader takes strategy S (the leader's own numbering). */
+size_t as_reduction_map(const as_reduction *red, size_t v, size_t s);
 /**
  * The best plan of the reduced problem the bound pruning found (it fits every
  * row), to start a solver from; NULL if pruning did not run or found none.

@@ -504,6 +504,22 @@ elim_deg1(work *w, size_t x, wedge *e)
     w->red->stats.elim[1]++;
 }
 
+/* An entry of a row of elim_deg2: value and index, ascending by value, then index. */
+typedef struct vidx {
+    double v;
+    size_t i;
+} vidx;
+
+static int
+cmp_vidx(const void *x, const void *y)
+{
+    const vidx *a = x, *b = y;
+
+    if (a->v != b->v)
+        return a->v < b->v ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
 static void
 elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
 {
@@ -512,7 +528,8 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
     elim el = {.x = x, .y = y, .z = z, .deg = 2, .kz = kz};
     double *n = as_xcalloc(ky * kz, sizeof *n);
     size_t *qs = as_xmalloc((kx + 1) * sizeof *qs);
-    double *a, *b;
+    double *a, *b, *bmin;
+    vidx *ord;
 
     /* dense copies over X's possible strategies: a[p][i] = R1 + c, b[r][i] = R2 */
     for (q = 0; q < kx; q++)
@@ -526,17 +543,39 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
     for (r = 0; r < kz; r++)
         for (i = 0; w->nodes[z].ok[r] && i < nq; i++)
             b[r * nq + i] = rget(w, e2, z, r, qs[i]);
+    bmin = as_xmalloc((kz + 1) * sizeof *bmin);
+    ord = as_xmalloc((nq + 1) * sizeof *ord);
+    for (r = 0; r < kz; r++) {
+        bmin[r] = INFINITY;
+        for (i = 0; w->nodes[z].ok[r] && i < nq; i++)
+            bmin[r] = fmin(bmin[r], b[r * nq + i]);
+    }
     el.best = as_xcalloc(ky * kz, sizeof *el.best);
-    for (p = 0; p < ky; p++)
-        for (r = 0; w->nodes[y].ok[p] && r < kz; r++) {
-            const double *ap = a + p * nq, *br = b + r * nq;
+    for (p = 0; p < ky; p++) {
+        const double *ap = a + p * nq;
+        if (!w->nodes[y].ok[p])
+            continue;
+        /* X's strategies by a[p][.] ascending: for each r the scan stops at the first i with
+           a[p][i] + min_i b[r][i] > best, past which nothing can be as cheap; ties keep the
+           lowest index, so the result is the plain scan's, entry for entry */
+        for (i = 0; i < nq; i++) {
+            ord[i].v = ap[i];
+            ord[i].i = i;
+        }
+        qsort(ord, nq, sizeof *ord, cmp_vidx);
+        for (r = 0; r < kz; r++) {
+            const double *br = b + r * nq;
             double best = INFINITY;
-            size_t bi = 0;
+            size_t bi = 0, j;
             if (!w->nodes[z].ok[r])
                 continue;
-            for (i = 0; i < nq; i++) {
-                double v = ap[i] + br[i];
-                if (v < best) {
+            for (j = 0; j < nq; j++) {
+                double v;
+                i = ord[j].i;
+                if (ap[i] + bmin[r] > best)
+                    break;
+                v = ap[i] + br[i];
+                if (v < best || (v == best && i < bi)) {
                     best = v;
                     bi = i;
                 }
@@ -545,8 +584,11 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
                 el.best[p * kz + r] = qs[bi];
             n[p * kz + r] = best;
         }
+    }
     free(a);
     free(b);
+    free(bmin);
+    free(ord);
     free(qs);
     e1->alive = e2->alive = 0; /* before work_add_edge, which may move w->edges.v */
     AS_VEC_PUSH(&w->red->elims, el);
@@ -734,7 +776,8 @@ work_dominance(work *w)
                         ra = tr.v + tro[i] + a * ky;
                         rp = tr.v + tro[i] + p * ky;
                     }
-                    for (q = 0; q < ky; q++)
+                    /* d + mx only grows: once it is positive, a does not dominate p */
+                    for (q = 0; q < ky && !(d + mx > 0); q++)
                         if (oy[q] && ra[q] - rp[q] > mx)
                             mx = ra[q] - rp[q];
                     d += mx;
@@ -1874,6 +1917,18 @@ as_reduction_candidates(const as_reduction *red, const size_t **node, const size
     *node = red->cand_node;
     *strat = red->cand_strat;
     return red->ncand;
+}
+
+size_t
+as_reduction_leader(const as_reduction *red, size_t v)
+{
+    return red->leader[v];
+}
+
+size_t
+as_reduction_map(const as_reduction *red, size_t v, size_t s)
+{
+    return fmap(red, v, s);
 }
 
 size_t

@@ -158,6 +158,21 @@ spec_multi_axis(const as_spec *sp)
     return 0;
 }
 
+int
+as_strat_multi_axis(const as_strategy_set *set, int s)
+{
+    const as_strategy *st = &set->s[s];
+    int i;
+
+    for (i = 0; i < set->nin; i++)
+        if (spec_multi_axis(&st->in[i]))
+            return 1;
+    for (i = 0; i < set->nout; i++)
+        if (spec_multi_axis(&st->out[i]))
+            return 1;
+    return 0;
+}
+
 /* Append STR to S (as sb_put "%s", without the format parsing). */
 static void
 sb_str(sbuf *s, const char *str)

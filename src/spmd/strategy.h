@@ -146,6 +146,8 @@ int as_strat_find(const as_strategy_set *set, const char *name);
  * reduce-scatter.
  */
 int as_strat_partial_variant(const as_strategy_set *set, int s);
+/** Does strategy S of SET split a dim of some input or output over more than one mesh axis? */
+int as_strat_multi_axis(const as_strategy_set *set, int s);
 
 /* Resharding (reshard.c). */
 /** One collective (or free local slice) of a resharding. */

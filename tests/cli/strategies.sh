@@ -44,6 +44,33 @@ ok $rc "declared tensor with alpa"
 grep -q '\[None,None\]' "$T/out" && grep -q '\[x,y\]' "$T/out"
 ok $? "parameter specs listed"
 
+# 3-axis mesh: per-op counts of multi-axis strategies and what the exact dominance leaves.
+as strategies "$G" --mesh 2x2x2 --dominance
+ok $rc "--dominance on 2x2x2"
+python3 - "$T/out" <<'PY'
+import re, sys
+n = m = k = km = 0
+ops = 0
+for line in open(sys.argv[1]):
+    h = re.match(r'^\S+  \S+  .*\((\d+) strateg(?:y|ies)(?:, (\d+) split a dim over several axes)?'
+                 r'; dominance leaves (\d+) of (\d+), (\d+) of them multi-axis\)$', line)
+    if h:
+        a, b, c, d, e = (int(x or 0) for x in h.groups())
+        assert 1 <= c <= d and e <= b and e <= c, line
+        n += a; m += b; k += c; km += e; ops += 1
+last = line
+t = re.match(r'^(\d+) ops: (\d+) strategies, (\d+) split a dim over several axes; '
+             r'dominance leaves (\d+), (\d+) of them multi-axis$', last)
+assert t, last
+assert [int(x) for x in t.groups()] == [ops, n, m, k, km], (t.groups(), ops, n, m, k, km)
+assert m > 0 and k < n, (m, k, n)
+PY
+ok $? "every op's line and the sum agree; dominance drops strategies, multi-axis ones exist"
+as strategies "$G" --mesh 2x2x2 --op h --dominance --memory 1MiB --json
+ok $([ $rc -eq 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))[0]; assert d["multi_axis"] > 0 and 1 <= d["kept"] <= d["problem_strategies"] and d["kept_multi_axis"] <= d["kept"], d' "$T/out"; echo $?) "json counts under a budget"
+as strategies "$G" --mesh 2x2x2 --memory 1MiB
+ok $([ $rc -eq 2 ] && grep -q "memory needs --dominance" "$T/err"; echo $?) "--memory needs --dominance"
+
 as strategies "$G" --mesh 2x0
 expect_fail 2 "mesh '2x0'" "bad mesh"
 as strategies "$G" --mesh 4 --hw b200
