@@ -137,7 +137,8 @@ const struct as_cmd as_cmd_solve = {
             "                       (default, the ILP chooses); e.g. --mesh dp=2,tp=4\n"
             "                       --role dp=data,tp=tensor (docs/strategies.md)\n"
             "  --zero Z             ZeRO over the data axes: 1 shards optimizer states\n"
-            "                       (master weights included), 2 gradients too; 0 (default)\n"
+            "                       (master weights included), 2 gradients too, 3 the\n"
+            "                       parameters too (gathered before each use); 0 (default)\n"
             "  --set S/KEY=VALUE    backend parameter, e.g. glpk/presolve=0\n"
             "  --solution FILE      read an external solver's solution for the model that\n"
             "                       `autoshard export` wrote (CBC, glpsol -w/-o, Gurobi, HiGHS)\n"
@@ -220,9 +221,8 @@ solve_graph_opt(solve_cli *c, int opt)
         c->roles = optarg;
         return AS_EXIT_OK;
     case OPT_ZERO:
-        if (strcmp(optarg, "0") != 0 && strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0) {
-            fprintf(stderr, "autoshard: --zero takes 0, 1 or 2, got '%s' (3, parameters sharded "
-                    "too, is not supported)\n", optarg);
+        if (optarg[0] < '0' || optarg[0] > '3' || optarg[1] != '\0') {
+            fprintf(stderr, "autoshard: --zero takes 0, 1, 2 or 3, got '%s'\n", optarg);
             return AS_EXIT_USAGE; /* one line, as --role */
         }
         c->zero = optarg[0] - '0';
