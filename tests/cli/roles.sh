@@ -112,6 +112,12 @@ vol() { awk '/group=0,2 / { for (i = 1; i <= NF; i++) if ($i ~ /^bytes=/) b = su
 ok $([ "$(vol "$T/z3.prog" 'w2|d\.p\.1')" = 786432 ] && [ "$(vol "$T/out" 'w2|d\.p\.1')" = 524288 ] &&
      [ "$(vol "$T/z3.prog")" = 1310720 ] && [ "$(vol "$T/out")" = 1048576 ] && echo 0 || echo 1) \
     "communication over dp: w2 3x its bytes under --zero 3 vs 2x all-reduced ($(vol "$T/z3.prog" 'w2|d\.p\.1'), $(vol "$T/out" 'w2|d\.p\.1')); in all $(vol "$T/z3.prog") vs $(vol "$T/out")"
+# solve's summary counts the same: 3 gathers of 0.5 MiB and 2 reduce-scatters of 0.5 MiB over dp
+# (+ 32 KiB each of the output's reduce-scatter / all-gather over tp), no all-reduce
+as solve "$G" $M --role dp=data,tp=tensor --zero 3
+ok $(grep -q '^  all-reduce *0 B$' "$T/out" && grep -q '^  all-gather *1.53 MiB$' "$T/out" &&
+     grep -q '^  reduce-scatter *1.03 MiB$' "$T/out" && echo 0 || echo 1) \
+    "solve --zero 3: bytes moved per step, gathers and reduce-scatters by hand"
 # gpt2-small, 2 layers, bf16 on dp=4,tp=2: ZeRO-3 takes 3/4 of each device's tensor-parallel
 # slice of the parameters off the resident bytes (3/8 of the parameters' bytes, the layer
 # norms aside), and the peak goes down from --zero 2 to --zero 3
