@@ -380,6 +380,7 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
     int inplace = (gt->flags & AS_TF_GRAD) || gt->update_of >= 0;
     char key[AS_SPEC_TEXT_MAX + 64], name[600], label[600];
     int ns, i, last = -1;
+    double zdiv = 1; /* ZeRO-3: devices the gradient is already reduce-scattered over */
     int32_t cur = src;
     int64_t v;
 
@@ -424,8 +425,9 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
             if (L->zero >= 3) {
                 snprintf(label, sizeof label, "%s/zero.%s", L->sname[t],
                          as_mesh_axis_name(L->mesh, st[i].axis));
-                AS_CHECK(lower_coll(L, AS_COLL_REDUCE_SCATTER, st[i].axis, st[i].bytes, cur, next,
-                                    wb, base, label, err));
+                AS_CHECK(lower_coll(L, AS_COLL_REDUCE_SCATTER, st[i].axis, st[i].bytes / zdiv, cur,
+                                    next, wb, base, label, err));
+                zdiv *= as_mesh_axis_size(L->mesh, st[i].axis);
                 cur = next;
                 continue;
             }

@@ -277,12 +277,15 @@ as_zero_reduce_saving(const as_cost_model *cm, const as_shape *shape, const as_s
     as_reshard_step st[AS_RESHARD_MAX_STEPS];
     const as_mesh *m = as_cost_model_mesh(cm);
     int n = as_reshard_steps(cm, shape, from, to, st, NULL), i;
-    double saved = 0;
+    double saved = 0, div = 1;
 
     for (i = 0; i < n; i++)
         if (st[i].kind == AS_COLL_ALL_REDUCE && role[st[i].axis] == AS_ROLE_DATA &&
-            as_mesh_axis_size(m, st[i].axis) > 1)
-            saved += st[i].cost - as_strat_coll_cost(cm, AS_COLL_REDUCE_SCATTER, st[i].bytes,
-                                                     st[i].axis);
+            as_mesh_axis_size(m, st[i].axis) > 1) {
+            /* each reduce-scatter works on what the previous ones left */
+            saved += st[i].cost - as_strat_coll_cost(cm, AS_COLL_REDUCE_SCATTER,
+                                                     st[i].bytes / div, st[i].axis);
+            div *= as_mesh_axis_size(m, st[i].axis);
+        }
     return saved;
 }

@@ -207,7 +207,8 @@ int as_zero_gather_steps(const as_cost_model *cm, const as_shape *shape, const a
  * ZeRO-3 reduce-scatters a parameter gradient where a replicated copy would
  * all-reduce it over a data axis (the update runs on the shard): the seconds
  * that saves on resharding FROM into TO, the all-reduce steps over data axes
- * of as_reshard_steps less a reduce-scatter of the same bytes.
+ * of as_reshard_steps less a reduce-scatter of the same bytes divided by the
+ * sizes of the data axes reduce-scattered before it.
  */
 double as_zero_reduce_saving(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
                              const as_spec *to, const uint8_t *role);
