@@ -137,7 +137,8 @@ const struct as_cmd as_cmd_solve = {
             "                       (default, the ILP chooses); e.g. --mesh dp=2,tp=4\n"
             "                       --role dp=data,tp=tensor (docs/strategies.md)\n"
             "  --zero Z             ZeRO over the data axes: 1 shards optimizer states\n"
-            "                       (master weights included), 2 gradients too; 0 (default)\n"
+            "                       (master weights included), 2 gradients too, 3 the\n"
+            "                       parameters too (gathered before each use); 0 (default)\n"
             "  --set S/KEY=VALUE    backend parameter, e.g. glpk/presolve=0\n"
             "  --solution FILE      read an external solver's solution for the model that\n"
             "                       `autoshard export` wrote (CBC, glpsol -w/-o, Gurobi, HiGHS)\n"
@@ -220,9 +221,8 @@ solve_graph_opt(solve_cli *c, int opt)
         c->roles = optarg;
         return AS_EXIT_OK;
     case OPT_ZERO:
-        if (strcmp(optarg, "0") != 0 && strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0) {
-            fprintf(stderr, "autoshard: --zero takes 0, 1 or 2, got '%s' (3, parameters sharded "
-                    "too, is not supported)\n", optarg);
+        if (optarg[0] < '0' || optarg[0] > '3' || optarg[1] != '\0') {
+            fprintf(stderr, "autoshard: --zero takes 0, 1, 2 or 3, got '%s'\n", optarg);
             return AS_EXIT_USAGE; /* one line, as --role */
         }
         c->zero = optarg[0] - '0';
@@ -952,11 +952,26 @@ print_table(FILE *fp, const graph_view *w)
 
 /* ---- graphs: collectives ---- */
 
-/* Add the collectives that strategy S of SET implies by resolving partial outputs. */
+/* Is T a parameter gradient ZeRO-3 reduce-scatters over data axes (as_zero_reduce_saving)? */
+static int
+zero3_grad(const as_graph_problem *gp, int32_t t)
+{
+    int zero = 0;
+    const as_tensor *tt = as_graph_tensor(gp->g, t);
+
+    as_build_map_roles(gp->map, &zero);
+    return zero >= 3 && (tt->flags & AS_TF_GRAD) && tt->of >= 0;
+}
+
+/*
+ * Add the collectives that strategy S of SET (op OP, -1 for a declared tensor) implies by
+ * resolving partial outputs.
+ */
 static void
 strategy_colls(const as_graph_problem *gp, const as_strategy_set *set, const as_strategy *s,
-               double *bytes)
+               int32_t op, double *bytes)
 {
+    const uint8_t *role = as_build_map_roles(gp->map, NULL);
     const as_mesh *m = gp->mesh;
     const as_strategy *base = NULL;
     int i, o, k, naxes = as_mesh_naxes(m);
@@ -975,7 +990,10 @@ strategy_colls(const as_graph_problem *gp, const as_strategy_set *set, const as_
             if (sp.axis[k] != AS_SPEC_P)
                 continue;
             if (s->resolve == AS_RESOLVE_ALLREDUCE) {
-                bytes[AS_COLL_ALL_REDUCE] += as_spec_local_bytes(&sp, &set->out_shape[o], m);
+                int rs = op >= 0 && o < as_graph_op(gp->g, op)->nout && role[k] == AS_ROLE_DATA &&
+                         zero3_grad(gp, as_graph_op(gp->g, op)->out[o]);
+                bytes[rs ? AS_COLL_REDUCE_SCATTER : AS_COLL_ALL_REDUCE] +=
+                    as_spec_local_bytes(&sp, &set->out_shape[o], m);
                 sp.axis[k] = AS_SPEC_R;
             } else {
                 bytes[AS_COLL_REDUCE_SCATTER] += as_spec_local_bytes(&sp, &set->out_shape[o], m);
@@ -989,7 +1007,8 @@ strategy_colls(const as_graph_problem *gp, const as_strategy_set *set, const as_
 /*
  * Bytes per collective kind (cost.h's byte conventions) of the plan CHOICE:
  * partial outputs resolved inside ops, and every resharding step on the
- * edges (as_reshard_steps), as the ILP charges them.
+ * edges (as_reshard_steps), as the ILP charges them; ZeRO-3's gathers of a
+ * parameter before each op reading it and its gradient's reduce-scatter.
  */
 static void
 plan_collectives(const as_graph_problem *gp, const size_t *choice, double *bytes)
@@ -998,12 +1017,13 @@ plan_collectives(const as_graph_problem *gp, const size_t *choice, double *bytes
     as_reshard_step steps[AS_RESHARD_MAX_STEPS];
     size_t v;
     int32_t i;
-    int j, k, ns;
+    int j, k, ns, zero = 0;
+    const uint8_t *role = as_build_map_roles(gp->map, &zero);
 
     memset(bytes, 0, AS_COLL_COUNT * sizeof *bytes);
     for (v = 0; v < as_problem_nnodes(gp->p); v++) {
         const as_strategy_set *set = as_build_map_node_set(gp->map, v);
-        strategy_colls(gp, set, &set->s[choice[v]], bytes);
+        strategy_colls(gp, set, &set->s[choice[v]], as_build_map_node_op(gp->map, v), bytes);
     }
     for (i = 0; i < as_graph_nops(g); i++) {
         const as_op *op = as_graph_op(g, i);
@@ -1013,12 +1033,27 @@ plan_collectives(const as_graph_problem *gp, const size_t *choice, double *bytes
             int32_t t = op->in[j];
             if (t < 0)
                 continue;
-            ns = as_reshard_steps(gp->cm, &as_graph_tensor(g, t)->shape,
+            const as_tensor *tt = as_graph_tensor(g, t);
+            int j2;
+            ns = as_reshard_steps(gp->cm, &tt->shape,
                                   as_build_map_tensor_spec(gp->map, t, choice), &s->in[j],
                                   steps, NULL);
             for (k = 0; k < ns; k++)
                 if (steps[k].kind >= 0 && steps[k].kind < AS_COLL_COUNT)
-                    bytes[steps[k].kind] += steps[k].bytes;
+                    bytes[steps[k].kind == AS_COLL_ALL_REDUCE && role[steps[k].axis] ==
+                                  AS_ROLE_DATA && zero3_grad(gp, t)
+                              ? AS_COLL_REDUCE_SCATTER
+                              : steps[k].kind] += steps[k].bytes;
+            for (j2 = 0; j2 < j && op->in[j2] != t; j2++)
+                ;
+            if (zero < 3 || j2 < j || (op->flags & AS_OF_OPTIMIZER) || tt->kind != AS_TK_PARAM ||
+                tt->update < 0 || tt->producer >= 0)
+                continue;
+            ns = as_zero_gather_steps(gp->cm, &tt->shape,
+                                      as_build_map_tensor_spec(gp->map, t, choice), role, steps,
+                                      NULL);
+            for (k = 0; k < ns; k++)
+                bytes[AS_COLL_ALL_GATHER] += steps[k].bytes;
         }
     }
 }

@@ -63,7 +63,7 @@ const struct as_cmd as_cmd_sweep = {
             "                       --role): every mesh has exactly that many axes, factors\n"
             "                       >= 1 (--role data,tensor on 8: 1x8, 2x4, 4x2, 8x1);\n"
             "                       a mesh with D devices on data axes needs batch / D / K >= 1\n"
-            "  --zero Z             ZeRO 0, 1 or 2 over the data axes (as solve --zero)\n"
+            "  --zero Z             ZeRO 0, 1, 2 or 3 over the data axes (as solve --zero)\n"
             "  --time-limit S       seconds per configuration (build and solves)\n"
             "  -o FILE.jsonl        append one JSON line per configuration; started again\n"
             "                       with the same command it skips the configurations done\n"
@@ -193,8 +193,8 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
     case OPT_ROLE:
         return as_sweep_set_roles(o, optarg, &err) == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
     case OPT_ZERO:
-        if (strcmp(optarg, "0") != 0 && strcmp(optarg, "1") != 0 && strcmp(optarg, "2") != 0) {
-            fprintf(stderr, "autoshard: --zero takes 0, 1 or 2, got '%s'\n", optarg);
+        if (optarg[0] < '0' || optarg[0] > '3' || optarg[1] != '\0') {
+            fprintf(stderr, "autoshard: --zero takes 0, 1, 2 or 3, got '%s'\n", optarg);
             return AS_EXIT_USAGE;
         }
         o->zero = optarg[0] - '0';

@@ -43,6 +43,7 @@ struct as_build_map {
     uint8_t role[AS_MESH_MAX_AXES];     /* axis roles (as_build_opts.roles) */
     int roles;                          /* some axis of more than one device has a role */
     int zero;                           /* ZeRO stage (as_build_opts.zero) */
+    double *zuse;                       /* [ntensors] ZeRO-3: weighted uses of each parameter */
     as_progress pg;
 };
 
@@ -66,6 +67,7 @@ as_build_map_free(as_build_map *map)
     free(map->tensor_node);
     free(map->tensor_out);
     AS_VEC_FREE(&map->point_op);
+    free(map->zuse);
     free(map);
 }
 
@@ -231,6 +233,101 @@ role_filter(const as_build_map *map, const as_strategy_set *set, const int *inb,
 static void tensor_factor_parts(const as_graph *g, const as_tensor *t, int micro, double *value,
                                 double *state);
 
+/* ---- ZeRO-3 (docs/strategies.md "Axis roles"; sim/lower.c lower_gather, lower_declare) ---- */
+
+/* Is T a parameter ZeRO-3 keeps sharded over the data axes its layout replicates? */
+static int
+zero3_param(const as_build_map *map, const as_tensor *t)
+{
+    return map->zero >= 3 && t->kind == AS_TK_PARAM && t->update >= 0 && t->producer < 0;
+}
+
+/* Does op O read parameter T whole (a forward or backward op: gathered for it)? */
+static int
+zero3_reads(const as_build_map *map, int32_t o, const as_tensor *t)
+{
+    return o >= 0 && zero3_param(map, t) && !(as_graph_op(map->g, o)->flags & AS_OF_OPTIMIZER);
+}
+
+/*
+ * Weighted uses of each ZeRO-3 parameter (map->zuse): every forward and
+ * backward op that reads it gathers it once per run (K runs per iteration
+ * with K microbatches, op_weights).
+ */
+static void op_weights(const as_build_map *map, int32_t o, double *wc, double *wd);
+
+static void
+zero3_uses(as_build_map *map)
+{
+    const as_graph *g = map->g;
+    int32_t o;
+    int j, k;
+
+    map->zuse = as_xcalloc((size_t)as_graph_ntensors(g) + 1, sizeof *map->zuse);
+    for (o = 0; o < as_graph_nops(g); o++) {
+        const as_op *op = as_graph_op(g, o);
+        double wc, wd;
+        op_weights(map, o, &wc, &wd);
+        for (j = 0; j < op->nin; j++) {
+            for (k = 0; k < j && op->in[k] != op->in[j]; k++)
+                ;
+            if (k == j && zero3_reads(map, o, as_graph_tensor(g, op->in[j])))
+                map->zuse[op->in[j]] += wc;
+        }
+    }
+}
+
+/*
+ * Seconds of optimizer op O under strategy ST run on the shards ZeRO-3
+ * leaves (as_spec_zero_shard_shape of every local shape, as sim/lower.c
+ * lower_op interns it); < 0 when nothing is sharded.
+ */
+static double
+zero3_update_cost(const as_build_map *map, int32_t o, const as_strategy *st)
+{
+    const as_op *op = as_graph_op(map->g, o);
+    const as_mesh *m = as_cost_model_mesh(map->cm);
+    as_shape *sh = as_xmalloc(((size_t)op->nin + (size_t)op->nout + 1) * sizeof *sh);
+    as_opview v;
+    as_opinfo info;
+    double c = -1;
+    int j, any = 0;
+
+    as_opview_init(&v, map->g, op);
+    info = v.info;
+    for (j = 0; j < op->nin; j++) {
+        as_spec_local_shape(&st->in[j], &v.info.in[j], m, &sh[j]);
+        any |= as_spec_zero_shard_shape(&sh[j], as_spec_zero_parts(&st->in[j], m, map->role));
+    }
+    for (j = 0; j < op->nout; j++) {
+        as_spec_local_shape(&st->out[j], &v.info.out[j], m, &sh[op->nin + j]);
+        any |= as_spec_zero_shard_shape(&sh[op->nin + j],
+                                        as_spec_zero_parts(&st->out[j], m, map->role));
+    }
+    info.in = sh;
+    info.out = sh + op->nin;
+    if (any)
+        c = as_cost_compute(map->cm, &info);
+    as_opview_free(&v);
+    free(sh);
+    return c;
+}
+
+/*
+ * ZeRO-3 reduce-scatters parameter gradient T where a whole copy would be
+ * all-reduced over a data axis: the seconds that saves on resharding FROM
+ * into TO (as_zero_reduce_saving; sim/lower.c lower_reshard); 0 otherwise.
+ */
+static double
+zero3_saving(const as_build_map *map, int32_t t, const as_spec *from, const as_spec *to)
+{
+    const as_tensor *tt = as_graph_tensor(map->g, t);
+
+    if (map->zero < 3 || !(tt->flags & AS_TF_GRAD) || tt->of < 0)
+        return 0;
+    return as_zero_reduce_saving(map->cm, &tt->shape, from, to, map->role);
+}
+
 static int
 add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_set *set,
          int32_t op, int32_t tensor, int batch, const int *inb, const int *outb, as_err *err)
@@ -239,6 +336,7 @@ add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_s
     double wc, wd, fv = 1, fs = 0;
     const as_tensor *tt = tensor >= 0 ? as_graph_tensor(map->g, tensor) : NULL;
     int zero = map->zero > 0 && tt != NULL && tt->kind == AS_TK_PARAM && tt->update >= 0;
+    int opt = op >= 0 && map->zero >= 3 && (as_graph_op(map->g, op)->flags & AS_OF_OPTIMIZER);
     size_t id;
     int i, rc;
 
@@ -255,10 +353,30 @@ add_node(as_build_map *map, as_problem *p, const char *name, const as_strategy_s
         m[i] = set->s[i].mem;
         if (zero && fv + fs > 0) {
             /* ZeRO-1: optimizer states sharded over the data axes the parameter replicates
-               (ZeRO-2's gradient buffers: add_point) */
+               (ZeRO-2's gradient buffers: add_point); ZeRO-3: the parameter too, gathered
+               before each of its uses (the copy: add_point; the gathers' time here) */
             double parts = as_spec_zero_parts(&set->s[i].out[0], as_cost_model_mesh(map->cm),
-                                              map->role);
-            m[i] = set->s[i].mem / (fv + fs) * (fv + fs / parts);
+                                              map->role), g;
+            m[i] = set->s[i].mem / (fv + fs) * ((map->zero >= 3 ? fv / parts : fv) + fs / parts);
+            if (zero3_param(map, tt) && map->zuse[tensor] > 0) {
+                as_zero_gather_steps(map->cm, &tt->shape, &set->s[i].out[0], map->role, NULL,
+                                     &g);
+                d[i] += map->zuse[tensor] * g;
+            }
+        }
+        if (opt) {
+            /* ZeRO-3: the update runs on the shard */
+            double u = zero3_update_cost(map, op, &set->s[i]);
+            if (u >= 0)
+                c[i] += (u - set->s[i].compute) * wc;
+        }
+        if (map->zero >= 3 && op >= 0) {
+            /* ZeRO-3: a parameter gradient resolved by the op is reduce-scattered */
+            int pv = as_strat_partial_variant(set, i), o;
+            const as_op *gop = as_graph_op(map->g, op);
+            for (o = 0; pv >= 0 && o < set->nout && o < gop->nout; o++)
+                d[i] -= wd * zero3_saving(map, gop->out[o], &set->s[pv].out[o],
+                                          &set->s[i].out[o]);
         }
     }
     rc = as_problem_add_node(p, name, (size_t)set->n, c, d, m, &id, err);
@@ -445,6 +563,25 @@ add_edges(as_build_map *map, as_problem *p, as_err *err)
                 for (e = 0; e < n; e++)
                     acc.v[e] += r2[e];
             }
+            for (j2 = j; j2 < op->nin && map->zero >= 3; j2++) {
+                /* ZeRO-3: a parameter gradient's all-reduce over a data axis is a
+                   reduce-scatter (sim/lower.c lower_reshard) */
+                int32_t t2 = op->in[j2];
+                const as_tensor *g2 = as_graph_tensor(g, t2);
+                int a, b;
+                if (map->tensor_node[t2] != u || !(g2->flags & AS_TF_GRAD) || g2->of < 0)
+                    continue;
+                if (r != acc.v) {
+                    AS_VEC_RESERVE(&acc, n);
+                    memcpy(acc.v, r, n * sizeof *r);
+                    r = acc.v;
+                }
+                for (a = 0; a < su->n; a++)
+                    for (b = 0; b < sv->n; b++)
+                        acc.v[(size_t)a * sv->n + b] -=
+                            zero3_saving(map, t2, &su->s[a].out[map->tensor_out[t2]],
+                                         &sv->s[b].in[j2]);
+            }
             if (map->micro > 1 && !(op->flags & AS_OF_OPTIMIZER)) {
                 /* a reshard into a forward or backward op happens once per microbatch */
                 if (r != acc.v) {
@@ -613,7 +750,9 @@ static int
 add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, size_t nact,
           const size_t *res, size_t nres, const int32_t *stash, size_t nstash, as_err *err)
 {
-    size_t n = nres + nact + nstash, i;
+    const as_op *rop = op >= 0 ? as_graph_op(map->g, op) : NULL;
+    size_t ngat = rop != NULL && map->zero >= 3 ? (size_t)rop->nin : 0;
+    size_t n = nres + nact + nstash + ngat, i;
     size_t *nodes = as_xmalloc((n ? n : 1) * sizeof *nodes);
     const double **m = as_xcalloc(n ? n : 1, sizeof *m);
     double **own = as_xcalloc(n ? n : 1, sizeof *own);
@@ -660,16 +799,54 @@ add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, s
                                               : set->s[s].mem);
         m[j] = own[nact + i];
     }
+    /* ZeRO-3: the whole-layout copy of each parameter the op reads, gathered for it
+       (sim/lower.c lower_gather) */
+    n = nres + nact + nstash;
+    for (i = 0; i < ngat; i++) {
+        int32_t t = rop->in[i];
+        const as_tensor *tt = as_graph_tensor(map->g, t);
+        const as_strategy_set *set;
+        double *vec;
+        size_t k;
+        int s;
+        for (k = 0; k < i && rop->in[k] != t; k++)
+            ;
+        if (k < i || !zero3_reads(map, op, tt))
+            continue;
+        set = map->node_set[map->tensor_node[t]];
+        vec = as_xmalloc((size_t)set->n * sizeof *vec);
+        for (s = 0; s < set->n; s++)
+            vec[s] =
+                as_spec_zero_parts(&set->s[s].out[0], as_cost_model_mesh(map->cm), map->role) > 1
+                    ? spec_bytes(map, &set->s[s].out[0], &tt->shape)
+                    : 0;
+        own[n - nres] = vec;
+        m[n] = vec;
+        nodes[n++] = map->tensor_node[t];
+    }
     rc = as_problem_add_liveness_m(p, nodes, m, n, 0, err);
     AS_VEC_PUSH(&map->point_op, op);
     map->st.live_points++;
     map->st.live_entries += n;
-    for (i = 0; i < nact + nstash; i++)
+    for (i = 0; i < n - nres; i++)
         free(own[i]);
     free(own);
     free(m);
     free(nodes);
     return rc;
+}
+
+/* Does op O gather a ZeRO-3 parameter (its point has a copy no other point has)? */
+static int
+zero3_gathers(const as_build_map *map, int32_t o)
+{
+    const as_op *op = as_graph_op(map->g, o);
+    int j;
+
+    for (j = 0; map->zero >= 3 && j < op->nin; j++)
+        if (zero3_reads(map, o, as_graph_tensor(map->g, op->in[j])))
+            return 1;
+    return 0;
 }
 
 /*
@@ -756,7 +933,7 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
                 if (start[t] == 0)
                     AS_VEC_PUSH(&active, t);
         keep = (!(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept)) ||
-               (births[i] > 0 && has_partial(map, map->op_node[i]));
+               (births[i] > 0 && has_partial(map, map->op_node[i])) || zero3_gathers(map, i);
         if (keep)
             AS_CHECK_GOTO(rc, add_point(map, p, i, active.v, active.n, res.v, res.n, stash.v,
                                         stash.n, err), out);
@@ -832,7 +1009,10 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
             int len;
             if (!as_reshard_copies(map->cm, &as_graph_tensor(g, t)->shape, from, &st->in[j]))
                 continue;
-            len = snprintf(key, sizeof key, "%d/", (int)t);
+            /* a ZeRO-3 parameter is resharded from the copy gathered for each op, uncached */
+            len = zero3_reads(map, o, as_graph_tensor(g, t))
+                      ? snprintf(key, sizeof key, "%d@%d/", (int)t, (int)o)
+                      : snprintf(key, sizeof key, "%d/", (int)t);
             as_spec_str(&st->in[j], as_cost_model_mesh(map->cm), key + len,
                         sizeof key - (size_t)len);
             if (as_strmap_get(&idx, key, (size_t)-1, &k)) {
@@ -928,10 +1108,9 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     }
     for (rc = 0; rc < as_mesh_naxes(mesh); rc++)
         map->roles |= map->role[rc] != AS_ROLE_AUTO && as_mesh_axis_size(mesh, rc) > 1;
-    if (o->zero < 0 || o->zero > 2) {
+    if (o->zero < 0 || o->zero > 3) {
         as_build_map_free(map);
-        return as_errf(err, AS_EUSAGE, "--zero must be 0, 1 or 2, got %d (3, parameters sharded "
-                       "too, is not supported)", o->zero);
+        return as_errf(err, AS_EUSAGE, "--zero must be 0, 1, 2 or 3, got %d", o->zero);
     }
     if (o->zero > 0 && memchr(map->role, AS_ROLE_DATA, sizeof map->role) == NULL) {
         as_build_map_free(map);
@@ -944,6 +1123,8 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map->op_node = as_xcalloc((size_t)as_graph_nops(g) + 1, sizeof *map->op_node);
     map->tensor_node = as_xcalloc((size_t)as_graph_ntensors(g) + 1, sizeof *map->tensor_node);
     map->tensor_out = as_xcalloc((size_t)as_graph_ntensors(g) + 1, sizeof *map->tensor_out);
+    if (map->zero >= 3)
+        zero3_uses(map);
     p = as_problem_new();
     AS_CHECK_GOTO(rc, add_declared(map, p, err), out);
     AS_CHECK_GOTO(rc, add_ops(map, p, err), out);

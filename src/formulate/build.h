@@ -51,9 +51,11 @@ typedef struct as_build_opts {
                             split and declared tensors other than data inputs are replicated;
                             on a tensor axis no batch dim splits.  Strategies a role forbids
                             cost AS_STRAT_INFINITY_COST (the ILP drops them) */
-    int zero;          /**< ZeRO stage 0..2 over the data axes: 1 keeps each parameter's
+    int zero;          /**< ZeRO stage 0..3 over the data axes: 1 keeps each parameter's
                             optimizer states (master weights included) 1/D per device, 2 its
-                            gradient too (D = the data axes' devices it is replicated over) */
+                            gradient too, 3 the parameter too, all-gathered before each
+                            forward or backward op that reads it (D = the data axes' devices
+                            it is replicated over) */
 } as_build_opts;
 
 void as_build_opts_init(as_build_opts *o);

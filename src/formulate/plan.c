@@ -475,8 +475,8 @@ plan_from_json(json_t *o, const char *name, as_shard_plan **out, as_err *err)
         }
     }
     if ((v = json_object_get(o, "zero")) != NULL) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 2) {
-            rc = as_errf(err, AS_EPARSE, "%s: 'zero': expected 0, 1 or 2", name);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 3) {
+            rc = as_errf(err, AS_EPARSE, "%s: 'zero': expected 0, 1, 2 or 3", name);
             goto out;
         }
         p->zero = (int)json_integer_value(v);

@@ -64,7 +64,8 @@ typedef struct lower {
     as_strmap rcache;          /* reshard cache "t/micro/stage/spec" -> tensor id */
     long nrs;                  /* resharded tensors so far (fresh names) */
     const uint8_t *mrole;      /* [AS_MESH_MAX_AXES] axis roles of the plan */
-    int zero;                  /* ZeRO stage of the plan (0..2) */
+    int zero;                  /* ZeRO stage of the plan (0..3) */
+    int nocache;               /* lower_reshard: fresh copies, none cached (ZeRO-3 gathers) */
     int *grp;                  /* scratch group */
     int *devs;                 /* scratch device list */
     struct lower_icache *icache; /* [nops] the last interning of each op */
@@ -320,10 +321,13 @@ lower_devs(lower *L, int base)
     return L->devs;
 }
 
-/* One collective of KIND and BYTES per device group along AXIS (stage at BASE). */
+/*
+ * One collective of KIND and BYTES per device group along AXIS (stage at BASE), on
+ * STREAM (AS_SIM_STREAM_*, -1: the comm stream).
+ */
 static int
-lower_coll(lower *L, as_coll kind, int axis, double bytes, int32_t rd, int32_t wr, double wb,
-           int base, const char *label, as_err *err)
+lower_coll_on(lower *L, as_coll kind, int axis, double bytes, int32_t rd, int32_t wr, double wb,
+              int base, const char *label, int stream, as_err *err)
 {
     int size = as_mesh_axis_size(L->mesh, axis), d, i;
     int coords[AS_MESH_MAX_AXES];
@@ -335,10 +339,30 @@ lower_coll(lower *L, as_coll kind, int axis, double bytes, int32_t rd, int32_t w
         as_mesh_group(L->mesh, axis, d, L->grp);
         for (i = 0; i < size; i++)
             L->grp[i] += base;
-        AS_CHECK(as_sim_add_collective(L->p, kind, L->grp, size, bytes, -1, &rd, 1, &wr,
-                                       wb >= 0 ? &wb : NULL, 1, label, err));
+        as_sim_event_spec e;
+        as_sim_event_spec_init(&e);
+        e.kind = AS_SIM_COLL;
+        e.coll = kind;
+        e.devs = L->grp;
+        e.ndevs = size;
+        e.bytes = bytes;
+        e.reads = &rd;
+        e.nreads = 1;
+        e.writes = &wr;
+        e.wbytes = wb >= 0 ? &wb : NULL;
+        e.nwrites = 1;
+        e.label = label;
+        e.stream = stream;
+        AS_CHECK(as_sim_add(L->p, &e, err));
     }
     return AS_OK;
+}
+
+static int
+lower_coll(lower *L, as_coll kind, int axis, double bytes, int32_t rd, int32_t wr, double wb,
+           int base, const char *label, as_err *err)
+{
+    return lower_coll_on(L, kind, axis, bytes, rd, wr, wb, base, label, -1, err);
 }
 
 /*
@@ -356,6 +380,7 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
     int inplace = (gt->flags & AS_TF_GRAD) || gt->update_of >= 0;
     char key[AS_SPEC_TEXT_MAX + 64], name[600], label[600];
     int ns, i, last = -1;
+    double zdiv = 1; /* ZeRO-3: devices the gradient is already reduce-scattered over */
     int32_t cur = src;
     int64_t v;
 
@@ -363,7 +388,7 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
         *out = src;
         return AS_OK;
     }
-    if (dst < 0) {
+    if (dst < 0 && !L->nocache) {
         int len = snprintf(key, sizeof key, "%d/%d/%d/", (int)t, micro, L->cur_stage);
         as_spec_str(to, L->mesh, key + len, sizeof key - (size_t)len);
         if (as_strmap_get(&L->rcache, key, (size_t)-1, &v)) {
@@ -393,8 +418,19 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
             gt->of >= 0 && L->mrole[st[i].axis] == AS_ROLE_DATA) {
             /* ZeRO: the gradient is reduce-scattered, each device updates its 1/D of the
              * parameter and the updated shards are all-gathered (the bytes of the
-             * all-reduce's buffer are both collectives' full size) */
+             * all-reduce's buffer are both collectives' full size); ZeRO-3 keeps the
+             * parameter sharded (gathered before each use: lower_gather), so the
+             * reduce-scatter is all (formulate/build.c: as_zero_reduce_saving) */
             int32_t mid;
+            if (L->zero >= 3) {
+                snprintf(label, sizeof label, "%s/zero.%s", L->sname[t],
+                         as_mesh_axis_name(L->mesh, st[i].axis));
+                AS_CHECK(lower_coll(L, AS_COLL_REDUCE_SCATTER, st[i].axis, st[i].bytes / zdiv, cur,
+                                    next, wb, base, label, err));
+                zdiv *= as_mesh_axis_size(L->mesh, st[i].axis);
+                cur = next;
+                continue;
+            }
             snprintf(name, sizeof name, "%s/rs%ld", as_sim_tensor_name(L->p, src), L->nrs++);
             mid = as_sim_tensor(L->p, name);
             snprintf(label, sizeof label, "%s%s/zero.%s", L->sname[t], L->np > 1 ? "" : "",
@@ -424,7 +460,7 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
                                         err));
         cur = dst;
     }
-    if (dst < 0)
+    if (dst < 0 && !L->nocache)
         as_strmap_put(&L->rcache, as_arena_strdup(L->arena, key), cur);
     *out = cur;
     return AS_OK;
@@ -545,6 +581,45 @@ lower_defer(const lower *L, const as_sim_pipe_ctx *c, int32_t t)
     return c != NULL && L->defer != NULL && L->defer[t];
 }
 
+/* Is T a parameter ZeRO-3 keeps sharded (a trained parameter; its layout decides the parts)? */
+static int
+lower_zero3_param(const lower *L, int32_t t)
+{
+    const as_tensor *gt = as_graph_tensor(L->g, t);
+
+    return L->zero >= 3 && gt->kind == AS_TK_PARAM && gt->update >= 0 && declared(gt);
+}
+
+/*
+ * ZeRO-3: all-gather parameter T's resident shard SRC over the data axes its
+ * layout replicates (as_zero_gather_steps), on the compute stream, so the
+ * whole-layout copy is made just before the op that reads it and freed when
+ * that op ends (the ILP counts it at that op's liveness point only, and adds
+ * the gathers' time to the objective, exposed).  *OUT gets the copy's id.
+ */
+static int
+lower_gather(lower *L, int32_t t, int32_t src, int base, int32_t *out, as_err *err)
+{
+    as_reshard_step st[AS_MESH_MAX_AXES];
+    as_shape shape = lower_shape(L, t);
+    int n = as_zero_gather_steps(L->cm, &shape, &L->spec[t], L->mrole, st, NULL), i;
+    char name[600], label[600];
+    int32_t cur = src;
+
+    for (i = 0; i < n; i++) {
+        int32_t next;
+        snprintf(name, sizeof name, "%s/zg%ld", L->sname[t], L->nrs++);
+        next = as_sim_tensor(L->p, name);
+        snprintf(label, sizeof label, "%s/zero3.%s", L->sname[t],
+                 as_mesh_axis_name(L->mesh, st[i].axis));
+        AS_CHECK(lower_coll_on(L, AS_COLL_ALL_GATHER, st[i].axis, st[i].bytes, cur, next, -1,
+                               base, label, AS_SIM_STREAM_COMPUTE, err));
+        cur = next;
+    }
+    *out = cur;
+    return AS_OK;
+}
+
 /* Emit op O of microbatch MICRO on the stage at BASE (pass C, NULL without pipeline). */
 static int
 lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_err *err)
@@ -553,6 +628,8 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     const as_strategy *s = L->strat[o], *ps = L->pstr[o] ? L->pstr[o] : s;
     as_shape *lin = as_xmalloc(((size_t)op->nin + 1) * sizeof *lin), lout[AS_MAX_OUTS];
     int32_t *rd = as_xmalloc(((size_t)op->nin + 1) * sizeof *rd), wr[AS_MAX_OUTS], id;
+    int32_t *gsrc = as_xmalloc(((size_t)op->nin + 1) * sizeof *gsrc);
+    int opt = (op->flags & AS_OF_OPTIMIZER) != 0;
     double wb[AS_MAX_OUTS], time;
     as_sim_event_spec e;
     char name[600];
@@ -571,10 +648,28 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
             goto out;
         }
         as_spec_local_shape(&s->in[j], &gs, L->mesh, &lin[j]);
+        if (opt && L->zero >= 3) /* ZeRO-3: the update runs on the shard */
+            as_spec_zero_shard_shape(&lin[j], as_spec_zero_parts(&s->in[j], L->mesh, L->mrole));
+        gsrc[j] = -1;
         if (src < 0)
             continue;
-        AS_CHECK_GOTO(rc, lower_reshard(L, t, micro, &L->spec[t], &s->in[j], src, -1, base, &r,
-                                        err), out);
+        if (!opt && lower_zero3_param(L, t)) {
+            /* ZeRO-3: gathered once per reading op, resharded from that copy uncached */
+            for (k = 0; k < j && op->in[k] != t; k++)
+                ;
+            if (k < j && gsrc[k] >= 0)
+                gsrc[j] = gsrc[k];
+            else
+                AS_CHECK_GOTO(rc, lower_gather(L, t, src, base, &gsrc[j], err), out);
+            L->nocache = 1;
+            rc = lower_reshard(L, t, micro, &L->spec[t], &s->in[j], gsrc[j], -1, base, &r, err);
+            L->nocache = 0;
+            if (rc != AS_OK)
+                goto out;
+        } else {
+            AS_CHECK_GOTO(rc, lower_reshard(L, t, micro, &L->spec[t], &s->in[j], src, -1, base,
+                                            &r, err), out);
+        }
         for (k = 0; k < nr; k++)
             if (rd[k] == r)
                 break;
@@ -587,6 +682,8 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
         as_shape gs = lower_shape(L, t);
 
         as_spec_local_shape(&ps->out[k], &gs, L->mesh, &lout[k]);
+        if (opt && L->zero >= 3)
+            as_spec_zero_shard_shape(&lout[k], as_spec_zero_parts(&ps->out[k], L->mesh, L->mrole));
         if (L->pstr[o] != NULL && !as_spec_equal(&ps->out[k], &s->out[k])) {
             wr[k] = lower_part(L, t, micro);
         } else {
@@ -626,6 +723,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
 out:
     free(lin);
     free(rd);
+    free(gsrc);
     return rc;
 }
 
@@ -645,6 +743,8 @@ lower_declare(lower *L, int32_t t, int base, as_err *err)
     }
     if (L->zero >= 1 && gt->kind == AS_TK_STATE && gt->of >= 0) /* ZeRO-1: a 1/D shard */
         b /= as_spec_zero_parts(&L->spec[gt->of], L->mesh, L->mrole);
+    if (lower_zero3_param(L, t)) /* ZeRO-3: the parameter too (gathered per use: lower_gather) */
+        b /= as_spec_zero_parts(&L->spec[t], L->mesh, L->mrole);
     return as_sim_declare(L->p, AS_SIM_RESIDENT, lower_devs(L, base), L->ne, lower_id(L, t, 0), b,
                           err);
 }

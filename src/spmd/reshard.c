@@ -238,3 +238,54 @@ as_reshard_cost(const as_cost_model *cm, const as_shape *shape, const as_spec *f
     as_reshard_steps(cm, shape, from, to, NULL, &c);
     return c;
 }
+
+int
+as_zero_gather_steps(const as_cost_model *cm, const as_shape *shape, const as_spec *spec,
+                     const uint8_t *role, as_reshard_step *steps, double *cost)
+{
+    const as_mesh *m = as_cost_model_mesh(cm);
+    int parts = as_spec_zero_parts(spec, m, role), k, n = 0;
+    double b, total = 0;
+
+    if (parts > 1) {
+        b = as_spec_local_bytes(spec, shape, m) / parts;
+        for (k = as_mesh_naxes(m) - 1; k >= 0; k--) { /* minor axes first, as reshards gather */
+            as_reshard_step s;
+            if (k >= spec->naxes || role[k] != AS_ROLE_DATA || spec->axis[k] != AS_SPEC_R ||
+                as_mesh_axis_size(m, k) < 2)
+                continue;
+            b *= as_mesh_axis_size(m, k);
+            s.kind = AS_COLL_ALL_GATHER;
+            s.axis = k;
+            s.bytes = b;
+            s.cost = as_strat_coll_cost(cm, AS_COLL_ALL_GATHER, b, k);
+            total += s.cost;
+            if (steps != NULL)
+                steps[n] = s;
+            n++;
+        }
+    }
+    if (cost != NULL)
+        *cost = total;
+    return n;
+}
+
+double
+as_zero_reduce_saving(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
+                      const as_spec *to, const uint8_t *role)
+{
+    as_reshard_step st[AS_RESHARD_MAX_STEPS];
+    const as_mesh *m = as_cost_model_mesh(cm);
+    int n = as_reshard_steps(cm, shape, from, to, st, NULL), i;
+    double saved = 0, div = 1;
+
+    for (i = 0; i < n; i++)
+        if (st[i].kind == AS_COLL_ALL_REDUCE && role[st[i].axis] == AS_ROLE_DATA &&
+            as_mesh_axis_size(m, st[i].axis) > 1) {
+            /* each reduce-scatter works on what the previous ones left */
+            saved += st[i].cost - as_strat_coll_cost(cm, AS_COLL_REDUCE_SCATTER,
+                                                     st[i].bytes / div, st[i].axis);
+            div *= as_mesh_axis_size(m, st[i].axis);
+        }
+    return saved;
+}

@@ -412,3 +412,16 @@ as_spec_zero_parts(const as_spec *s, const as_mesh *m, const uint8_t *role)
             parts *= as_mesh_axis_size(m, k);
     return parts;
 }
+
+int
+as_spec_zero_shard_shape(as_shape *shape, int parts)
+{
+    int d;
+
+    for (d = 0; parts > 1 && d < shape->rank; d++)
+        if (shape->dim[d] >= parts && shape->dim[d] % parts == 0) {
+            shape->dim[d] /= parts;
+            return 1;
+        }
+    return 0;
+}

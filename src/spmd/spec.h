@@ -103,5 +103,12 @@ int as_spec_parse(const char *text, const as_mesh *m, int rank, as_spec *out, as
  * ZeRO-1 keeps optimizer states 1/that per device, ZeRO-2 gradients too.
  */
 int as_spec_zero_parts(const as_spec *s, const as_mesh *m, const uint8_t *role);
+/**
+ * The shard of PARTS of a local shape that ZeRO-3's update runs on: the
+ * first dim PARTS divides is divided (SHAPE is left whole when none does, or
+ * PARTS <= 1).  Returns 1 when it divided.  The ILP's cost of an optimizer op
+ * and the simulator's both take it.
+ */
+int as_spec_zero_shard_shape(as_shape *shape, int parts);
 
 #endif /* AS_SPEC_H */

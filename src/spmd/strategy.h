@@ -194,6 +194,27 @@ int as_reshard_copies(const as_cost_model *cm, const as_shape *shape, const as_s
 double as_reshard_cost(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
                        const as_spec *to);
 /**
+ * ZeRO-3's gather of a trained parameter laid out as SPEC (ROLE: the axis
+ * roles, AS_MESH_MAX_AXES entries): the device holds a 1/as_spec_zero_parts
+ * shard and, before each use, all-gathers it over every data axis the layout
+ * replicates (minor axes first) into a copy of the whole layout.  STEPS (may
+ * be NULL; at most AS_MESH_MAX_AXES) get the all-gathers, their bytes the
+ * size after the step (cost.h's convention), their cost as_strat_coll_cost;
+ * returns the count (0: nothing to gather); *COST (may be NULL) the total.
+ * The ILP (formulate/build.c) and the lowering (sim/lower.c) both use it.
+ */
+int as_zero_gather_steps(const as_cost_model *cm, const as_shape *shape, const as_spec *spec,
+                         const uint8_t *role, as_reshard_step *steps, double *cost);
+/**
+ * ZeRO-3 reduce-scatters a parameter gradient where a replicated copy would
+ * all-reduce it over a data axis (the update runs on the shard): the seconds
+ * that saves on resharding FROM into TO, the all-reduce steps over data axes
+ * of as_reshard_steps less a reduce-scatter of the same bytes divided by the
+ * sizes of the data axes reduce-scattered before it.
+ */
+double as_zero_reduce_saving(const as_cost_model *cm, const as_shape *shape, const as_spec *from,
+                             const as_spec *to, const uint8_t *role);
+/**
  * The k_u x k_v matrix (row-major) of resharding output OUT_IDX of U's
  * strategies into input IN_IDX of V's strategies, cached in CTX.
  */

@@ -60,7 +60,7 @@ typedef struct as_sweep_opts {
                                     (NULL = none); every mesh then has exactly NROLES axes,
                                     factors >= 1 ("1x8", "2x4", ...) */
     int nroles;                /**< entries of ROLES (1..3) */
-    int zero;                  /**< ZeRO stage 0..2 over the data axes (as_build_opts.zero) */
+    int zero;                  /**< ZeRO stage 0..3 over the data axes (as_build_opts.zero) */
 } as_sweep_opts;
 
 /**

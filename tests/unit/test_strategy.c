@@ -549,6 +549,64 @@ test_batch_dims(void)
     as_mesh_free(m);
 }
 
+/* ZeRO-3's helpers (spmd/reshard.c, spec.c), shared by the ILP and the lowering. */
+static void
+test_zero(void)
+{
+    as_mesh *m;
+    as_cost_model *cm = model("a=2,b=2,t=2", &m);
+    as_shape sh = shape2(1024, 2048), x;
+    double S = 1024.0 * 2048 * 4, c;
+    as_reshard_step st[AS_MESH_MAX_AXES];
+    uint8_t role[AS_MESH_MAX_AXES];
+    as_spec sp, sr, s1, s2;
+    as_err err;
+    int n;
+
+    if (as_mesh_parse_roles(m, "data,data,tensor", role, &err) != AS_OK ||
+        as_spec_parse("[None,t]", m, 2, &sp, &err) != AS_OK ||
+        as_spec_parse("[None,None]", m, 2, &sr, &err) != AS_OK ||
+        as_spec_parse("[None,None] partial(sum:a)", m, 2, &s1, &err) != AS_OK ||
+        as_spec_parse("[None,None] partial(sum:a,sum:b)", m, 2, &s2, &err) != AS_OK) {
+        diag("%s", err.msg);
+        ok(0, "zero: specs and roles parse");
+        return;
+    }
+    /* the tensor-parallel slice (S/2) is kept as 1/4 over a and b, gathered b first */
+    is_int(as_spec_zero_parts(&sp, m, role), 4, "zero: [None,t] is replicated over 4 data devices");
+    n = as_zero_gather_steps(cm, &sh, &sp, role, st, &c);
+    ok(n == 2 && st[0].kind == AS_COLL_ALL_GATHER && st[0].axis == 1 && st[1].axis == 0,
+       "zero3 gather: over b (minor) then a");
+    is_double(n == 2 ? st[0].bytes : 0, S / 4, REL, "zero3 gather over b: S/8 -> S/4");
+    is_double(n == 2 ? st[1].bytes : 0, S / 2, REL, "zero3 gather over a: S/4 -> S/2, the slice");
+    is_double(c, ag(S / 4, 2, 0) + ag(S / 2, 2, 0), REL, "zero3 gather: the two all-gathers' cost");
+    as_spec_parse("[a,t]", m, 2, &sp, &err);
+    n = as_zero_gather_steps(cm, &sh, &sp, role, st, &c);
+    ok(n == 1 && st[0].axis == 1 && st[0].bytes == S / 4, "zero3 gather: split on a, gathered over b");
+    as_spec_parse("[(a,b),t]", m, 2, &sp, &err);
+    is_int(as_zero_gather_steps(cm, &sh, &sp, role, NULL, &c), 0, "zero3: nothing to gather");
+    is_double(c, 0, REL, "... at no cost");
+    /* the gradient's all-reduce over data axes becomes reduce-scatters */
+    is_double(as_zero_reduce_saving(cm, &sh, &s1, &sr, role), ar(S, 2, 0) - ag(S, 2, 0), REL,
+              "zero3 saving: all-reduce over a less a reduce-scatter of S");
+    is_double(as_zero_reduce_saving(cm, &sh, &s2, &sr, role),
+              2 * ar(S, 2, 0) - ag(S, 2, 0) - ag(S / 2, 2, 0), REL,
+              "zero3 saving over a and b: the second reduce-scatter on half");
+    role[0] = AS_ROLE_TENSOR;
+    is_double(as_zero_reduce_saving(cm, &sh, &s1, &sr, role), 0, REL,
+              "zero3 saving: none over a tensor axis");
+    /* the update's shard: the first dim the parts divide */
+    x = shape2(6, 8);
+    ok(as_spec_zero_shard_shape(&x, 4) == 1 && x.dim[0] == 6 && x.dim[1] == 2,
+       "zero3 shard shape: [6,8] / 4 = [6,2]");
+    x = shape2(6, 8);
+    ok(as_spec_zero_shard_shape(&x, 1) == 0 && x.dim[0] == 6 && x.dim[1] == 8 &&
+           as_spec_zero_shard_shape(&x, 16) == 0 && x.dim[1] == 8,
+       "zero3 shard shape: whole for 1 part or when nothing divides");
+    as_cost_model_free(cm);
+    as_mesh_free(m);
+}
+
 int
 main(void)
 {
@@ -565,6 +623,7 @@ main(void)
     test_matmul_2d();
     test_tensor_strategies();
     test_reshard();
+    test_zero();
     test_matrix();
     test_space();
     test_space_follow();
