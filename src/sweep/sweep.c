@@ -29,6 +29,7 @@
 #include "sim/lower.h"
 #include "solve/solver.h"
 #include "spmd/hw.h"
+#include "spmd/strategy.h"
 #include "sweep/sweep.h"
 
 /* Re-solves of a stage whose simulated peak exceeds the budget (as cmd_pipeline.c). */
@@ -873,6 +874,19 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
     snprintf(r->key, sizeof r->key, "%s", c->key);
     r->throughput = r->peak = r->time = r->objective = NAN;
     cfg_json(j, c);
+    if (rc == AS_OK && E.status == NULL) {
+        int s;
+        for (s = 0; s < c->p; s++)
+            if (E.res[s].plans[0].objective >= AS_STRAT_INFINITY_COST) {
+                /* a plan stopped at the time limit (a quick beam start) can hold a
+                   strategy the filters forbid (the axis roles; its cost is their
+                   infinity): not an answer to the question asked */
+                rc = as_errf(&err, AS_ESOLVER, "stage %d: its plan (objective %.3g s) holds "
+                             "a forbidden strategy (--role)", s,
+                             E.res[s].plans[0].objective);
+                break;
+            }
+    }
     if (rc == AS_OK && E.status == NULL) {
         double total = 0, bound = 0, tf, gap = 0;
         as_err e3 = {0};
