@@ -24,8 +24,8 @@
 #include "sweep/sweep.h"
 
 enum { OPT_DEV = 256, OPT_HW, OPT_BATCH, OPT_PIPE, OPT_MICRO, OPT_ACC, OPT_RECOMP, OPT_AXES,
-       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG, OPT_ROLE, OPT_ZERO, OPT_COST,
-       OPT_MBSIZE };
+       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG, OPT_ROLE, OPT_ZERO,
+       OPT_COST, OPT_MBSIZE };
 
 
 static int sweep_exec(int argc, char **argv);
@@ -388,7 +388,8 @@ sweep_exec(int argc, char **argv)
         fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu run now, %zu pruned by "
                 "the memory lower bound, %zu OOM, %zu failed, %zu at the time limit, %.3f s (%.3g "
                 "configurations/s)\n",
-                sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.limit, sum.wall,
+                sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.limit,
+                sum.wall,
                 sum.wall > 0 ? (double)sum.done / sum.wall : 0.0);
     }
     return AS_EXIT_OK;
