@@ -11,6 +11,11 @@
 #
 # 15 configurations; each takes seconds to TIME_LIMIT (the 16-way tensor meshes hit it).
 # MICRO=4,8,16,32,64 PIPE=4,8,16 sweeps K too (default K = 2P) over those P.
+# MEMORY=22GiB sets the usable device memory (default the profile's 24 GiB): a real A10
+# keeps ~1.5-2 GiB for the CUDA context, cuBLAS/cuDNN workspaces and the allocator.
+# `MEMORY=22GiB bench/distsim_bert.sh 64 60 none` gives DistSim's order: 2-way data x
+# 8 stages first (58.4 samples/s), 16-way tensor last (OOM, 2.3 samples/s); 4 x 4 then
+# needs 23.9 GiB and no longer fits.
 set -u
 A=${AUTOSHARD:-./autoshard}
 B=${1:-64}
@@ -20,8 +25,11 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/distsim.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 
 "$A" hw show a10-pcie | sed -e 's/^name .*/name = a10x8/' \
-    -e 's/^desc .*/desc = 2 nodes of 8x A10 24GB PCIe (DistSim), 100 Gb\/s between nodes/' \
+    -e 's/^desc .*/desc = 2 nodes of 8x A10 24GB PCIe (DistSim), 25 Gb\/s per device between nodes/' \
     -e 's/^devices_per_node .*/devices_per_node = 8/' >"$T/a10x8.hw"
+if [ -n "${MEMORY:-}" ]; then
+    sed "s/^memory .*/memory = $MEMORY/" "$T/a10x8.hw" >"$T/m.hw" && mv "$T/m.hw" "$T/a10x8.hw"
+fi
 
 set -- sweep bert-exlarge --devices 16 --batch "$B" --hw "$T/a10x8.hw" --role data,tensor \
     --recompute "$R" --time-limit "$TL" -q --top 15 -o "$T/bert.jsonl" \

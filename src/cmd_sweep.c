@@ -24,7 +24,8 @@
 #include "sweep/sweep.h"
 
 enum { OPT_DEV = 256, OPT_HW, OPT_BATCH, OPT_PIPE, OPT_MICRO, OPT_ACC, OPT_RECOMP, OPT_AXES,
-       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG, OPT_ROLE, OPT_ZERO, OPT_COST };
+       OPT_TPMAX, OPT_TIME, OPT_TOP, OPT_CSV, OPT_LIST, OPT_PLANS, OPT_SVG, OPT_ROLE, OPT_ZERO,
+       OPT_COST, OPT_MBSIZE };
 
 
 static int sweep_exec(int argc, char **argv);
@@ -54,11 +55,15 @@ const struct as_cmd as_cmd_sweep = {
             "                       K = 1 for P = 1, else 2P (P, or B, if 2P does not divide B))\n"
             "  --accumulate         the --microbatches list applies to P = 1 too (gradient\n"
             "                       accumulation); else P = 1 runs K = 1\n"
+            "  --microbatch-size LIST  samples b per microbatch and data replica: K =\n"
+            "                       batch / D / b for each mesh (D = its data degree, 1\n"
+            "                       without data axes), every P (Megatron's b)\n"
             "  --recompute LIST     none (default), full, selective\n"
             "  -s, --solver LIST    glpk (default), cbc, brute, beam, mcts\n"
             "  --max-axes A         mesh axes per stage, 1..3 (default 3): every ordered\n"
             "                       factorisation of N/P into at most A factors >= 2\n"
-            "  --tp-max T           no mesh axis larger than T\n"
+            "  --tp-max T           no mesh axis larger than T; with --role, no tensor\n"
+            "                       or auto axis (data axes unbounded)\n"
             "  --role R1,R2,..      one role per mesh axis (data, tensor, auto; as solve\n"
             "                       --role): every mesh has exactly that many axes, factors\n"
             "                       >= 1 (--role data,tensor on 8: 1x8, 2x4, 4x2, 8x1);\n"
@@ -68,8 +73,10 @@ const struct as_cmd as_cmd_sweep = {
             "  -o FILE.jsonl        append one JSON line per configuration; started again\n"
             "                       with the same command it skips the configurations done\n"
             "  --top N              rows of the final table (default 10)\n"
-            "  --csv FILE           every configuration of this sweep as CSV\n"
-            "  --svg FILE           Pareto chart: peak memory per device vs throughput\n"
+            "  --csv FILE           every configuration of this sweep as CSV (a batch column:\n"
+            "                       with a --batch list, one file for every batch)\n"
+            "  --svg FILE           Pareto chart: peak memory per device vs throughput; with a\n"
+            "                       --batch list one per batch, FILE-bB.svg (pareto-b256.svg)\n"
             "  --plans DIR          write each configuration's plan to DIR (made if missing);\n"
             "                       its line gives the path\n"
             "  -j, --jobs N         run configurations in N worker processes (default 1);\n"
@@ -161,6 +168,8 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
         return parse_ints("--pipeline", optarg, o->pipeline, &o->npipeline);
     case OPT_MICRO:
         return parse_ints("--microbatches", optarg, o->micro, &o->nmicro);
+    case OPT_MBSIZE:
+        return parse_ints("--microbatch-size", optarg, o->mbsize, &o->nmbsize);
     case OPT_ACC:
         o->accumulate = 1;
         return AS_EXIT_OK;
@@ -293,6 +302,7 @@ sweep_exec(int argc, char **argv)
         {"batch", required_argument, NULL, OPT_BATCH},
         {"pipeline", required_argument, NULL, OPT_PIPE},
         {"microbatches", required_argument, NULL, OPT_MICRO},
+        {"microbatch-size", required_argument, NULL, OPT_MBSIZE},
         {"accumulate", no_argument, NULL, OPT_ACC},
         {"recompute", required_argument, NULL, OPT_RECOMP},
         {"solver", required_argument, NULL, 's'}, {"max-axes", required_argument, NULL, OPT_AXES},
@@ -328,6 +338,9 @@ sweep_exec(int argc, char **argv)
         return as_cmd_usage(&as_cmd_sweep, "expected one GRAPH or PRESET, got %d", argc - optind);
     if (o.devices < 1)
         return as_cmd_usage(&as_cmd_sweep, "missing --devices N");
+    if (o.nmbsize > 0 && (o.nmicro > 0 || o.accumulate))
+        return as_cmd_usage(&as_cmd_sweep, "--microbatch-size sets K itself: not with "
+                            "--microbatches or --accumulate");
     if (o.accumulate && o.nmicro == 0)
         return as_cmd_usage(&as_cmd_sweep, "--accumulate needs --microbatches LIST");
     if (o.zero > 0 && (o.roles == NULL || strstr(o.roles, "data") == NULL)) {
@@ -347,6 +360,7 @@ sweep_exec(int argc, char **argv)
         /* one graph per batch; the sweeps share the JSONL (keys b=B,...) */
         if (o.nbatches > 1)
             batch = o.batches[b];
+        o.batch_index = b;
         if (load_graph(o.source, batch, &g, &o.batch, &err) != AS_OK)
             return as_cmd_fail(&err);
         if (o.batch <= 0) {
@@ -372,8 +386,10 @@ sweep_exec(int argc, char **argv)
         if (sum.rank > 0) /* an MPI rank that only evaluated: rank 0 reports */
             continue;
         fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu run now, %zu pruned by "
-                "the memory lower bound, %zu OOM, %zu failed, %.3f s (%.3g configurations/s)\n",
-                sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.wall,
+                "the memory lower bound, %zu OOM, %zu failed, %zu at the time limit, %.3f s (%.3g "
+                "configurations/s)\n",
+                sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.limit,
+                sum.wall,
                 sum.wall > 0 ? (double)sum.done / sum.wall : 0.0);
     }
     return AS_EXIT_OK;

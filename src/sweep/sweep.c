@@ -29,6 +29,7 @@
 #include "sim/lower.h"
 #include "solve/solver.h"
 #include "spmd/hw.h"
+#include "spmd/strategy.h"
 #include "sweep/sweep.h"
 
 /* Re-solves of a stage whose simulated peak exceeds the budget (as cmd_pipeline.c). */
@@ -74,12 +75,29 @@ typedef struct meshes {
     size_t n, cap;
 } meshes;
 
+/* 1 if axis I of ROLES ("data,tensor") has the role data. */
+static int
+axis_is_data(const char *roles, int i)
+{
+    const char *r = roles;
+
+    for (; r != NULL && i > 0; i--) {
+        r = strchr(r, ',');
+        if (r != NULL)
+            r++;
+    }
+    return r != NULL && strncmp(r, "data", 4) == 0 && (r[4] == ',' || r[4] == '\0');
+}
+
 /*
  * Ordered factorisations of REM into at most LEFT more factors >= 2, each <=
- * TPMAX; with EXACT, into exactly LEFT more factors >= 1.
+ * TPMAX; with EXACT, into exactly LEFT more factors >= 1.  AXIS is the index
+ * of the next factor; a factor on a data axis of ROLES has no TPMAX (--tp-max
+ * bounds the tensor and auto axes).
  */
 static void
-factor_rec(meshes *ms, int rem, int left, int tpmax, char *prefix, size_t len, int exact)
+factor_rec(meshes *ms, int rem, int left, int tpmax, const char *roles, int axis, char *prefix,
+           size_t len, int exact)
 {
     int f;
 
@@ -95,32 +113,32 @@ factor_rec(meshes *ms, int rem, int left, int tpmax, char *prefix, size_t len, i
         return;
     for (f = exact ? 1 : 2; f <= rem; f++) {
         int w;
-        if (rem % f != 0 || (tpmax > 0 && f > tpmax))
+        if (rem % f != 0 || (tpmax > 0 && f > tpmax && !axis_is_data(roles, axis)))
             continue;
         w = snprintf(prefix + len, 64 - len, "%s%d", len ? "x" : "", f);
         if (w < 0 || (size_t)w >= 64 - len)
             continue;
-        factor_rec(ms, rem / f, left - 1, tpmax, prefix, len + (size_t)w, exact);
+        factor_rec(ms, rem / f, left - 1, tpmax, roles, axis + 1, prefix, len + (size_t)w, exact);
     }
 }
 
 /* Meshes of M devices: up to MAX_AXES factors >= 2, or (NROLES > 0) exactly NROLES >= 1. */
 static void
-stage_meshes(int m, int max_axes, int tpmax, int nroles, meshes *ms)
+stage_meshes(int m, int max_axes, int tpmax, const char *roles, int nroles, meshes *ms)
 {
     char prefix[64];
 
     ms->n = 0;
     if (nroles > 0) {
-        factor_rec(ms, m, nroles, tpmax, prefix, 0, 1);
+        factor_rec(ms, m, nroles, tpmax, roles, 0, prefix, 0, 1);
         return;
     }
     if (m == 1) {
-        factor_rec(ms, 1, 0, 0, prefix, 0, 0);
+        factor_rec(ms, 1, 0, 0, NULL, 0, prefix, 0, 0);
         snprintf(ms->m[0], sizeof ms->m[0], "1");
         return;
     }
-    factor_rec(ms, m, max_axes, tpmax, prefix, 0, 0);
+    factor_rec(ms, m, max_axes, tpmax, NULL, 0, prefix, 0, 0);
 }
 
 static void
@@ -213,7 +231,9 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
     }
     for (i = 0; i < np; i++) {
         int p = ps[i], ks[AS_SWEEP_MAX_LIST], nk = 0;
-        if (o->nmicro == 0 || (p == 1 && !o->accumulate)) {
+        if (o->nmbsize > 0) {
+            /* K per mesh: batch / (D x b) for each microbatch size b (below) */
+        } else if (o->nmicro == 0 || (p == 1 && !o->accumulate)) {
             int k = 1;
             if (p > 1)
                 k = batch % (2 * p) == 0 ? 2 * p : batch % p == 0 ? p : (int)batch;
@@ -224,7 +244,18 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
             for (j = 0; j < o->nmicro; j++)
                 ks[nk++] = o->micro[j];
         }
-        stage_meshes(devices / p, o->max_axes, o->tp_max, o->roles ? o->nroles : 0, &ms);
+        stage_meshes(devices / p, o->max_axes, o->tp_max, o->roles, o->roles ? o->nroles : 0, &ms);
+        for (mi = 0; mi < ms.n && o->nmbsize > 0; mi++)
+            for (j = 0; j < o->nmbsize; j++) {
+                /* microbatch size b: each data replica runs K = batch / D / b microbatches */
+                int64_t db = (int64_t)data_degree(o->roles, ms.m[mi]) * o->mbsize[j];
+                if (batch % db != 0)
+                    continue;
+                for (a = 0; a < nr; a++)
+                    for (b = 0; b < ns; b++)
+                        add_cfg(cfg, n, cap, devices, pre, p, (int)(batch / db), ms.m[mi], rl[a],
+                                sl[b]);
+            }
         for (j = 0; j < nk; j++)
             for (mi = 0; mi < ms.n; mi++) {
                 /* every data replica needs a sample of each microbatch: batch / D / K >= 1 */
@@ -335,42 +366,294 @@ typedef struct eval {
     as_sim_result *sim;
     as_shard_plan *plan;
     double solve_s, sim_s, lb, budget_max;
-    const char *status;        /* NULL = ok / oom */
+    const char *status;        /* NULL = ok / oom / limit */
+    char limit[512];           /* "": the refits ended in time; else why they stopped */
+    int copied;                /* stages given an equal, tighter stage's plan (solve_stages) */
+    int nsolves;               /* solve_share calls (AUTOSHARD_SWEEP_SOLVES) */
 } eval;
 
+/*
+ * Solve stage S of C within SHARE seconds (0 = no limit): E->res[s].  Under a
+ * --time-limit every stage gets its share of what is left, so each one ends
+ * with the best plan found in it (a quick beam plan under a budget, see
+ * solve_loop) rather than the first stages using it all.
+ */
 static int
-stage_solve(const as_sweep_cfg *c, eval *E, int s, double t0, double limit, as_err *err)
+stage_solve(const as_sweep_cfg *c, eval *E, int s, double share, as_err *err)
 {
     as_solve_opts so;
+    as_solve_result r;
 
     as_solve_opts_init(&so);
     so.solver = c->solver;
     so.lim.gap = AS_DEFAULT_GAP;
-    if (limit > 0) {
-        so.lim.time_limit_s = limit - (as_now() - t0);
-        if (so.lim.time_limit_s <= 0)
-            return as_errf(err, AS_ESOLVER, "time limit (%g s) reached before stage %d was "
-                           "solved", limit, s);
-    }
-    as_solve_result_free(&E->res[s]);
-    memset(&E->res[s], 0, sizeof E->res[s]);
+    so.lim.time_limit_s = share;
+    memset(&r, 0, sizeof r);
     as_problem_set_memory(E->gp[s].p, E->rb[s]);
     {
         double t = as_now();
-        int rc = as_solve_problem(E->gp[s].p, &so, &E->res[s], err);
+        int rc = as_solve_problem(E->gp[s].p, &so, &r, err);
         E->solve_s += as_now() - t;
         as_problem_set_memory(E->gp[s].p, E->budget[s]);
-        if (rc != AS_OK)
+        if (rc != AS_OK) {
+            as_solve_result_free(&r);
             return rc;
-    }
-    if (E->res[s].nplans == 0) {
-        if (E->res[s].outcome == AS_OUTCOME_INFEASIBLE) {
-            E->status = "infeasible";
-            return as_errf(err, AS_ESOLVER, "stage %d: no plan fits the memory budget", s);
         }
-        return as_errf(err, AS_ESOLVER, "stage %d: the solver found no plan in time", s);
     }
-    return AS_OK;
+    if (r.nplans > 0) { /* else a refit's previous plan stays */
+        as_solve_result_free(&E->res[s]);
+        E->res[s] = r;
+        return AS_OK;
+    }
+    as_solve_result_free(&r);
+    if (r.outcome == AS_OUTCOME_INFEASIBLE) {
+        E->status = "infeasible";
+        return as_errf(err, AS_ESOLVER, "stage %d: no plan fits the memory budget", s);
+    }
+    if (share > 0)
+        return as_errf(err, AS_ESOLVER, "stage %d: no plan within its %.3g s of the time limit",
+                       s, share);
+    return as_errf(err, AS_ESOLVER, "stage %d: the solver found no plan", s);
+}
+
+/*
+ * Seconds for the next of N solves of E before DEADLINE (0 = no limit; < 0 =
+ * none left).  AUTOSHARD_SWEEP_SOLVES=M (tests) ends the time after M solves
+ * of a configuration, as a clock that ran out would.
+ */
+static double
+solve_share(eval *E, double deadline, int n)
+{
+    const char *stop = getenv("AUTOSHARD_SWEEP_SOLVES");
+    double left;
+
+    if (stop != NULL && E->nsolves++ >= atoi(stop))
+        return -1;
+    if (deadline <= 0)
+        return 0;
+    left = deadline - as_now();
+    return left > 0.01 ? left / n : -1;
+}
+
+/* ---- stages that differ only in their microbatches in flight ---- */
+
+static double
+at(const double *v, size_t i)
+{
+    return v != NULL ? v[i] : 0;
+}
+
+/*
+ * 1 if A and B are the same choice problem but for memory (node strategies by
+ * name and cost, edges, aliases, liveness points and their entries, offset)
+ * and every memory figure of A is at least B's (A holds more microbatches in
+ * flight): under equal budgets every plan of A is a plan of B of the same
+ * objective, and every bound of B is a bound of A.
+ */
+static int
+problem_dominates(const as_problem *a, const as_problem *b)
+{
+    size_t n = as_problem_nnodes(a), v, j, t, i, q;
+    char ba[64], bb[64];
+
+    if (n != as_problem_nnodes(b) || as_problem_nedges(a) != as_problem_nedges(b) ||
+        as_problem_nlive(a) != as_problem_nlive(b) ||
+        as_problem_naliases(a) != as_problem_naliases(b) || as_problem_nnogoods(a) != 0 ||
+        as_problem_nnogoods(b) != 0 || as_problem_offset(a) != as_problem_offset(b))
+        return 0;
+    for (v = 0; v < n; v++) {
+        const as_pnode *x = as_problem_node(a, v), *y = as_problem_node(b, v);
+        if (x->k != y->k || x->follow != y->follow)
+            return 0;
+        for (q = 0; q < x->k; q++)
+            if (at(x->c, q) != at(y->c, q) || at(x->d, q) != at(y->d, q) ||
+                at(x->m, q) < at(y->m, q) ||
+                strcmp(as_problem_strategy_name(a, v, q, ba, sizeof ba),
+                       as_problem_strategy_name(b, v, q, bb, sizeof bb)) != 0)
+                return 0;
+    }
+    for (j = 0; j < as_problem_nedges(a); j++) {
+        const as_pedge *x = as_problem_edge(a, j), *y = as_problem_edge(b, j);
+        size_t kk;
+        if (x->u != y->u || x->v != y->v)
+            return 0;
+        kk = as_problem_node(a, x->u)->k * as_problem_node(a, x->v)->k;
+        if (x->r != y->r)
+            for (q = 0; q < kk; q++)
+                if (x->r[q] != y->r[q])
+                    return 0;
+    }
+    for (i = 0; i < as_problem_naliases(a); i++) {
+        const as_palias *x = as_problem_alias(a, i), *y = as_problem_alias(b, i);
+        if (x->a != y->a || x->b != y->b ||
+            memcmp(x->bad, y->bad, as_problem_node(a, x->a)->k * as_problem_node(a, x->b)->k) !=
+                0)
+            return 0;
+    }
+    for (t = 0; t < as_problem_nlive(a); t++) {
+        const as_plive *x = as_problem_live(a, t), *y = as_problem_live(b, t);
+        if (x->n != y->n || x->resident < y->resident)
+            return 0;
+        for (i = 0; i < x->n; i++) {
+            if (x->nodes[i] != y->nodes[i])
+                return 0;
+            for (q = 0; q < as_problem_node(a, x->nodes[i])->k; q++)
+                if (at(x->m[i], q) < at(y->m[i], q))
+                    return 0;
+        }
+    }
+    return 1;
+}
+
+/* Stage S gets stage FROM's plan (a plan of S by dominance) with BOUND and STATUS. */
+static void
+copy_plan(eval *E, int from, int s, double bound, as_outcome status)
+{
+    const as_problem *p = E->gp[s].p;
+    size_t n = as_problem_nnodes(p);
+    as_plan *pl;
+
+    as_solve_result_free(&E->res[s]);
+    memset(&E->res[s], 0, sizeof E->res[s]);
+    pl = E->res[s].plans = as_xcalloc(1, sizeof *pl);
+    E->res[s].nplans = 1;
+    pl->choice = as_xmalloc((n + 1) * sizeof *pl->choice);
+    memcpy(pl->choice, E->res[from].plans[0].choice, n * sizeof *pl->choice);
+    pl->objective = as_problem_eval(p, pl->choice);
+    pl->peak = as_problem_peak(p, pl->choice);
+    pl->bound = fmin(bound, pl->objective);
+    pl->gap = isfinite(pl->bound) ? as_rel_gap(pl->objective, pl->bound) : HUGE_VAL;
+    pl->nodes = 0;
+    pl->status = status;
+    E->res[s].outcome = status;
+}
+
+typedef struct stage_run {
+    eval *E;
+    const int *m;              /* the chain of one class: stages, tightest first */
+    double deadline;           /* 0 = no limit */
+    int *unsolved;             /* stages of every class without a plan yet */
+    int copied;                /* stages given a tighter stage's plan */
+} stage_run;
+
+/*
+ * The chain's members strictly between I and J (both with plans): when I's plan
+ * is within the gap of J's bound, every one of them takes I's plan (it is a
+ * plan of theirs, and J's bound bounds them); else the middle one is solved
+ * and both halves are filled.  Out of time, they take I's plan as feasible.
+ */
+static int
+fill(stage_run *S, const as_sweep_cfg *c, int i, int j, as_err *err)
+{
+    eval *E = S->E;
+    const as_plan *lo = &E->res[S->m[i]].plans[0], *hi = &E->res[S->m[j]].plans[0];
+    double o = lo->objective, b = hi->bound, share;
+    int k, mid;
+
+    if (j - i <= 1)
+        return AS_OK;
+    if (isfinite(b) && o - b <= AS_DEFAULT_GAP * fabs(o) + 1e-12 * fabs(o)) {
+        for (k = i + 1; k < j; k++)
+            copy_plan(E, S->m[i], S->m[k], b, AS_OUTCOME_OPTIMAL);
+        S->copied += j - i - 1;
+        *S->unsolved -= j - i - 1;
+        return AS_OK;
+    }
+    mid = (i + j) / 2;
+    share = solve_share(E, S->deadline, *S->unsolved);
+    if (share < 0 || stage_solve(c, E, S->m[mid], share, err) != AS_OK) {
+        if (E->status != NULL)
+            return err->code;
+        memset(err, 0, sizeof *err);
+        for (k = i + 1; k < j; k++)
+            copy_plan(E, S->m[i], S->m[k], b, AS_OUTCOME_FEASIBLE);
+        S->copied += j - i - 1;
+        *S->unsolved -= j - i - 1;
+        return AS_OK;
+    }
+    --*S->unsolved;
+    AS_CHECK(fill(S, c, i, mid, err));
+    return fill(S, c, mid, j, err);
+}
+
+/* The first stage of class Q. */
+static int
+first_of(const int *cls, int n, int q)
+{
+    int s;
+
+    for (s = 0; s < n && cls[s] != q; s++)
+        ;
+    return s;
+}
+
+/*
+ * The first solve of every stage.  Stages whose problems differ only by the
+ * microbatches they hold (the middle stages of a uniform model under 1F1B)
+ * form chains, tightest first; only the ends of a chain are solved outright,
+ * the members between them by fill().  Under a time limit every solve gets
+ * its share of 90 % of it (the rest: simulation and refits).
+ */
+static int
+solve_stages(const sweep_ctx *x, const as_sweep_cfg *c, eval *E, double t0, as_err *err)
+{
+    int P = c->p, *cls = as_xcalloc((size_t)P, sizeof *cls), *last = as_xcalloc((size_t)P,
+        sizeof *last), *m = as_xcalloc((size_t)P, sizeof *m), ncls = 0, s, q, unsolved = P;
+    int ends = 0;
+    int rc = AS_OK;
+    stage_run S;
+
+    for (s = 0; s < P; s++) {
+        for (q = 0; q < ncls; q++)
+            if (E->rb[last[q]] == E->rb[s] && problem_dominates(E->gp[last[q]].p, E->gp[s].p))
+                break;
+        if (q == ncls)
+            ncls++;
+        cls[s] = q;
+        last[q] = s;
+    }
+    memset(&S, 0, sizeof S);
+    S.E = E;
+    S.deadline = x->o->time_limit > 0 ? t0 + 0.9 * x->o->time_limit : 0;
+    S.unsolved = &unsolved;
+    /* the ends of every chain first: the tight ends (a class of one: its only stage), then
+       the loose ends, which can do without a solve of their own (the tight end's plan is one
+       of theirs) */
+    for (q = 0; q < ncls; q++)
+        ends += last[q] != first_of(cls, P, q) ? 2 : 1;
+    for (q = 0; q < 2 * ncls && rc == AS_OK; q++) {
+        int tight = first_of(cls, P, q % ncls), st = q < ncls ? tight : last[q % ncls];
+        double share;
+        if (q >= ncls && st == tight)
+            continue;
+        share = solve_share(E, S.deadline, ends--);
+        if (share >= 0 && (rc = stage_solve(c, E, st, share, err)) == AS_OK) {
+            unsolved--;
+        } else if (q >= ncls && E->status == NULL && (share < 0 || x->o->time_limit > 0)) {
+            /* the loose end got no plan in time: the tight end's plan is one */
+            memset(err, 0, sizeof *err);
+            copy_plan(E, tight, st, -HUGE_VAL, AS_OUTCOME_FEASIBLE);
+            S.copied++;
+            unsolved--;
+            rc = AS_OK;
+        } else if (share < 0) {
+            rc = as_errf(err, AS_ESOLVER, "time limit (%g s) reached before stage %d was "
+                         "solved", x->o->time_limit, st);
+        }
+    }
+    for (q = 0; q < ncls && rc == AS_OK; q++) {
+        int n = 0;
+        for (s = 0; s < P; s++)
+            if (cls[s] == q)
+                m[n++] = s;
+        S.m = m;
+        rc = fill(&S, c, 0, n - 1, err);
+    }
+    E->copied = S.copied;
+    free(cls);
+    free(last);
+    free(m);
+    return rc;
 }
 
 /* Merge the stage plans and simulate the pipeline: E->plan, E->sim, E->peak. */
@@ -468,14 +751,18 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
     }
     if (E->status != NULL)
         return AS_OK;
-    for (s = 0; s < c->p; s++)
-        if (stage_solve(c, E, s, t0, x->o->time_limit, err) != AS_OK)
-            return err->code;
+    if (solve_stages(x, c, E, t0, err) != AS_OK)
+        return err->code;
     for (round = 0;; round++) {
-        int over = 0;
+        int over = 0, left = 0;
         if (merge_sim(x, c, g, E, err) != AS_OK)
             return err->code;
+        if (E->limit[0] != '\0')
+            break; /* no time for another refit: the plans as they are (their peak simulated) */
+        for (s = 0; s < c->p; s++)
+            left += E->budget[s] > 0 && E->peak[s] > E->budget[s] * (1 + 1e-9);
         for (s = 0; s < c->p; s++) {
+            double share;
             if (E->budget[s] <= 0 || E->peak[s] <= E->budget[s] * (1 + 1e-9))
                 continue;
             over++;
@@ -486,8 +773,27 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
                                "device memory with %d microbatches in flight", s,
                                as_pipe_inflight(c->p, c->k, s, 0));
             }
-            if (stage_solve(c, E, s, t0, x->o->time_limit, err) != AS_OK)
+            share = solve_share(E, x->o->time_limit > 0 ? t0 + x->o->time_limit : 0,
+                                left - over + 1);
+            if (share < 0) {
+                /* the simulated peak of the current plans exceeds the memory: the line says
+                   so (oom) with the round that ran out of time */
+                snprintf(E->limit, sizeof E->limit, "time limit (%g s) reached in memory "
+                         "refit round %d before stage %d was re-solved under %.4g GiB",
+                         x->o->time_limit, round + 1, s, E->rb[s] / (1 << 30));
+                break;
+            }
+            if (stage_solve(c, E, s, share, err) != AS_OK) {
+                if (E->status == NULL && x->o->time_limit > 0 &&
+                    as_now() - t0 >= 0.99 * x->o->time_limit) {
+                    /* the re-solve found nothing in time: the previous plan stays */
+                    snprintf(E->limit, sizeof E->limit, "time limit (%g s) reached in memory "
+                             "refit round %d: %.300s", x->o->time_limit, round + 1, err->msg);
+                    memset(err, 0, sizeof *err);
+                    break;
+                }
                 return err->code;
+            }
         }
         if (over == 0)
             break;
@@ -569,15 +875,36 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
     r->throughput = r->peak = r->time = r->objective = NAN;
     cfg_json(j, c);
     if (rc == AS_OK && E.status == NULL) {
-        double total = 0, bound = 0, tf;
-        int s, oom;
+        int s;
+        for (s = 0; s < c->p; s++)
+            if (E.res[s].plans[0].objective >= AS_STRAT_INFINITY_COST) {
+                /* a plan stopped at the time limit (a quick beam start) can hold a
+                   strategy the filters forbid (the axis roles; its cost is their
+                   infinity): not an answer to the question asked */
+                rc = as_errf(&err, AS_ESOLVER, "stage %d: its plan (objective %.3g s) holds "
+                             "a forbidden strategy (--role)", s,
+                             E.res[s].plans[0].objective);
+                break;
+            }
+    }
+    if (rc == AS_OK && E.status == NULL) {
+        double total = 0, bound = 0, tf, gap = 0;
+        as_err e3 = {0};
+        const as_solver_ops *ops = as_solver_find(c->solver, &e3);
+        int exact = ops != NULL && (ops->flags & AS_SOLVER_EXACT);
+        int s, oom, limit = E.limit[0] != '\0';
         for (s = 0; s < c->p; s++) {
-            total += E.res[s].plans[0].objective;
-            bound = isfinite(bound) && isfinite(E.res[s].plans[0].bound)
-                        ? bound + E.res[s].plans[0].bound : -HUGE_VAL;
+            const as_plan *pl = &E.res[s].plans[0];
+            total += pl->objective;
+            bound = isfinite(bound) && isfinite(pl->bound) ? bound + pl->bound : -HUGE_VAL;
+            /* a stage the solver left feasible (not proved within the gap) stopped at its
+               share of the time limit */
+            limit |= exact && pl->status != AS_OUTCOME_OPTIMAL;
+            gap = fmax(gap, isfinite(pl->bound) ? as_rel_gap(pl->objective, pl->bound)
+                                                : HUGE_VAL);
         }
         oom = E.sim->capacity > 0 && E.plan->peak > E.sim->capacity * (1 + 1e-9);
-        snprintf(r->status, sizeof r->status, "%s", oom ? "oom" : "ok");
+        snprintf(r->status, sizeof r->status, "%s", oom ? "oom" : limit ? "limit" : "ok");
         r->throughput = E.sim->throughput;
         r->peak = E.plan->peak;
         r->time = E.sim->time;
@@ -589,6 +916,10 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
             if (E.res[s].plans[0].status != AS_OUTCOME_OPTIMAL)
                 json_object_set_new(j, "solver_status",
                                     json_string(as_outcome_name(E.res[s].plans[0].status)));
+        /* the largest relative gap of a stage's plan to its bound (null: no bound) */
+        json_object_set_new(j, "gap", num_or_null(gap));
+        if (E.limit[0] != '\0')
+            json_object_set_new(j, "limit", json_string(E.limit));
         json_object_set_new(j, "objective", json_real(E.plan->objective));
         json_object_set_new(j, "stage_objective_sum", json_real(total));
         json_object_set_new(j, "bound", c->p == 1 ? num_or_null(bound) : json_null());
@@ -602,6 +933,7 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "capacity", json_real(E.sim->capacity));
         json_object_set_new(j, "oom", json_boolean(oom));
         json_object_set_new(j, "bubble", json_real(E.sim->bubble));
+        json_object_set_new(j, "stages_copied", json_integer(E.copied));
         if (x->o->plans != NULL) {
             char path[4096];
             as_err e2 = {0};
@@ -795,11 +1127,18 @@ jsonl_open(const as_sweep_opts *o, record **recs, size_t *nrec, int *fd, as_err 
 
 /* ---- output ---- */
 
+/* Ranked: a plan that fits, proved (ok) or the best at the time limit (limit). */
+static int
+fits(const record *r)
+{
+    return strcmp(r->status, "ok") == 0 || strcmp(r->status, "limit") == 0;
+}
+
 static int
 rec_cmp(const void *a, const void *b)
 {
     const record *x = a, *y = b;
-    int fx = strcmp(x->status, "ok") == 0, fy = strcmp(y->status, "ok") == 0;
+    int fx = fits(x), fy = fits(y);
 
     if (fx != fy)
         return fy - fx;
@@ -822,7 +1161,7 @@ print_table(FILE *fp, record *r, size_t n, int top)
     fprintf(fp, "%-4s %-*s %12s %11s %12s %12s %s\n", "rank", w, "config", "samples/s",
             "peak/dev", "time (s)", "objective", "status");
     for (i = 0; i < n && i < (size_t)top; i++) {
-        if (strcmp(r[i].status, "ok") != 0 && strcmp(r[i].status, "oom") != 0)
+        if (!fits(&r[i]) && strcmp(r[i].status, "oom") != 0)
             break;
         fprintf(fp, "%-4zu %-*s %12.4g %11s %12.6g %12.6g %s\n", i + 1, w, r[i].key,
                 r[i].throughput, as_fmt_bytes(r[i].peak, b, sizeof b), r[i].time,
@@ -830,19 +1169,33 @@ print_table(FILE *fp, record *r, size_t n, int top)
     }
 }
 
+/*
+ * The CSV of records R of the sweep of batch O->batch.  With a --batch list,
+ * the first batch's sweep starts the file and the others append their rows:
+ * one file, the batch column telling them apart.
+ */
 static int
-write_csv(const char *path, const record *r, size_t n, as_err *err)
+write_csv(const char *path, const as_sweep_opts *o, const record *r, size_t n, as_err *err)
 {
     size_t i, len = 0, cap = 256;
-    char *s = as_xmalloc(cap);
+    char *s = NULL;
     int rc;
 
-    len = (size_t)snprintf(s, cap, "config,status,throughput,peak_memory,time,objective\n");
+    if (o->batch_index > 0) { /* a later batch of the list: after the rows written before */
+        AS_CHECK(as_read_file(path, &s, &len, err));
+        cap = len + 256;
+        s = as_xrealloc(s, cap);
+    } else {
+        s = as_xmalloc(cap);
+        len = (size_t)snprintf(s, cap, "batch,config,status,throughput,peak_memory,time,"
+                               "objective\n");
+    }
     for (i = 0; i < n; i++) {
         int w;
         for (;;) {
-            w = snprintf(s + len, cap - len, "\"%s\",%s,%.17g,%.17g,%.17g,%.17g\n", r[i].key,
-                         r[i].status, r[i].throughput, r[i].peak, r[i].time, r[i].objective);
+            w = snprintf(s + len, cap - len, "%lld,\"%s\",%s,%.17g,%.17g,%.17g,%.17g\n",
+                         (long long)o->batch, r[i].key, r[i].status, r[i].throughput, r[i].peak,
+                         r[i].time, r[i].objective);
             if (w >= 0 && (size_t)w < cap - len)
                 break;
             cap *= 2;
@@ -853,6 +1206,25 @@ write_csv(const char *path, const record *r, size_t n, as_err *err)
     rc = as_write_file_atomic(path, s, len, err);
     free(s);
     return rc;
+}
+
+/*
+ * The chart's file for the sweep of O: PATH itself, or with a --batch list
+ * PATH with "-bB" before its extension (pareto.svg -> pareto-b256.svg), one
+ * chart per batch (their throughputs are not on one scale).
+ */
+static void
+svg_path(const char *path, const as_sweep_opts *o, char *buf, size_t n)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+
+    if (o->nbatches <= 1) {
+        snprintf(buf, n, "%s", path);
+        return;
+    }
+    if (dot == NULL || (slash != NULL && dot < slash) || dot == (slash ? slash + 1 : path))
+        dot = path + strlen(path);
+    snprintf(buf, n, "%.*s-b%lld%s", (int)(dot - path), path, (long long)o->batch, dot);
 }
 
 /* ---- the Pareto chart ---- */
@@ -909,8 +1281,8 @@ pareto_cmp(const void *a, const void *b)
 static int
 plotted(const record *r)
 {
-    return (strcmp(r->status, "ok") == 0 || strcmp(r->status, "oom") == 0) &&
-           isfinite(r->peak) && isfinite(r->throughput);
+    return (fits(r) || strcmp(r->status, "oom") == 0) && isfinite(r->peak) &&
+           isfinite(r->throughput);
 }
 
 /*
@@ -938,7 +1310,7 @@ write_svg(const char *path, const as_sweep_opts *o, const record *r, size_t n, a
         } else if (strcmp(r[i].status, "pruned") == 0 && isfinite(r[i].lb)) {
             xmax = fmax(xmax, r[i].lb);
         }
-        if (plotted(&r[i]) && strcmp(r[i].status, "ok") == 0)
+        if (plotted(&r[i]) && fits(&r[i]))
             f[nf++] = &r[i];
     }
     unit = xmax >= (double)(1 << 30) ? (double)(1 << 30) : (double)(1 << 20);
@@ -993,7 +1365,7 @@ write_svg(const char *path, const as_sweep_opts *o, const record *r, size_t n, a
         }
     sb_printf(&b, "\"/>\n");
     for (i = 0; i < n; i++) {
-        int fit = strcmp(r[i].status, "ok") == 0;
+        int fit = fits(&r[i]);
         char mb[32];
         if (plotted(&r[i]))
             sb_printf(&b, "<circle class=\"%s\" cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"%s\">"
@@ -1069,7 +1441,7 @@ run_got(run *R, size_t t, char *text, as_err *err)
     R->nrec++;
     R->line[t] = text;
     R->got++;
-    if (strcmp(rec->status, "ok") == 0 && !(rec->throughput <= R->best)) {
+    if (fits(rec) && !(rec->throughput <= R->best)) {
         R->best = rec->throughput;
         snprintf(R->bestkey, sizeof R->bestkey, "%s", rec->key);
     }
@@ -1656,7 +2028,7 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
     sum->total = R.total = ncfg;
     sum->skipped = R.nrec;
     for (i = 0; i < R.nrec; i++)
-        if (strcmp(R.recs[i].status, "ok") == 0 && !(R.recs[i].throughput <= R.best)) {
+        if (fits(&R.recs[i]) && !(R.recs[i].throughput <= R.best)) {
             R.best = R.recs[i].throughput;
             snprintf(R.bestkey, sizeof R.bestkey, "%s", R.recs[i].key);
         }
@@ -1684,14 +2056,19 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
     for (i = 0; i < R.nrec; i++) {
         sum->pruned += strcmp(R.recs[i].status, "pruned") == 0;
         sum->oom += strcmp(R.recs[i].status, "oom") == 0;
+        sum->limit += strcmp(R.recs[i].status, "limit") == 0;
         sum->failed += strcmp(R.recs[i].status, "error") == 0 ||
                        strcmp(R.recs[i].status, "infeasible") == 0;
     }
     sum->wall = as_now() - R.t0;
-    if (o->csv != NULL && (rc = write_csv(o->csv, R.recs, R.nrec, err)) != AS_OK)
+    if (o->csv != NULL && (rc = write_csv(o->csv, o, R.recs, R.nrec, err)) != AS_OK)
         goto out;
-    if (o->svg != NULL && (rc = write_svg(o->svg, o, R.recs, R.nrec, err)) != AS_OK)
-        goto out;
+    if (o->svg != NULL) {
+        char path[4096];
+        svg_path(o->svg, o, path, sizeof path);
+        if ((rc = write_svg(path, o, R.recs, R.nrec, err)) != AS_OK)
+            goto out;
+    }
     if (table != NULL)
         print_table(table, R.recs, R.nrec, o->top);
 out:

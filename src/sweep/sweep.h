@@ -38,16 +38,23 @@ typedef struct as_sweep_opts {
     const char *cost;          /**< cost model (NULL = roofline) */
     const char *hw;            /**< profile (NULL = a100-dgx) */
     int64_t batch;             /**< global batch of the graph */
+    int batch_index;           /**< which of BATCHES this run is (the caller sets it): the
+                                    first starts the CSV, later ones append their rows; each
+                                    batch's chart goes to SVG with "-bB" before its extension */
     int64_t batches[AS_SWEEP_MAX_LIST]; int nbatches; /**< `--batch 256,1024`: the command runs one
                                     sweep per batch (one graph each) into one JSONL; with more
                                     than one, keys are prefixed by "b=B," (0 entries = BATCH) */
     int pipeline[AS_SWEEP_MAX_LIST], npipeline;  /**< 0 entries = every divisor of N */
     int micro[AS_SWEEP_MAX_LIST], nmicro;        /**< 0 entries = 1 for P = 1, else 2P */
+    int mbsize[AS_SWEEP_MAX_LIST], nmbsize;     /**< `--microbatch-size 1,2`: K = batch / D / b per
+                                    mesh (D its data degree, 1 without data axes), every P
+                                    (0 entries = the micro list or its default) */
     int accumulate;            /**< 1: the --microbatches list applies to P = 1 too */
     as_recompute recompute[4]; int nrecompute;   /**< 0 entries = none */
     const char *solver[AS_SWEEP_MAX_LIST]; int nsolver; /**< 0 entries = glpk */
     int max_axes;              /**< mesh axes per stage, 1..3 (default 3) */
-    int tp_max;                /**< no mesh axis larger than this (0 = no limit) */
+    int tp_max;                /**< no mesh axis larger than this (0 = no limit); with roles,
+                                    only the tensor and auto axes (data axes unbounded) */
     double time_limit;         /**< seconds per configuration (0 = none) */
     const char *out;           /**< JSONL (NULL = none: nothing to resume) */
     const char *csv;           /**< NULL = none */
@@ -87,6 +94,7 @@ int as_sweep_list(const as_graph *g, const as_sweep_opts *o, FILE *fp, as_err *e
 /** Summary of a run. */
 typedef struct as_sweep_summary {
     size_t total, skipped, done, pruned, failed, oom;
+    size_t limit;              /**< plans that fit, at the time limit (status limit) */
     double wall;               /**< seconds of this run */
     int rank;                  /**< > 0: an MPI rank that only evaluated (built --with-mpi,
                                     under mpirun); rank 0 wrote the JSONL, the table and the

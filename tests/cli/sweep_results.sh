@@ -1,0 +1,77 @@
+#!/bin/sh
+# sweep_results.sh -- what a sweep records (issue 14): stages that differ only in the
+# microbatches they hold share a plan (one truth: the same objective as `solve
+# --pipeline`), a configuration that ran out of time keeps its best plan (status limit,
+# ranked) instead of an error, a --batch list puts every batch in the CSV and one chart
+# per batch, and --microbatch-size / --tp-max with --role enumerate Megatron's (t, p, d, b).
+. "${top_srcdir:-.}/tests/cli/lib.sh"
+
+command -v jq >/dev/null 2>&1 || skip_all "jq not installed"
+close() { # close A B TOL: |A - B| <= TOL * |B|
+    awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN{d=a-b; if(d<0)d=-d; if(b<0)b=-b; exit !(d<=t*b)}'; }
+
+as gen gpt --layers 16 --hidden 64 --heads 4 --seq 16 --batch 16 --train -o "$T/g.asg"
+ok $rc "16-layer GPT, hidden 64, batch 16"
+
+# ---- stages of one kind: solved at the ends of the chain, the middle ones take a plan ----
+S="$T/g.asg --devices 16 --pipeline 8 --max-axes 1 -q"
+as sweep $S -o "$T/a.jsonl"
+ok $rc "P = 8 on 16 devices (mesh 2 per stage)"
+check "some middle stages took a tighter stage's plan (stages_copied > 0), status ok, gap 0" \
+    test "$(jq -r 'select(.config) | "\(.status) \(.stages_copied > 0) \(.gap)"' "$T/a.jsonl")" = "ok true 0"
+as solve "$T/g.asg" --pipeline 8 --microbatches 16 --mesh 2 --memory auto
+obj=$(sed -n 's/^objective  *\([0-9.e+-]*\) s per iteration.*/\1/p' "$T/out" "$T/err")
+sobj=$(jq -r 'select(.config) | .objective' "$T/a.jsonl")
+check "one truth: the sweep's objective $sobj = solve --pipeline 8's $obj (every stage solved)" \
+    close "$sobj" "$obj" 1e-5
+
+# ---- out of time: the best plan found, status limit, ranked ----
+# AUTOSHARD_SWEEP_SOLVES=N ends a configuration's time after N stage solves (as a clock
+# would); here the tight ends (4) are solved, the loose end of the chain is not.
+n=$(jq -r 'select(.config) | .stages_copied' "$T/a.jsonl")
+AUTOSHARD_SWEEP_SOLVES=4 as sweep $S --time-limit 600 -o "$T/l.jsonl"
+ok $rc "a sweep whose time runs out after 4 stage solves"
+check "status limit with its plan: throughput, objective, copied stages ($n + 1)" \
+    test "$(jq -r 'select(.config) | "\(.status) \(.throughput > 0) \(.stages_copied)"' "$T/l.jsonl")" = "limit true $((n + 1))"
+check "its gap is unknown (null): no bound for the stages without a solve" \
+    test "$(jq -r 'select(.config) | .gap' "$T/l.jsonl")" = null
+check "ranked in the table, counted at the time limit" \
+    sh -c "grep -q '^1  *p=8,k=16,mesh=2,.* limit\$' '$T/out' && grep -q '0 failed, 1 at the time limit' '$T/out'"
+check "the plan it kept is the full solve's (objective equal)" \
+    close "$(jq -r 'select(.config) | .objective' "$T/l.jsonl")" "$sobj" 1e-9
+AUTOSHARD_SWEEP_SOLVES=2 as sweep $S --time-limit 600 -o "$T/e.jsonl"
+check "2 solves: a stage with no plan at all is an error naming it truthfully" \
+    sh -c "jq -r 'select(.config) | .status + \": \" + .error' '$T/e.jsonl' | grep -q '^error: time limit (600 s) reached before stage [0-9] was solved\$'"
+
+# ---- a --batch list: one CSV with a batch column, one chart per batch ----
+B="mlp-1b --devices 2 --cost-model distir --role data,tensor --batch 256,1024 -q"
+as sweep $B -o "$T/b.jsonl" --csv "$T/b.csv" --svg "$T/b.svg"
+ok $rc "--batch 256,1024 with --csv and --svg"
+check "CSV: the header and 3 rows per batch" \
+    test "$(head -1 "$T/b.csv" | cut -d, -f1) $(grep -c '^256,' "$T/b.csv") $(grep -c '^1024,' "$T/b.csv") $(wc -l <"$T/b.csv" | tr -d ' ')" = "batch 3 3 7"
+check "CSV rows = JSONL lines (config, status)" \
+    test "$(tail -n +2 "$T/b.csv" | cut -d'"' -f2 | sort | md5sum)" = "$(jq -r 'select(.config) | .config' "$T/b.jsonl" | sort | md5sum)"
+check "one chart per batch: b-b256.svg and b-b1024.svg, no b.svg" \
+    sh -c "grep -q 'batch 256,' '$T/b-b256.svg' && grep -q 'batch 1024,' '$T/b-b1024.svg' && test ! -e '$T/b.svg'"
+as sweep $B -o "$T/b.jsonl" --csv "$T/b.csv"
+check "run again (all done): the CSV is started anew, not appended to" \
+    test "$(wc -l <"$T/b.csv" | tr -d ' ')" = 7
+
+# ---- Megatron's question: --role data,tensor --tp-max T --microbatch-size b ----
+# 16 devices, 16 layers, batch 16; tensor axis <= 4, data axis unbounded; K = 16 / D / b.
+# P=1: 4x4 (K 4), 8x2 (K 2), 16x1 (K 1) = 3 (2x8, 1x16: tensor > 4);  P=2: 2x4 (K 8),
+# 4x2, 8x1 = 3;  P=4: 1x4 (16), 2x2, 4x1 = 3;  P=8: 1x2, 2x1 = 2;  P=16: 1x1 = 1.  12
+as sweep "$T/g.asg" --devices 16 --role data,tensor --tp-max 4 --microbatch-size 1 --list
+check "12 configurations (tensor <= 4, data unbounded)" test "$(grep -c . "$T/out")" = 12
+check "K = batch / D / b: p=2 mesh 2x4 runs 8 microbatches, p=16 1x1 16" \
+    sh -c "grep -qx 'p=2,k=8,mesh=2x4,recompute=none,solver=glpk' '$T/out' &&
+        grep -qx 'p=16,k=16,mesh=1x1,recompute=none,solver=glpk' '$T/out' &&
+        grep -qx 'p=1,k=1,mesh=16x1,recompute=none,solver=glpk' '$T/out'"
+as sweep "$T/g.asg" --devices 16 --role data,tensor --tp-max 4 --microbatch-size 2 --list
+check "b = 2: 16 data replicas cannot take 2 samples each (16x1 gone): 11" \
+    test "$(grep -c . "$T/out")" = 11
+as sweep "$T/g.asg" --devices 16 --microbatch-size 1 --microbatches 2
+check "--microbatch-size with --microbatches: exit 2, one autoshard: line" \
+    sh -c "[ $rc -eq 2 ] && [ \$(grep -c '^autoshard: .*microbatch-size' '$T/err') -eq 1 ]"
+
+done_testing
