@@ -368,44 +368,56 @@ best_into(fit_best *b, as_solve_result *res)
  * consumer off one copy can make another downstream.  0 if the repair does not reach the rows,
  * or the plan does not lower.
  */
-#define FIT_START_ROUNDS 3
+#define FIT_START_ROUNDS 8
 
 static int
 fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan *from,
           double bound, double budget, double deadline, as_plan *pl)
 {
-    size_t n = as_problem_nnodes(p), added = 0;
+    size_t n = as_problem_nnodes(p), added = 0, *prev = as_xcalloc(n + 1, sizeof *prev);
+    double rb = as_problem_memory(p), tb = rb, peak = HUGE_VAL, prev_peak = HUGE_VAL;
     as_err e2 = {0};
-    double peak;
-    int r;
+    int r, ok = 0;
 
     memset(pl, 0, sizeof *pl);
     pl->choice = as_xcalloc(n + 1, sizeof *pl->choice);
     memcpy(pl->choice, from->choice, n * sizeof *pl->choice);
-    for (r = 0;; r++) {
-        if (!as_fit_repair(p, pl->choice, deadline) || fo->peak(fo->ud, pl, &peak, &e2) != AS_OK) {
-            as_plan_free(pl);
-            return 0;
-        }
+    for (r = 0; r < FIT_START_ROUNDS; r++) {
+        if (!as_fit_repair(p, pl->choice, deadline) || fo->peak(fo->ud, pl, &peak, &e2) != AS_OK)
+            break;
         if (getenv("AS_DEBUG_FIT") != NULL)
             fprintf(stderr, "fit: repaired plan %.9g s, rows %.0f B, model %.0f B\n",
                     as_problem_eval(p, pl->choice), as_problem_peak(p, pl->choice), peak);
-        if (peak <= budget * (1 + 1e-9) || r + 1 >= FIT_START_ROUNDS ||
-            (deadline > 0 && as_now() > deadline) ||
-            as_build_add_copies(map, p, pl->choice, &added, &e2) != AS_OK || added == 0 ||
-            !(as_problem_peak(p, pl->choice) > as_problem_memory(p) * (1 + 1e-9)))
+        ok = 1;
+        memcpy(prev, pl->choice, n * sizeof *prev);
+        prev_peak = peak;
+        if (peak <= budget * (1 + 1e-9) || (deadline > 0 && as_now() > deadline))
             break;
+        if (as_build_add_copies(map, p, pl->choice, &added, &e2) != AS_OK)
+            break;
+        if (added > 0 && as_problem_peak(p, pl->choice) > as_problem_memory(p) * (1 + 1e-9))
+            continue; /* its own copies cut it off: repair against them */
+        /* over by what the rows do not hold (partial sums, communication buffers): repair
+           against rows lowered by the excess, as a refit round would */
+        tb -= peak - budget + 0.005 * budget;
+        if (tb <= 0)
+            break;
+        as_problem_set_memory(p, tb);
+    }
+    as_problem_set_memory(p, rb);
+    /* the last plan that fit the rows (and lowered), if it still fits them */
+    memcpy(pl->choice, prev, n * sizeof *prev);
+    free(prev);
+    if (!ok || !(as_problem_peak(p, pl->choice) <= rb * (1 + 1e-9))) {
+        as_plan_free(pl);
+        return 0;
     }
     pl->objective = as_problem_eval(p, pl->choice);
     pl->bound = isfinite(bound) ? fmin(bound, pl->objective) : -HUGE_VAL;
     pl->gap = isfinite(pl->bound) ? as_rel_gap(pl->objective, pl->bound) : HUGE_VAL;
     pl->status = AS_OUTCOME_FEASIBLE;
     pl->nodes = 0;
-    pl->peak = peak;
-    if (!(as_problem_peak(p, pl->choice) <= as_problem_memory(p) * (1 + 1e-9))) {
-        as_plan_free(pl); /* the last copies cut it off and the rounds are used up */
-        return 0;
-    }
+    pl->peak = prev_peak;
     return 1;
 }
 
@@ -513,6 +525,10 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
         }
         as_solve_result_free(res);
         if (as_solve_problem(p, &so, res, err) != AS_OK) {
+            if (best.pl.choice != NULL && err->code == AS_ESOLVER) {
+                as_err_clear(err); /* out of time in the reductions: the plan that fits */
+                goto take_best;
+            }
             st = AS_FIT_ERROR;
             goto out;
         }
