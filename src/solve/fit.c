@@ -498,8 +498,9 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
            fits so far (repaired too when the new rows cut it off) */
         as_plan_free(&start);
         so.incumbent = NULL;
-        /* the repair may take half of the time left: the solve needs the rest */
-        deadline = limit > 0 ? as_now() + 0.5 * (limit - (as_now() - fo->t0)) : 0;
+        /* the repair may take most of the time left: on gpt3-13b the solve from it rarely
+           improves on it in time, and without it a round has no plan to fall back on */
+        deadline = limit > 0 ? as_now() + 0.8 * (limit - (as_now() - fo->t0)) : 0;
         if (fit_start(map, p, fo, &res->plans[0], bound0, budget, deadline, &start) ||
             (best.pl.choice != NULL &&
              fit_start(map, p, fo, &best.pl, bound0, budget, deadline, &start))) {
@@ -564,6 +565,16 @@ take_best:
 fail:
     as_solve_result_free(res);
 out:
+    /* a later round's rows hold one plan's copies, which another plan may not make: the
+       first solve's bound is the one that holds for every plan that fits */
+    for (i = 0; st == AS_FIT_OK && round > 0 && isfinite(bound0) && i < res->nplans; i++) {
+        as_plan *pl = &res->plans[i];
+        pl->bound = fmin(isfinite(pl->bound) ? fmin(pl->bound, bound0) : bound0,
+                         pl->objective);
+        pl->gap = as_rel_gap(pl->objective, pl->bound);
+        if (pl->status == AS_OUTCOME_OPTIMAL && pl->gap > o->lim.gap)
+            pl->status = AS_OUTCOME_FEASIBLE;
+    }
     as_problem_set_memory(p, budget);
     as_plan_free(&start);
     as_plan_free(&best.pl);
