@@ -200,8 +200,57 @@ move_cmp(const void *a, const void *b)
     return x->g < y->g ? -1 : x->g > y->g;
 }
 
-int
-as_fit_repair(const as_problem *p, size_t *x, double deadline)
+/*
+ * Cost descent of X that fits P's rows (sums SUM): each pass moves every group to its
+ * cheapest strategy that keeps every row within the budget, until a pass moves none or
+ * DEADLINE.  The repair's moves are chosen per byte and can cost more than they must.
+ */
+static size_t
+rep_descend(const as_problem *p, const rep_index *ix, rep_work *w, double *sum, double budget,
+            size_t *x, double deadline)
+{
+    size_t g, q, pass, moved = 0, n = ix->n;
+
+    for (pass = 0; pass < 4; pass++) {
+        size_t before = moved;
+        for (g = 0; g < n; g++) {
+            size_t k = as_problem_node(p, g)->k, bq = k, i, a;
+            double bdc = 0, dc, de;
+            if (ix->root[g] != g)
+                continue;
+            if (deadline > 0 && (g & 15) == 0 && as_now() > deadline)
+                return moved;
+            for (q = 0; q < k; q++) {
+                size_t j;
+                int over = 0;
+                if (q == x[g] || !rep_eval(p, ix, w, sum, budget, x, g, q, &dc, &de) ||
+                    !(dc < bdc - 1e-12))
+                    continue;
+                for (j = 0; j < w->nt && !over; j++)
+                    over = sum[w->touched[j]] + w->delta[w->touched[j]] > budget;
+                if (!over) {
+                    bdc = dc;
+                    bq = q;
+                }
+            }
+            if (bq == k)
+                continue;
+            rep_eval(p, ix, w, sum, budget, x, g, bq, &dc, &de);
+            for (i = 0; i < w->nt; i++)
+                sum[w->touched[i]] += w->delta[w->touched[i]];
+            for (a = ix->gstart[g]; a < ix->gstart[g + 1]; a++)
+                x[ix->gmem[a]] = bq;
+            moved++;
+        }
+        if (moved == before)
+            break;
+    }
+    return moved;
+}
+
+/* as_fit_repair, then (DESCEND) rep_descend. */
+static int
+rep_run(const as_problem *p, size_t *x, double deadline, int descend)
 {
     double budget = as_problem_memory(p), *sum, excess = 0;
     rep_index ix;
@@ -303,6 +352,12 @@ as_fit_repair(const as_problem *p, size_t *x, double deadline)
     if (getenv("AS_DEBUG_FIT") != NULL)
         fprintf(stderr, "fit: repair %zu steps, %.3f s, %.0f B above the budget left\n", steps,
                 as_now() - t_start, excess);
+    if (fits && descend) {
+        size_t moved = rep_descend(p, &ix, &w, sum, budget, x, deadline);
+        if (getenv("AS_DEBUG_FIT") != NULL)
+            fprintf(stderr, "fit: descent %zu moves, %.3f s, %.9g s\n", moved,
+                    as_now() - t_start, as_problem_eval(p, x));
+    }
     if (fits) {
         as_err e2;
         double obj;
@@ -317,6 +372,12 @@ as_fit_repair(const as_problem *p, size_t *x, double deadline)
     free(w.astamp);
     rep_index_free(&ix);
     return fits;
+}
+
+int
+as_fit_repair(const as_problem *p, size_t *x, double deadline)
+{
+    return rep_run(p, x, deadline, 0);
 }
 
 /* ---- the refit rounds ---- */
@@ -383,6 +444,7 @@ fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan
     pl->choice = as_xcalloc(n + 1, sizeof *pl->choice);
     memcpy(pl->choice, from->choice, n * sizeof *pl->choice);
     for (r = 0; r < FIT_START_ROUNDS; r++) {
+        double t_it = as_now();
         if (!as_fit_repair(p, pl->choice, deadline) || fo->peak(fo->ud, pl, &peak, &e2) != AS_OK)
             break;
         if (getenv("AS_DEBUG_FIT") != NULL)
@@ -393,7 +455,11 @@ fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan
         prev_peak = peak;
         if (peak <= budget * (1 + 1e-9) || (deadline > 0 && as_now() > deadline))
             break;
-        if (as_build_add_copies(map, p, pl->choice, &added, &e2) != AS_OK)
+        /* its own copies into the rows (they grow P: gpt3-13b gets 2644 rows each time, and
+           the next repair takes longer), unless the time left is short for that */
+        if (deadline > 0 && deadline - as_now() < 4 * (as_now() - t_it))
+            added = 0;
+        else if (as_build_add_copies(map, p, pl->choice, &added, &e2) != AS_OK)
             break;
         if (added > 0 && as_problem_peak(p, pl->choice) > as_problem_memory(p) * (1 + 1e-9))
             continue; /* its own copies cut it off: repair against them */
@@ -411,6 +477,23 @@ fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan
     if (!ok || !(as_problem_peak(p, pl->choice) <= rb * (1 + 1e-9))) {
         as_plan_free(pl);
         return 0;
+    }
+    if (prev_peak <= budget * (1 + 1e-9) && (deadline <= 0 || as_now() < deadline)) {
+        /* it fits: the moves the repair made per byte may cost more than they must; a cost
+           descent within the rows, kept when the model agrees it still fits */
+        as_plan d = *pl;
+        double dpeak;
+        d.choice = as_xcalloc(n + 1, sizeof *d.choice);
+        memcpy(d.choice, pl->choice, n * sizeof *d.choice);
+        if (rep_run(p, d.choice, deadline, 1) &&
+            as_problem_eval(p, d.choice) < as_problem_eval(p, pl->choice) &&
+            fo->peak(fo->ud, &d, &dpeak, &e2) == AS_OK && dpeak <= budget * (1 + 1e-9)) {
+            free(pl->choice);
+            pl->choice = d.choice;
+            prev_peak = dpeak;
+        } else {
+            free(d.choice);
+        }
     }
     pl->objective = as_problem_eval(p, pl->choice);
     pl->bound = isfinite(bound) ? fmin(bound, pl->objective) : -HUGE_VAL;
