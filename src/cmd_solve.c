@@ -38,6 +38,7 @@
 #include "spmd/rules.h"
 #include "sim/lower.h"
 #include "solve/solver.h"
+#include "solve/fit.h"
 
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
        OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL,
@@ -1357,118 +1358,41 @@ plan_sim_peak(const solve_cli *c, const as_graph_problem *gp, const as_plan *pl,
     return AS_OK;
 }
 
-/* Re-solves when the simulator's peak of the best plan exceeds the budget: in all, and
- * the first ones that add the plan's resharded copies to the rows. */
-#define SOLVE_FIT_ROUNDS 8
-#define SOLVE_COPY_ROUNDS 4
+/* as_fit_peak_fn: the simulator's peak of a plan (plan_sim_peak). */
+typedef struct fit_ctx {
+    const solve_cli *c;
+    const as_graph_problem *gp;
+} fit_ctx;
+
+static int
+fit_peak(void *ud, const as_plan *pl, double *peak, as_err *err)
+{
+    const fit_ctx *x = ud;
+
+    return plan_sim_peak(x->c, x->gp, pl, x->c->o.solver, peak, err);
+}
 
 /*
- * Give every plan of RES its peak by the memory model (plan_sim_peak);
- * *ROWS gets the first plan's peak by the ILP's rows.  When that plan does
- * not fit the budget, the rows' budget is lowered by the excess (plus 0.5 %
- * of the budget) and the problem solved again, up to SOLVE_FIT_ROUNDS
- * times; the first SOLVE_COPY_ROUNDS solves add the plan's resharded copies to the rows
- * instead (as_build_add_copies).  --time-limit covers every solve since T0.
- * Returns AS_EXIT_OK, or AS_EXIT_INFEAS after printing why (RES
- * freed), or AS_EXIT_RUNTIME with ERR set.  Without a budget, or when the
- * plan cannot be lowered (the message says so), the rows' peak stands.
+ * Give every plan of RES its peak by the memory model and solve again until the first fits
+ * the budget (solve/fit.h as_solve_fit); *ROWS gets its peak by the ILP's rows.
+ * --time-limit covers every solve since T0.  Returns AS_EXIT_OK, or AS_EXIT_INFEAS /
+ * AS_EXIT_RUNTIME after printing why (RES freed), or AS_EXIT_RUNTIME with ERR set.
  */
 static int
 solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double t0,
           double *rows, FILE *fp, as_err *err)
 {
-    double budget = as_problem_memory(gp->p), rb = budget, peak = 0;
-    char b1[32], b2[32], b3[32];
-    as_solve_opts o = c->o;
-    as_err e2 = {0};
-    size_t i;
-    int round;
+    fit_ctx x = {c, gp};
+    as_fit_opts fo = {fit_peak, &x, t0, fp, c->errfp};
 
-    for (round = 0;; round++) {
-        *rows = res->plans[0].peak;
-        for (i = 0; i < res->nplans; i++) {
-            if (plan_sim_peak(c, gp, &res->plans[i], c->o.solver, &peak, &e2) != AS_OK) {
-                fprintf(c->errfp, "autoshard: warning: peak memory from the ILP's rows only (the "
-                        "plan does not lower: %s)\n", e2.msg);
-                *rows = -1;
-                as_problem_set_memory(gp->p, budget);
-                return AS_EXIT_OK;
-            }
-            res->plans[i].peak = peak;
-        }
-        if (budget <= 0 || res->plans[0].peak <= budget * (1 + 1e-9))
-            break;
-        if (round < SOLVE_COPY_ROUNDS) {
-            size_t added = 0;
-            if (as_build_add_copies(gp->map, gp->p, res->plans[0].choice, &added, err) != AS_OK)
-                return AS_EXIT_RUNTIME;
-            if (added > 0) {
-                fprintf(fp, "%-13sthe plan needs %s per device (rows %s); its resharded copies "
-                        "now in %zu more rows, solving again\n", "refit",
-                        as_fmt_bytes(res->plans[0].peak, b1, sizeof b1),
-                        as_fmt_bytes(*rows, b2, sizeof b2), added);
-                goto again;
-            }
-        }
-        rb -= res->plans[0].peak - budget + 0.005 * budget;
-        if (round + 1 >= SOLVE_FIT_ROUNDS || rb <= 0) {
-            fprintf(c->errfp, "autoshard: no plan found that fits in %s per device: after %d "
-                    "solves with the ILP's rows tightened to %s, the best plan needs %s with its "
-                    "resharded copies and partial sums (rows: %s)\n",
-                    as_fmt_bytes(budget, b1, sizeof b1), round + 1,
-                    as_fmt_bytes(rb, b2, sizeof b2),
-                    as_fmt_bytes(res->plans[0].peak, b3, sizeof b3),
-                    as_fmt_bytes(*rows, b2, sizeof b2));
-            as_problem_set_memory(gp->p, budget);
-            as_solve_result_free(res);
-            return AS_EXIT_INFEAS;
-        }
-        fprintf(fp, "%-13sthe plan needs %s per device (rows %s + resharded copies and partial "
-                "sums); solving again with the rows' budget at %s\n", "refit",
-                as_fmt_bytes(res->plans[0].peak, b1, sizeof b1), as_fmt_bytes(*rows, b2, sizeof b2),
-                as_fmt_bytes(rb, b3, sizeof b3));
-    again:
-        if (c->o.lim.time_limit_s > 0) { /* the limit covers every round */
-            o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - t0);
-            if (o.lim.time_limit_s <= 0) {
-                fprintf(c->errfp, "autoshard: stopped at the time limit (%g s) before a plan "
-                        "that fits in %s per device: the best plan needs %s with its resharded "
-                        "copies and partial sums\n", c->o.lim.time_limit_s,
-                        as_fmt_bytes(budget, b1, sizeof b1),
-                        as_fmt_bytes(res->plans[0].peak, b2, sizeof b2));
-                as_problem_set_memory(gp->p, budget);
-                as_solve_result_free(res);
-                return AS_EXIT_RUNTIME; /* out of time: not proven that no plan fits */
-            }
-        }
-        as_problem_set_memory(gp->p, rb);
-        as_solve_result_free(res);
-        if (as_solve_problem(gp->p, &o, res, err) != AS_OK) {
-            as_problem_set_memory(gp->p, budget);
-            return AS_EXIT_RUNTIME;
-        }
-        if (res->nplans == 0 && res->outcome != AS_OUTCOME_INFEASIBLE) {
-            fprintf(c->errfp, "autoshard: stopped at the time limit (%g s) before a plan that "
-                    "fits in %s per device: with the ILP's rows tightened to %s to leave room "
-                    "for resharded copies and partial sums, the solver found no plan in time\n",
-                    c->o.lim.time_limit_s, as_fmt_bytes(budget, b1, sizeof b1),
-                    as_fmt_bytes(rb, b2, sizeof b2));
-            as_problem_set_memory(gp->p, budget);
-            as_solve_result_free(res);
-            return AS_EXIT_RUNTIME; /* out of time: not proven that no plan fits */
-        }
-        if (res->nplans == 0) {
-            fprintf(c->errfp, "autoshard: no plan fits in %s per device: with the ILP's rows "
-                    "tightened to %s to leave room for resharded copies and partial sums, "
-                    "no plan fits the rows\n", as_fmt_bytes(budget, b1, sizeof b1),
-                    as_fmt_bytes(rb, b2, sizeof b2));
-            as_problem_set_memory(gp->p, budget);
-            as_solve_result_free(res);
-            return AS_EXIT_INFEAS;
-        }
+    switch (as_solve_fit(gp->map, gp->p, &c->o, &fo, res, rows, err)) {
+    case AS_FIT_OK:
+        return AS_EXIT_OK;
+    case AS_FIT_INFEAS:
+        return AS_EXIT_INFEAS;
+    default:
+        return AS_EXIT_RUNTIME;
     }
-    as_problem_set_memory(gp->p, budget);
-    return AS_EXIT_OK;
 }
 
 static int solve_graph_after(solve_cli *c, as_graph_problem *gp, as_solve_opts *op,

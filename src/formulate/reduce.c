@@ -64,6 +64,8 @@ typedef struct wnode {
     int inmem;           /**< has memory in a live memory row: kept unless decided */
     size_t fixed;        /**< the one strategy it was eliminated with (RS), or NONE */
     int frozen;          /**< end of an unmerged follow link: strategies stay whole */
+    unsigned char dirty; /**< its costs, edges, neighbours' strategies or rows changed since
+                              dominance last looked at it */
     int alive;
     size_t k;            /**< strategies of the node in the problem (kof) */
     AS_VEC(size_t) adj;  /**< incident edge indices (dead ones skipped) */
@@ -239,6 +241,19 @@ static int
 past(const work *w)
 {
     return w->deadline > 0 && as_now() > w->deadline;
+}
+
+/* Dominance must look at X's neighbours again (X lost strategies, or its edges changed). */
+static void
+mark_nbrs(work *w, size_t x)
+{
+    size_t i;
+
+    for (i = 0; i < w->nodes[x].adj.n; i++) {
+        const wedge *e = &w->edges.v[w->nodes[x].adj.v[i]];
+        if (e->alive)
+            w->nodes[e->u == x ? e->v : e->u].dirty = 1;
+    }
 }
 
 /* ---- groups: followers and alias pairs ---- */
@@ -645,6 +660,7 @@ work_pbqp(work *w)
                 if (e->alive)
                     AS_VEC_PUSH(&stack, e->u == x ? e->v : e->u);
             }
+            mark_nbrs(w, x); /* their costs change */
             w->nodes[x].alive = 0;
             elim_single(w, x);
             continue;
@@ -659,12 +675,14 @@ work_pbqp(work *w)
         }
         y = w->edges.v[inc[0]].u == x ? w->edges.v[inc[0]].v : w->edges.v[inc[0]].u;
         AS_VEC_PUSH(&stack, y);
+        w->nodes[y].dirty = 1; /* a cost or an edge changes */
         if (deg == 1) {
             elim_deg1(w, x, &w->edges.v[inc[0]]);
             continue;
         }
         z = w->edges.v[inc[1]].u == x ? w->edges.v[inc[1]].v : w->edges.v[inc[1]].u;
         AS_VEC_PUSH(&stack, z);
+        w->nodes[z].dirty = 1;
         elim_deg2(w, x, &w->edges.v[inc[0]], &w->edges.v[inc[1]]);
     }
     AS_VEC_FREE(&stack);
@@ -683,7 +701,7 @@ work_pbqp(work *w)
 static size_t
 work_dominance(work *w)
 {
-    size_t n = as_problem_nnodes(w->p), x, t, i, p, q, a, removed = 0;
+    size_t n = as_problem_nnodes(w->p), x, t, i, p, q, a, removed = 0, gone;
     size_t *off = as_xcalloc(n + 2, sizeof *off), *fill = as_xcalloc(n + 1, sizeof *fill);
     size_t *tro = NULL;
     AS_VEC(double) tr = {0};
@@ -706,8 +724,10 @@ work_dominance(work *w)
         size_t kx = kof(w, x);
         if ((x & 63) == 63 && past(w))
             break; /* the time limit: what was removed so far is exact */
-        if (!nd->alive || nd->pinned || nd->nok < 2)
+        if (!nd->alive || nd->pinned || nd->nok < 2 || !nd->dirty)
             continue;
+        nd->dirty = 0;
+        gone = removed;
         tr.n = 0; /* x's rows of the matrices where x is the v end, transposed */
         tro = as_xrealloc(tro, (nd->adj.n + 1) * sizeof *tro);
         for (i = 0; i < nd->adj.n; i++) {
@@ -795,6 +815,8 @@ work_dominance(work *w)
                 }
             }
         }
+        if (removed > gone)
+            mark_nbrs(w, x); /* their maxima over x's strategies may drop */
     }
     free(off);
     free(fill);
@@ -874,8 +896,10 @@ work_refresh(work *w)
 {
     size_t n = as_problem_nnodes(w->p), t, i, j, s, freed = 0;
     double budget = as_problem_memory(w->p);
-    unsigned char *was = as_xcalloc(n + 1, 1);
+    unsigned char *was = as_xcalloc(n + 1, 1), *rowlive = as_xcalloc(w->rows.n + 1, 1);
 
+    for (t = 0; t < w->rows.n; t++)
+        rowlive[t] = (unsigned char)w->rows.v[t].alive;
     for (t = 0; t < w->rows.n; t++) {
         wrow *r = &w->rows.v[t];
         double top = r->resident;
@@ -930,7 +954,11 @@ work_refresh(work *w)
         }
     for (i = 0; i < n; i++)
         freed += was[i] && !w->nodes[i].inmem && w->nodes[i].alive;
+    for (t = 0; t < w->rows.n; t++) /* a row gone: its nodes' memory no longer binds there */
+        for (i = 0; rowlive[t] && !w->rows.v[t].alive && i < w->rows.v[t].n; i++)
+            w->nodes[w->rows.v[t].node[i]].dirty = 1;
     free(was);
+    free(rowlive);
     return freed;
 }
 
@@ -1793,16 +1821,23 @@ work_const_sweep(work *w)
 static void
 work_simplify(work *w)
 {
-    size_t more;
+    size_t more, v;
 
+    for (v = 0; v < as_problem_nnodes(w->p); v++) /* bound rounds changed anything */
+        w->nodes[v].dirty = 1;
     do {
         work_const_sweep(w);
         if (w->flags & AS_REDUCE_PBQP)
             work_pbqp(w);
         more = work_refresh(w) > 0 && (w->flags & AS_REDUCE_PBQP);
-        if ((w->flags & AS_REDUCE_DOMINATED) && as_problem_nnogoods(w->p) == 0 &&
-            work_dominance(w) > 0)
-            more = 1;
+        if ((w->flags & AS_REDUCE_DOMINATED) && as_problem_nnogoods(w->p) == 0) {
+            double t0 = as_now();
+            size_t gone = work_dominance(w);
+            if (w->dbg)
+                fprintf(stderr, "  dominance: %zu strategies (%.3f s)\n", gone, as_now() - t0);
+            if (gone > 0)
+                more = 1;
+        }
     } while (more && !past(w)); /* at the time limit: less reduced, still exact */
 }
 

@@ -544,6 +544,32 @@ beam_start(const as_problem *rp, const as_solve_opts *o, double t0, size_t *star
     return ok;
 }
 
+/*
+ * O's incumbent (a plan of P) as a plan of RP in OUT with its cost: every node of RP takes the
+ * strategy that is the incumbent's strategy of its origin.  0 when the reductions dropped one
+ * of those strategies, or the plan does not fit RP.
+ */
+static int
+incumbent_start(const as_problem *rp, const as_reduction *red, const size_t *inc, size_t *out,
+                double *cost)
+{
+    size_t i, s, nn = as_problem_nnodes(rp);
+
+    for (i = 0; i < nn; i++) {
+        size_t v = red != NULL ? as_reduction_origin(red, i) : i, k = as_problem_node(rp, i)->k;
+        for (s = 0; s < k; s++)
+            if ((red != NULL ? as_reduction_strategy(red, i, s) : s) == inc[v])
+                break;
+        if (s == k)
+            return 0;
+        out[i] = s;
+    }
+    if (!start_fits(rp, out))
+        return 0;
+    *cost = as_problem_eval(rp, out);
+    return 1;
+}
+
 /* The k-best loop on the (reduced, mutable) problem RP; the time limit counts from T0. */
 static int
 solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const as_solve_opts *o,
@@ -553,8 +579,8 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     as_limits lim = o->lim;
     as_assignment a;
     as_outcome outcome;
-    size_t i, nn = as_problem_nnodes(rp), *buf, *hstart;
-    double lb = red != NULL ? as_reduction_stats(red)->lb : NAN, cost = HUGE_VAL;
+    size_t i, nn = as_problem_nnodes(rp), *buf, *hstart, *istart;
+    double lb = red != NULL ? as_reduction_stats(red)->lb : NAN, cost = HUGE_VAL, icost = 0;
     loop_cands lc;
     int rc = AS_OK;
 
@@ -562,6 +588,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         return AS_EUSAGE;
     buf = as_xcalloc(nn + 1, sizeof *buf);
     hstart = as_xcalloc(nn + 1, sizeof *hstart);
+    istart = as_xcalloc(nn + 1, sizeof *istart);
     if (o->distinct != NULL && o->top > 1)
         o->distinct(o->distinct_ud, NULL, 0); /* a new solve: no layout returned yet */
     /* a heuristic (beam, mcts) searches on its own: the reductions' plan is neither its start
@@ -571,6 +598,12 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         if (i > 0 && o->lim.time_limit_s > 0 && as_now() - t0 >= o->lim.time_limit_s)
             break; /* at the limit: the plans found so far */
         lim.start = cands_pick(&lc, nn, buf, &cost);
+        if (i == 0 && o->incumbent != NULL && (ops->flags & AS_SOLVER_EXACT) &&
+            incumbent_start(rp, red, o->incumbent, istart, &icost) &&
+            (lim.start == NULL || icost < cost || !start_fits(rp, lim.start))) {
+            lim.start = istart; /* the caller's plan: cheaper, or the only one that fits */
+            cost = icost;
+        }
         if (i == 0 && (ops->flags & AS_SOLVER_EXACT) && as_problem_memory(rp) > 0 &&
             (lim.start == NULL || !start_fits(rp, lim.start)) &&
             beam_start(rp, o, t0, hstart, &cost)) {
@@ -663,6 +696,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     cands_free(&lc);
     free(buf);
     free(hstart);
+    free(istart);
     return rc;
 }
 

@@ -131,6 +131,13 @@ typedef struct as_solve_opts {
      */
     int (*distinct)(void *ud, const size_t *choice, double objective);
     void *distinct_ud;
+    /**
+     * A plan of P (one strategy per node, follow links respected) that fits every row of P,
+     * or NULL: the backend starts from it (mapped onto the reduced problem; not when the
+     * reductions dropped one of its strategies) when the reductions' plan is dearer or does
+     * not fit.  The caller keeps it as its fallback (solve/fit.c).
+     */
+    const size_t *incumbent;
 } as_solve_opts;
 
 #define AS_SOLVE_MAX_SKIPS 16

@@ -56,6 +56,21 @@ close "${p:-0}" "${q:-0}" || s=1
 awk -v q="${q:-1e99}" -v u="${u:-0}" 'BEGIN{exit !(q <= 900*1048576 && u > 900*1048576)}' || s=1
 ok $s "budget 900 MiB (unconstrained ${u:-?}): refit, and the plan fits when simulated (${q:-?} bytes)"
 
+# 870 MiB: the first plan needs 907 MiB with its resharded copies (rows 763 MiB).  The
+# refit round starts from that plan repaired to fit the rows with its copies (solve/fit.c),
+# which fits when simulated, so a plan comes back within the limit (before: the re-solve
+# from nothing ran out of time, exit 1)
+as solve "$T/s2.asg" --mesh 2x4 --memory 870MiB --time-limit 8 -o "$T/s870.json"
+s=$rc
+grep -q '^refit .*resharded copies now in [0-9]* more rows, solving again$' "$T/out" || s=1
+grep -q '^refit  *starting from a plan that fits the new rows: .* per device$' "$T/out" || s=1
+as simulate "$T/s2.asg" --plan "$T/s870.json" --json --capacity 912261120
+[ $rc -eq 0 ] || s=1
+grep -q '"oom": true' "$T/out" && s=1
+q=$(sim_peak)
+awk -v q="${q:-1e99}" 'BEGIN{exit !(q <= 870*1048576)}' || s=1
+ok $s "budget 870 MiB, 8 s: the refit starts from the repaired plan, which fits when simulated (${q:-?} bytes)"
+
 # a budget no plan meets: exit 3, one line
 as solve "$T/s2.asg" --mesh 2x4 --memory 300MiB
 expect_fail 3 "no plan fits in 300.00 MiB" "budget no plan meets: exit 3"

@@ -1,0 +1,673 @@
+/* fit.c -- solving under a budget until the plan fits by the memory model (fit.h). */
+#include "solve/fit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- greedy repair ---- */
+
+/* Index of P for the repair: nodes' follow groups, rows per node, edges and aliases per node. */
+typedef struct rep_index {
+    size_t n, nl;
+    size_t *root;                /* follow root of every node */
+    size_t *gstart, *gmem;       /* members of the group of root r: gmem[gstart[r]..gstart[r+1]) */
+    size_t *rstart, *rrow, *rent; /* (row, entry) of node v: [rstart[v], rstart[v+1]) */
+    size_t *estart, *eidx;       /* edges of node v */
+    size_t *astart, *aidx;       /* aliases of node v */
+} rep_index;
+
+/* Counting sort of PAIRS (key, value) into CSR START/VAL over N keys. */
+static void
+csr(size_t n, const size_t *key, const size_t *val, size_t m, size_t **start, size_t **out)
+{
+    size_t i, *at;
+
+    *start = as_xcalloc(n + 1, sizeof **start);
+    *out = as_xcalloc(m + 1, sizeof **out);
+    for (i = 0; i < m; i++)
+        (*start)[key[i] + 1]++;
+    for (i = 0; i < n; i++)
+        (*start)[i + 1] += (*start)[i];
+    at = as_xcalloc(n + 1, sizeof *at);
+    memcpy(at, *start, n * sizeof *at);
+    for (i = 0; i < m; i++)
+        (*out)[at[key[i]]++] = val[i];
+    free(at);
+}
+
+static void
+rep_index_init(rep_index *ix, const as_problem *p)
+{
+    size_t v, t, e, n = as_problem_nnodes(p), nl = as_problem_nlive(p), m = 0, i;
+    size_t *key, *val, *ent;
+
+    memset(ix, 0, sizeof *ix);
+    ix->n = n;
+    ix->nl = nl;
+    ix->root = as_xcalloc(n + 1, sizeof *ix->root);
+    for (v = 0; v < n; v++) {
+        size_t r = v;
+        while (as_problem_node(p, r)->follow != AS_NO_FOLLOW)
+            r = as_problem_node(p, r)->follow;
+        ix->root[v] = r;
+    }
+    val = as_xcalloc(n + 1, sizeof *val);
+    for (v = 0; v < n; v++)
+        val[v] = v;
+    csr(n, ix->root, val, n, &ix->gstart, &ix->gmem);
+    free(val);
+    for (t = 0; t < nl; t++)
+        m += as_problem_live(p, t)->n;
+    key = as_xcalloc(m + 1, sizeof *key);
+    val = as_xcalloc(m + 1, sizeof *val);
+    ent = as_xcalloc(m + 1, sizeof *ent);
+    for (t = 0, i = 0; t < nl; t++) {
+        const as_plive *l = as_problem_live(p, t);
+        for (e = 0; e < l->n; e++, i++) {
+            key[i] = l->nodes[e];
+            val[i] = t;
+            ent[i] = e;
+        }
+    }
+    csr(n, key, val, m, &ix->rstart, &ix->rrow);
+    free(ix->rstart);
+    csr(n, key, ent, m, &ix->rstart, &ix->rent);
+    free(key);
+    free(val);
+    free(ent);
+    m = as_problem_nedges(p);
+    key = as_xcalloc(2 * m + 1, sizeof *key);
+    val = as_xcalloc(2 * m + 1, sizeof *val);
+    for (e = 0; e < m; e++) {
+        key[2 * e] = as_problem_edge(p, e)->u;
+        key[2 * e + 1] = as_problem_edge(p, e)->v;
+        val[2 * e] = val[2 * e + 1] = e;
+    }
+    csr(n, key, val, 2 * m, &ix->estart, &ix->eidx);
+    free(key);
+    free(val);
+    m = as_problem_naliases(p);
+    key = as_xcalloc(2 * m + 1, sizeof *key);
+    val = as_xcalloc(2 * m + 1, sizeof *val);
+    for (e = 0; e < m; e++) {
+        key[2 * e] = as_problem_alias(p, e)->a;
+        key[2 * e + 1] = as_problem_alias(p, e)->b;
+        val[2 * e] = val[2 * e + 1] = e;
+    }
+    csr(n, key, val, 2 * m, &ix->astart, &ix->aidx);
+    free(key);
+    free(val);
+}
+
+static void
+rep_index_free(rep_index *ix)
+{
+    free(ix->root);
+    free(ix->gstart);
+    free(ix->gmem);
+    free(ix->rstart);
+    free(ix->rrow);
+    free(ix->rent);
+    free(ix->estart);
+    free(ix->eidx);
+    free(ix->astart);
+    free(ix->aidx);
+}
+
+/* Scratch of one move's evaluation. */
+typedef struct rep_work {
+    double *delta;          /* per row */
+    size_t *touched, nt;    /* rows with a delta */
+    unsigned *rstamp, *estamp, *astamp, stamp;
+} rep_work;
+
+/* Strategy of node W if group G moved to Q. */
+#define REP_AT(ix, x, g, q, w) ((ix)->root[w] == (g) ? (q) : (x)[w])
+
+/*
+ * Move group G to Q under X: *DCOST, *DEXCESS (change of the bytes above BUDGET summed over
+ * the rows).  0 if the move breaks an alias row.
+ */
+static int
+rep_eval(const as_problem *p, const rep_index *ix, rep_work *w, const double *sum, double budget,
+         const size_t *x, size_t g, size_t q, double *dcost, double *dexcess)
+{
+    size_t a, i, j;
+    double dc = 0, de = 0;
+
+    w->stamp++;
+    w->nt = 0;
+    for (a = ix->gstart[g]; a < ix->gstart[g + 1]; a++) {
+        size_t v = ix->gmem[a];
+        const as_pnode *nd = as_problem_node(p, v);
+        for (i = ix->astart[v]; i < ix->astart[v + 1]; i++) {
+            const as_palias *al = as_problem_alias(p, ix->aidx[i]);
+            if (w->astamp[ix->aidx[i]] == w->stamp)
+                continue;
+            w->astamp[ix->aidx[i]] = w->stamp;
+            if (al->bad[REP_AT(ix, x, g, q, al->a) * as_problem_node(p, al->b)->k +
+                        REP_AT(ix, x, g, q, al->b)])
+                return 0;
+        }
+        dc += nd->c[q] + nd->d[q] - nd->c[x[v]] - nd->d[x[v]];
+        for (i = ix->estart[v]; i < ix->estart[v + 1]; i++) {
+            const as_pedge *e = as_problem_edge(p, ix->eidx[i]);
+            size_t kv = as_problem_node(p, e->v)->k;
+            if (w->estamp[ix->eidx[i]] == w->stamp)
+                continue;
+            w->estamp[ix->eidx[i]] = w->stamp;
+            dc += e->r[REP_AT(ix, x, g, q, e->u) * kv + REP_AT(ix, x, g, q, e->v)] -
+                  e->r[x[e->u] * kv + x[e->v]];
+        }
+        for (i = ix->rstart[v]; i < ix->rstart[v + 1]; i++) {
+            size_t t = ix->rrow[i];
+            const double *m = as_problem_live(p, t)->m[ix->rent[i]];
+            if (w->rstamp[t] != w->stamp) {
+                w->rstamp[t] = w->stamp;
+                w->delta[t] = 0;
+                w->touched[w->nt++] = t;
+            }
+            w->delta[t] += m[q] - m[x[v]];
+        }
+    }
+    for (j = 0; j < w->nt; j++) {
+        size_t t = w->touched[j];
+        de += fmax(0, sum[t] + w->delta[t] - budget) - fmax(0, sum[t] - budget);
+    }
+    *dcost = dc;
+    *dexcess = de;
+    return 1;
+}
+
+#define REP_TRY 6
+
+/* A move of group G to Q: its cost per byte above the budget removed, and the bytes. */
+typedef struct rep_move {
+    double score, de;
+    size_t g, q;
+} rep_move;
+
+static int
+move_cmp(const void *a, const void *b)
+{
+    const rep_move *x = a, *y = b;
+
+    if (x->score != y->score)
+        return x->score < y->score ? -1 : 1;
+    if (x->de != y->de)
+        return x->de < y->de ? -1 : 1;
+    return x->g < y->g ? -1 : x->g > y->g;
+}
+
+/*
+ * Cost descent of X that fits P's rows (sums SUM): each pass moves every group to its
+ * cheapest strategy that keeps every row within the budget, until a pass moves none or
+ * DEADLINE.  The repair's moves are chosen per byte and can cost more than they must.
+ */
+static size_t
+rep_descend(const as_problem *p, const rep_index *ix, rep_work *w, double *sum, double budget,
+            size_t *x, double deadline)
+{
+    size_t g, q, pass, moved = 0, n = ix->n;
+
+    for (pass = 0; pass < 4; pass++) {
+        size_t before = moved;
+        for (g = 0; g < n; g++) {
+            size_t k = as_problem_node(p, g)->k, bq = k, i, a;
+            double bdc = 0, dc, de;
+            if (ix->root[g] != g)
+                continue;
+            if (deadline > 0 && (g & 15) == 0 && as_now() > deadline)
+                return moved;
+            for (q = 0; q < k; q++) {
+                size_t j;
+                int over = 0;
+                if (q == x[g] || !rep_eval(p, ix, w, sum, budget, x, g, q, &dc, &de) ||
+                    !(dc < bdc - 1e-12))
+                    continue;
+                for (j = 0; j < w->nt && !over; j++)
+                    over = sum[w->touched[j]] + w->delta[w->touched[j]] > budget;
+                if (!over) {
+                    bdc = dc;
+                    bq = q;
+                }
+            }
+            if (bq == k)
+                continue;
+            rep_eval(p, ix, w, sum, budget, x, g, bq, &dc, &de);
+            for (i = 0; i < w->nt; i++)
+                sum[w->touched[i]] += w->delta[w->touched[i]];
+            for (a = ix->gstart[g]; a < ix->gstart[g + 1]; a++)
+                x[ix->gmem[a]] = bq;
+            moved++;
+        }
+        if (moved == before)
+            break;
+    }
+    return moved;
+}
+
+/* as_fit_repair, then (DESCEND) rep_descend. */
+static int
+rep_run(const as_problem *p, size_t *x, double deadline, int descend)
+{
+    double budget = as_problem_memory(p), *sum, excess = 0;
+    rep_index ix;
+    rep_work w;
+    size_t t, e, steps, n = as_problem_nnodes(p);
+    unsigned *gstamp;
+    rep_move *cand;
+    int fits;
+    double t_start = as_now();
+
+    if (budget <= 0)
+        return 1;
+    rep_index_init(&ix, p);
+    memset(&w, 0, sizeof w);
+    w.delta = as_xcalloc(ix.nl + 1, sizeof *w.delta);
+    w.touched = as_xcalloc(ix.nl + 1, sizeof *w.touched);
+    w.rstamp = as_xcalloc(ix.nl + 1, sizeof *w.rstamp);
+    w.estamp = as_xcalloc(as_problem_nedges(p) + 1, sizeof *w.estamp);
+    w.astamp = as_xcalloc(as_problem_naliases(p) + 1, sizeof *w.astamp);
+    gstamp = as_xcalloc(n + 1, sizeof *gstamp);
+    sum = as_xcalloc(ix.nl + 1, sizeof *sum);
+    for (t = 0; t < ix.nl; t++) {
+        const as_plive *l = as_problem_live(p, t);
+        sum[t] = l->resident;
+        for (e = 0; e < l->n; e++)
+            sum[t] += l->m[e][x[l->nodes[e]]];
+        excess += fmax(0, sum[t] - budget);
+    }
+    cand = as_xcalloc(n + 1, sizeof *cand);
+    for (steps = 0; excess > 0 && steps < 4 * n + 16; steps++) {
+        size_t nc = 0, c, q, moved = 0, nq, try[REP_TRY];
+        if (deadline > 0 && as_now() > deadline)
+            break;
+        /* every group with bytes in a row above the budget: its best move */
+        for (t = 0; t < ix.nl; t++) {
+            const as_plive *l = as_problem_live(p, t);
+            if (sum[t] <= budget)
+                continue;
+            for (e = 0; e < l->n; e++) {
+                size_t v = l->nodes[e], g = ix.root[v], k = as_problem_node(p, g)->k;
+                rep_move best = {HUGE_VAL, 0, 0, 0};
+                if (gstamp[g] == steps + 1 || !(l->m[e][x[v]] > 0))
+                    continue;
+                gstamp[g] = (unsigned)steps + 1;
+                /* the REP_TRY strategies that lower this entry most (a scan of every
+                   strategy of every group in gpt3-13b's rows with copies took seconds) */
+                for (q = 0, nq = 0; q < k; q++) {
+                    size_t j;
+                    if (q == x[g] || !(l->m[e][q] < l->m[e][x[v]]))
+                        continue;
+                    for (j = nq < REP_TRY ? nq++ : REP_TRY;
+                         j > 0 && l->m[e][try[j - 1]] > l->m[e][q]; j--)
+                        if (j < REP_TRY)
+                            try[j] = try[j - 1];
+                    if (j < REP_TRY)
+                        try[j] = q;
+                }
+                for (c = 0; c < nq; c++) {
+                    double dc, de, score;
+                    q = try[c];
+                    if (!rep_eval(p, &ix, &w, sum, budget, x, g, q, &dc, &de) || !(de < 0))
+                        continue;
+                    score = dc / -de;
+                    if (score < best.score || (score == best.score && de < best.de))
+                        best = (rep_move){score, de, g, q};
+                }
+                if (best.score < HUGE_VAL)
+                    cand[nc++] = best;
+            }
+        }
+        if (nc == 0)
+            break; /* no move lowers the excess */
+        /* the moves in order of score, each checked again after those before it: one scan
+           makes several moves (a scan of gpt3-13b's rows with its copies takes seconds) */
+        qsort(cand, nc, sizeof *cand, move_cmp);
+        for (c = 0; c < nc && excess > 0; c++) {
+            size_t a, i;
+            double dc, de;
+            if (!rep_eval(p, &ix, &w, sum, budget, x, cand[c].g, cand[c].q, &dc, &de) ||
+                !(de < 0) || (c > 0 && dc > 0 && dc / -de > 2 * fmax(cand[c].score, 0)))
+                continue;
+            for (i = 0; i < w.nt; i++) {
+                size_t r = w.touched[i];
+                excess += fmax(0, sum[r] + w.delta[r] - budget) - fmax(0, sum[r] - budget);
+                sum[r] += w.delta[r];
+            }
+            for (a = ix.gstart[cand[c].g]; a < ix.gstart[cand[c].g + 1]; a++)
+                x[ix.gmem[a]] = cand[c].q;
+            moved++;
+        }
+        if (moved == 0)
+            break;
+        excess = 0; /* summed again: no drift */
+        for (t = 0; t < ix.nl; t++)
+            excess += fmax(0, sum[t] - budget);
+    }
+    free(cand);
+    fits = excess <= 0;
+    if (getenv("AS_DEBUG_FIT") != NULL)
+        fprintf(stderr, "fit: repair %zu steps, %.3f s, %.0f B above the budget left\n", steps,
+                as_now() - t_start, excess);
+    if (fits && descend) {
+        size_t moved = rep_descend(p, &ix, &w, sum, budget, x, deadline);
+        if (getenv("AS_DEBUG_FIT") != NULL)
+            fprintf(stderr, "fit: descent %zu moves, %.3f s, %.9g s\n", moved,
+                    as_now() - t_start, as_problem_eval(p, x));
+    }
+    if (fits) {
+        as_err e2;
+        double obj;
+        fits = as_problem_check(p, x, &obj, NULL, &e2) == AS_OK; /* no-goods, rounding */
+    }
+    free(sum);
+    free(gstamp);
+    free(w.delta);
+    free(w.touched);
+    free(w.rstamp);
+    free(w.estamp);
+    free(w.astamp);
+    rep_index_free(&ix);
+    return fits;
+}
+
+int
+as_fit_repair(const as_problem *p, size_t *x, double deadline)
+{
+    return rep_run(p, x, deadline, 0);
+}
+
+/* ---- the refit rounds ---- */
+
+/* Re-solves when the memory model's peak of the best plan exceeds the budget: in all, and
+ * the first ones that add the plan's resharded copies to the rows. */
+#define FIT_ROUNDS 8
+#define FIT_COPY_ROUNDS 4
+
+/* The best plan that fits by the memory model so far. */
+typedef struct fit_best {
+    as_plan pl;  /* pl.choice NULL: none */
+    double rows; /* its peak by the rows of the round that found it */
+} fit_best;
+
+/* Keep a copy of plan PL (N nodes, peak by the model) in B when it fits BUDGET and is cheaper. */
+static void
+best_take(fit_best *b, const as_plan *pl, size_t n, double budget, double rows)
+{
+    if (pl->choice == NULL || !(pl->peak <= budget * (1 + 1e-9)))
+        return;
+    if (b->pl.choice != NULL && b->pl.objective <= pl->objective)
+        return;
+    free(b->pl.choice);
+    b->pl = *pl;
+    b->rows = rows;
+    b->pl.choice = as_xcalloc(n + 1, sizeof *b->pl.choice);
+    memcpy(b->pl.choice, pl->choice, n * sizeof *b->pl.choice);
+}
+
+/* RES's first plan becomes B's (RES keeps its others; an empty RES gets one plan). */
+static void
+best_into(fit_best *b, as_solve_result *res)
+{
+    if (res->nplans == 0) {
+        res->plans = as_xcalloc(1, sizeof *res->plans);
+        res->nplans = 1;
+    } else {
+        as_plan_free(&res->plans[0]);
+    }
+    res->plans[0] = b->pl;
+    b->pl.choice = NULL;
+}
+
+/*
+ * A plan of P that fits its rows, from FROM (a plan of P): FROM repaired (as_fit_repair), its
+ * peak by the model in *PL.  When the repaired plan's own copies take it over BUDGET, they go
+ * into P's rows too and the repair goes on from it (up to FIT_START_ROUNDS times): moving a
+ * consumer off one copy can make another downstream.  0 if the repair does not reach the rows,
+ * or the plan does not lower.
+ */
+#define FIT_START_ROUNDS 8
+
+static int
+fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan *from,
+          double bound, double budget, double deadline, as_plan *pl)
+{
+    size_t n = as_problem_nnodes(p), added = 0, *prev = as_xcalloc(n + 1, sizeof *prev);
+    double rb = as_problem_memory(p), tb = rb, peak = HUGE_VAL, prev_peak = HUGE_VAL;
+    as_err e2 = {0};
+    int r, ok = 0;
+
+    memset(pl, 0, sizeof *pl);
+    pl->choice = as_xcalloc(n + 1, sizeof *pl->choice);
+    memcpy(pl->choice, from->choice, n * sizeof *pl->choice);
+    for (r = 0; r < FIT_START_ROUNDS; r++) {
+        double t_it = as_now();
+        if (!as_fit_repair(p, pl->choice, deadline) || fo->peak(fo->ud, pl, &peak, &e2) != AS_OK)
+            break;
+        if (getenv("AS_DEBUG_FIT") != NULL)
+            fprintf(stderr, "fit: repaired plan %.9g s, rows %.0f B, model %.0f B\n",
+                    as_problem_eval(p, pl->choice), as_problem_peak(p, pl->choice), peak);
+        ok = 1;
+        memcpy(prev, pl->choice, n * sizeof *prev);
+        prev_peak = peak;
+        if (peak <= budget * (1 + 1e-9) || (deadline > 0 && as_now() > deadline))
+            break;
+        /* its own copies into the rows (they grow P: gpt3-13b gets 2644 rows each time, and
+           the next repair takes longer), unless the time left is short for that */
+        if (deadline > 0 && deadline - as_now() < 4 * (as_now() - t_it))
+            added = 0;
+        else if (as_build_add_copies(map, p, pl->choice, &added, &e2) != AS_OK)
+            break;
+        if (added > 0 && as_problem_peak(p, pl->choice) > as_problem_memory(p) * (1 + 1e-9))
+            continue; /* its own copies cut it off: repair against them */
+        /* over by what the rows do not hold (partial sums, communication buffers): repair
+           against rows lowered by the excess, as a refit round would */
+        tb -= peak - budget + 0.005 * budget;
+        if (tb <= 0)
+            break;
+        as_problem_set_memory(p, tb);
+    }
+    as_problem_set_memory(p, rb);
+    /* the last plan that fit the rows (and lowered), if it still fits them */
+    memcpy(pl->choice, prev, n * sizeof *prev);
+    free(prev);
+    if (!ok || !(as_problem_peak(p, pl->choice) <= rb * (1 + 1e-9))) {
+        as_plan_free(pl);
+        return 0;
+    }
+    if (prev_peak <= budget * (1 + 1e-9) && (deadline <= 0 || as_now() < deadline)) {
+        /* it fits: the moves the repair made per byte may cost more than they must; a cost
+           descent within the rows, kept when the model agrees it still fits */
+        as_plan d = *pl;
+        double dpeak;
+        d.choice = as_xcalloc(n + 1, sizeof *d.choice);
+        memcpy(d.choice, pl->choice, n * sizeof *d.choice);
+        if (rep_run(p, d.choice, deadline, 1) &&
+            as_problem_eval(p, d.choice) < as_problem_eval(p, pl->choice) &&
+            fo->peak(fo->ud, &d, &dpeak, &e2) == AS_OK && dpeak <= budget * (1 + 1e-9)) {
+            free(pl->choice);
+            pl->choice = d.choice;
+            prev_peak = dpeak;
+        } else {
+            free(d.choice);
+        }
+    }
+    pl->objective = as_problem_eval(p, pl->choice);
+    pl->bound = isfinite(bound) ? fmin(bound, pl->objective) : -HUGE_VAL;
+    pl->gap = isfinite(pl->bound) ? as_rel_gap(pl->objective, pl->bound) : HUGE_VAL;
+    pl->status = AS_OUTCOME_FEASIBLE;
+    pl->nodes = 0;
+    pl->peak = prev_peak;
+    return 1;
+}
+
+as_fit_status
+as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_fit_opts *fo,
+             as_solve_result *res, double *rows, as_err *err)
+{
+    double budget = as_problem_memory(p), rb = budget, peak = 0, limit = o->lim.time_limit_s;
+    double bound0 = res->nplans > 0 ? res->plans[0].bound : -HUGE_VAL;
+    size_t n = as_problem_nnodes(p), i;
+    char b1[32], b2[32], b3[32];
+    as_solve_opts so = *o;
+    fit_best best = {{0}, 0};
+    as_plan start = {0};
+    as_err e2 = {0};
+    as_fit_status st = AS_FIT_OK;
+    double deadline, sim_s = 0;
+    int round;
+
+    for (round = 0;; round++) {
+        *rows = res->plans[0].peak;
+        for (i = 0; i < res->nplans; i++) {
+            double ts = as_now();
+            if (i == 0 && best.pl.choice != NULL &&
+                memcmp(res->plans[0].choice, best.pl.choice, n * sizeof *best.pl.choice) == 0) {
+                res->plans[0].peak = best.pl.peak; /* the start plan came back: known */
+                continue;
+            }
+            if (fo->peak(fo->ud, &res->plans[i], &peak, &e2) != AS_OK) {
+                fprintf(fo->errfp, "autoshard: warning: peak memory from the ILP's rows only "
+                        "(the plan does not lower: %s)\n", e2.msg);
+                *rows = -1;
+                goto out;
+            }
+            res->plans[i].peak = peak;
+            sim_s = fmax(sim_s, as_now() - ts);
+        }
+        if (budget <= 0)
+            break;
+        best_take(&best, &res->plans[0], n, budget, *rows);
+        if (res->plans[0].peak <= budget * (1 + 1e-9)) {
+            if (best.pl.choice != NULL && best.pl.objective < res->plans[0].objective) {
+                *rows = best.rows;
+                best_into(&best, res); /* a repaired plan of an earlier round is cheaper */
+            }
+            break;
+        }
+        if (round < FIT_COPY_ROUNDS) {
+            size_t added = 0;
+            if (as_build_add_copies(map, p, res->plans[0].choice, &added, err) != AS_OK) {
+                st = AS_FIT_ERROR;
+                goto out;
+            }
+            /* progress only when the rows now cut the plan off: copies already in the rows
+               (added in an earlier round) leave the rows' budget to lower */
+            if (added > 0 && as_problem_peak(p, res->plans[0].choice) > rb * (1 + 1e-9)) {
+                fprintf(fo->log, "%-13sthe plan needs %s per device (rows %s); its resharded "
+                        "copies now in %zu more rows, solving again\n", "refit",
+                        as_fmt_bytes(res->plans[0].peak, b1, sizeof b1),
+                        as_fmt_bytes(*rows, b2, sizeof b2), added);
+                goto again;
+            }
+        }
+        rb -= res->plans[0].peak - budget + 0.005 * budget;
+        if (round + 1 >= FIT_ROUNDS || rb <= 0) {
+            if (best.pl.choice != NULL)
+                goto take_best;
+            fprintf(fo->errfp, "autoshard: no plan found that fits in %s per device: after %d "
+                    "solves with the ILP's rows tightened to %s, the best plan needs %s with its "
+                    "resharded copies and partial sums (rows: %s)\n",
+                    as_fmt_bytes(budget, b1, sizeof b1), round + 1,
+                    as_fmt_bytes(rb, b2, sizeof b2),
+                    as_fmt_bytes(res->plans[0].peak, b3, sizeof b3),
+                    as_fmt_bytes(*rows, b2, sizeof b2));
+            st = AS_FIT_INFEAS;
+            goto fail;
+        }
+        fprintf(fo->log, "%-13sthe plan needs %s per device (rows %s + resharded copies and "
+                "partial sums); solving again with the rows' budget at %s\n", "refit",
+                as_fmt_bytes(res->plans[0].peak, b1, sizeof b1),
+                as_fmt_bytes(*rows, b2, sizeof b2), as_fmt_bytes(rb, b3, sizeof b3));
+    again:
+        as_problem_set_memory(p, rb);
+        /* the round's start: the plan repaired to fit the new rows, else the best plan that
+           fits so far (repaired too when the new rows cut it off) */
+        as_plan_free(&start);
+        so.incumbent = NULL;
+        /* the repair may take most of the time left: on gpt3-13b the solve from it rarely
+           improves on it in time, and without it a round has no plan to fall back on */
+        deadline = limit > 0 ? as_now() + 0.8 * (limit - (as_now() - fo->t0)) : 0;
+        if (fit_start(map, p, fo, &res->plans[0], bound0, budget, deadline, &start) ||
+            (best.pl.choice != NULL &&
+             fit_start(map, p, fo, &best.pl, bound0, budget, deadline, &start))) {
+            so.incumbent = start.choice;
+            best_take(&best, &start, n, budget, as_problem_peak(p, start.choice));
+            fprintf(fo->log, "%-13sstarting from a plan that fits the new rows: %.9g s, %s "
+                    "per device%s\n", "refit", start.objective,
+                    as_fmt_bytes(start.peak, b1, sizeof b1),
+                    start.peak <= budget * (1 + 1e-9) ? "" : " (over the budget)");
+        }
+        if (limit > 0) { /* the limit covers every round */
+            /* less the time to check the plan it returns (the simulator: 1.5 s on gpt3-13b) */
+            so.lim.time_limit_s = limit - (as_now() - fo->t0) - sim_s;
+            if (so.lim.time_limit_s <= 0) {
+                if (best.pl.choice != NULL)
+                    goto take_best;
+                fprintf(fo->errfp, "autoshard: stopped at the time limit (%g s) before a plan "
+                        "that fits in %s per device: the best plan needs %s with its resharded "
+                        "copies and partial sums\n", limit, as_fmt_bytes(budget, b1, sizeof b1),
+                        as_fmt_bytes(res->plans[0].peak, b2, sizeof b2));
+                st = AS_FIT_LIMIT; /* out of time: not proven that no plan fits */
+                goto fail;
+            }
+        }
+        as_solve_result_free(res);
+        if (as_solve_problem(p, &so, res, err) != AS_OK) {
+            if (best.pl.choice != NULL && err->code == AS_ESOLVER) {
+                as_err_clear(err); /* out of time in the reductions: the plan that fits */
+                goto take_best;
+            }
+            st = AS_FIT_ERROR;
+            goto out;
+        }
+        if (res->nplans == 0 && best.pl.choice != NULL)
+            goto take_best; /* the solver ran out of time (or no plan fits the new rows) */
+        if (res->nplans == 0 && res->outcome != AS_OUTCOME_INFEASIBLE) {
+            fprintf(fo->errfp, "autoshard: stopped at the time limit (%g s) before a plan that "
+                    "fits in %s per device: with the ILP's rows tightened to %s to leave room "
+                    "for resharded copies and partial sums, the solver found no plan in time\n",
+                    limit, as_fmt_bytes(budget, b1, sizeof b1), as_fmt_bytes(rb, b2, sizeof b2));
+            st = AS_FIT_LIMIT; /* out of time: not proven that no plan fits */
+            goto fail;
+        }
+        if (res->nplans == 0) {
+            fprintf(fo->errfp, "autoshard: no plan fits in %s per device: with the ILP's rows "
+                    "tightened to %s to leave room for resharded copies and partial sums, "
+                    "no plan fits the rows\n", as_fmt_bytes(budget, b1, sizeof b1),
+                    as_fmt_bytes(rb, b2, sizeof b2));
+            st = AS_FIT_INFEAS;
+            goto fail;
+        }
+        if (limit > 0 && best.pl.choice != NULL && limit - (as_now() - fo->t0) <= 0 &&
+            best.pl.objective <= res->plans[0].objective)
+            goto take_best; /* no time to check the solver's plan, and it is no cheaper */
+    }
+    goto out;
+take_best:
+    fprintf(fo->log, "%-13sthe best plan that fits: %.9g s, %s per device\n", "refit",
+            best.pl.objective, as_fmt_bytes(best.pl.peak, b1, sizeof b1));
+    *rows = best.rows;
+    best_into(&best, res);
+    goto out;
+fail:
+    as_solve_result_free(res);
+out:
+    /* a later round's rows hold one plan's copies, which another plan may not make: the
+       first solve's bound is the one that holds for every plan that fits */
+    for (i = 0; st == AS_FIT_OK && round > 0 && isfinite(bound0) && i < res->nplans; i++) {
+        as_plan *pl = &res->plans[i];
+        pl->bound = fmin(isfinite(pl->bound) ? fmin(pl->bound, bound0) : bound0,
+                         pl->objective);
+        pl->gap = as_rel_gap(pl->objective, pl->bound);
+        if (pl->status == AS_OUTCOME_OPTIMAL && pl->gap > o->lim.gap)
+            pl->status = AS_OUTCOME_FEASIBLE;
+    }
+    as_problem_set_memory(p, budget);
+    as_plan_free(&start);
+    as_plan_free(&best.pl);
+    return st;
+}
