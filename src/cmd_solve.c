@@ -1318,18 +1318,55 @@ plan_sim_peak(const solve_cli *c, const as_graph_problem *gp, const as_plan *pl,
     return AS_OK;
 }
 
-/* Re-solves when the simulator's peak of the best plan exceeds the budget: in all, and
- * the first ones that add the plan's resharded copies to the rows. */
+/* The heuristics' check of a plan against the budget by the memory model (as_limits fits):
+ * the simulator's peak, which sees the resharded copies and partial sums the rows do not. */
+typedef struct fit_check {
+    const solve_cli *c;
+    const as_graph_problem *gp;
+    double budget; /* the user's, not the rows' tightened one */
+} fit_check;
+
+static int
+fit_check_fn(void *ud, const size_t *choice)
+{
+    const fit_check *f = ud;
+    as_plan pl = {.choice = (size_t *)choice, .peak = -1, .status = AS_OUTCOME_FEASIBLE};
+    as_err e2 = {0};
+    double peak = 0;
+
+    if (plan_sim_peak(f->c, f->gp, &pl, f->c->o.solver, &peak, &e2) != AS_OK)
+        return 1; /* the plan does not lower: the rows decide (solve_fit warns) */
+    return peak <= f->budget * (1 + 1e-9);
+}
+
+/* With a budget, O's heuristics check their plans with fit_check_fn on F. */
+static void
+fit_check_set(const solve_cli *c, const as_graph_problem *gp, as_solve_opts *o, fit_check *f)
+{
+    f->c = c;
+    f->gp = gp;
+    f->budget = as_problem_memory(gp->p);
+    if (f->budget > 0) {
+        o->lim.fits = fit_check_fn;
+        o->lim.fits_ud = f;
+    }
+}
+
+/* Re-solves when the simulator's peak of the best plan exceeds the budget. */
 #define SOLVE_FIT_ROUNDS 8
-#define SOLVE_COPY_ROUNDS 4
 
 /*
  * Give every plan of RES its peak by the memory model (plan_sim_peak);
  * *ROWS gets the first plan's peak by the ILP's rows.  When that plan does
- * not fit the budget, the rows' budget is lowered by the excess (plus 0.5 %
- * of the budget) and the problem solved again, up to SOLVE_FIT_ROUNDS
- * times; the first SOLVE_COPY_ROUNDS solves add the plan's resharded copies to the rows
- * instead (as_build_add_copies).  --time-limit covers every solve since T0.
+ * not fit the budget, its resharded copies go into the rows (as_build_add_copies)
+ * and the problem is solved again; when they were in the rows already (the
+ * plan's peak by the rows does not grow), what the rows still miss (partial
+ * sums, buffers: the simulator's peak less the rows') is left free: the rows'
+ * budget becomes the budget less that and 0.5 % of the budget (at least 0.1 %
+ * below the last).  Either way the plan no longer fits the rows, so every round
+ * excludes one more plan; up to SOLVE_FIT_ROUNDS solves.  The heuristics also
+ * check their candidate plans with the simulator (fit_check_fn), so that they
+ * return one that fits when they meet one.  --time-limit covers every solve since T0.
  * Returns AS_EXIT_OK, or AS_EXIT_INFEAS after printing why (RES
  * freed), or AS_EXIT_RUNTIME with ERR set.  Without a budget, or when the
  * plan cannot be lowered (the message says so), the rows' peak stands.
@@ -1342,8 +1379,11 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
     char b1[32], b2[32], b3[32];
     as_solve_opts o = c->o;
     as_err e2 = {0};
+    fit_check fc;
     size_t i;
     int round;
+
+    fit_check_set(c, gp, &o, &fc);
 
     for (round = 0;; round++) {
         *rows = res->plans[0].peak;
@@ -1359,19 +1399,23 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
         }
         if (budget <= 0 || res->plans[0].peak <= budget * (1 + 1e-9))
             break;
-        if (round < SOLVE_COPY_ROUNDS) {
+        {
             size_t added = 0;
+            double before = as_problem_peak(gp->p, res->plans[0].choice), after;
             if (as_build_add_copies(gp->map, gp->p, res->plans[0].choice, &added, err) != AS_OK)
                 return AS_EXIT_RUNTIME;
-            if (added > 0) {
+            after = as_problem_peak(gp->p, res->plans[0].choice);
+            if (added > 0 && after > before * (1 + 1e-9) && round + 1 < SOLVE_FIT_ROUNDS) {
                 fprintf(fp, "%-13sthe plan needs %s per device (rows %s); its resharded copies "
                         "now in %zu more rows, solving again\n", "refit",
                         as_fmt_bytes(res->plans[0].peak, b1, sizeof b1),
                         as_fmt_bytes(*rows, b2, sizeof b2), added);
                 goto again;
             }
+            /* its copies are in the rows: leave room for what the rows still miss */
+            rb = fmin(rb - 0.001 * budget,
+                      budget - (res->plans[0].peak - after) - 0.005 * budget);
         }
-        rb -= res->plans[0].peak - budget + 0.005 * budget;
         if (round + 1 >= SOLVE_FIT_ROUNDS || rb <= 0) {
             fprintf(c->errfp, "autoshard: no plan found that fits in %s per device: after %d "
                     "solves with the ILP's rows tightened to %s, the best plan needs %s with its "
@@ -1407,6 +1451,17 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
         if (as_solve_problem(gp->p, &o, res, err) != AS_OK) {
             as_problem_set_memory(gp->p, budget);
             return AS_EXIT_RUNTIME;
+        }
+        if (res->nplans == 0 && res->outcome != AS_OUTCOME_INFEASIBLE &&
+            !(c->o.lim.time_limit_s > 0)) { /* a heuristic found none, no limit stopped it */
+            fprintf(c->errfp, "autoshard: no plan found that fits in %s per device: with the "
+                    "ILP's rows tightened to %s to leave room for resharded copies and partial "
+                    "sums, solver '%s' found no plan (a heuristic: not a proof)\n",
+                    as_fmt_bytes(budget, b1, sizeof b1), as_fmt_bytes(rb, b2, sizeof b2),
+                    c->o.solver);
+            as_problem_set_memory(gp->p, budget);
+            as_solve_result_free(res);
+            return AS_EXIT_INFEAS;
         }
         if (res->nplans == 0 && res->outcome != AS_OUTCOME_INFEASIBLE) {
             fprintf(c->errfp, "autoshard: stopped at the time limit (%g s) before a plan that "
@@ -1444,8 +1499,10 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     as_err err = {0};
     as_layout_set *ls = NULL;
     double t0 = c->t_start;
+    fit_check fc;
     int rc;
 
+    fit_check_set(c, gp, &o, &fc);
     print_graph_header(fp, c, gp);
     fflush(fp);
     if (c->solution != NULL)

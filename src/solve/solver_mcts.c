@@ -244,9 +244,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
     as_heur h, hr;
     mcts m;
-    size_t u, s, d, ep, *x, *xd, *path, *choice, *best = NULL;
+    size_t u, s, d, ep, *x, *xd, *path, *choice;
     size_t nepi = (size_t)data->episodes;
-    double ref = 0, bestobj = INFINITY, bestraw = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
+    double ref = 0, bestraw = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
+    as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
     int pol;
     as_hls *q = NULL; /* the local search, carried from rollout to rollout */
@@ -281,7 +282,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     path = as_xcalloc(m.ng + 2, sizeof *path);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
     pol = data->polish >= 0 ? data->polish : h.nu <= AUTO_UNITS ? 2 : 1;
-    best = as_xcalloc(h.n + 1, sizeof *best);
+    as_keeper_init(&kp, h.n);
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
     for (ep = 0; ep < nepi; ep++) {
@@ -353,7 +354,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                 /* still the best plan after polishing: block moves too (whole attention
                    or MLP blocks re-solved with the rest fixed) */
                 pv = as_heur_eval(&h, x, tot);
-                if (isfinite(pv) && (isinf(bestobj) || pv + off < bestobj - 1e-12 * fabs(bestobj)) &&
+                if (isfinite(pv) && (isinf(kp.obj) || pv + off < kp.obj - 1e-12 * fabs(kp.obj)) &&
                     as_hls_block(q, AS_HEUR_BLOCK_UNITS, 1,
                                  lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
                     as_hls_chain(q, 3);
@@ -365,12 +366,22 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                 obj = INFINITY;
             else
                 off = obj - as_heur_eval(&h, x, tot);
-            if (isfinite(obj) && obj < bestobj) {
-                bestobj = obj;
-                memcpy(best, choice, h.n * sizeof *best);
-            }
+            if (isfinite(obj) && as_keeper_offer(&kp, lim, choice, obj) < 0)
+                obj = INFINITY; /* over the caller's check: no reward */
         } else if (isfinite(val)) {
             obj = val + off;
+            if (lim->fits != NULL && as_keeper_failed(&kp, obj)) {
+                obj = INFINITY; /* the plan that failed the check, most likely: no reward */
+            } else if (lim->fits != NULL && obj < kp.obj * (1 - 1e-12) &&
+                       kp.checks < 4 + (long)(ep / 100)) {
+                /* the best rollouts so far fail the caller's check (resharded copies): a
+                   dearer one that beats the best that passes is checked too, a few times
+                   every hundred episodes (the check simulates the plan) */
+                as_heur_expand(&h, x, choice);
+                if (as_problem_check(p, choice, &obj, NULL, NULL) != AS_OK ||
+                    as_keeper_offer(&kp, lim, choice, obj) < 0)
+                    obj = INFINITY;
+            }
         }
         if (isfinite(obj)) {
             if (ref == 0)
@@ -383,10 +394,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
     }
     out->nodes = (long)ep;
-    if (isfinite(bestobj) && pol > 0) {
+    if (isfinite(kp.obj) && pol > 0) {
         /* the best plan, polished with pair, chain and block moves */
         for (u = 0; u < h.n; u++)
-            x[h.unit[u]] = best[u];
+            x[h.unit[u]] = kp.best[u];
         as_heur_improve(&h, x, 50);
         as_heur_chain(&h, x, 10);
         /* and block moves: whole attention or MLP blocks re-solved with the rest fixed */
@@ -394,14 +405,13 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
             as_heur_chain(&h, x, 3);
         as_heur_expand(&h, x, choice);
-        if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK && obj < bestobj) {
-            bestobj = obj;
-            memcpy(best, choice, h.n * sizeof *best);
-        }
+        if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK)
+            as_keeper_offer(&kp, lim, choice, obj);
     }
-    if (isfinite(bestobj)) {
-        memcpy(out->choice, best, h.n * sizeof *best);
-        out->objective = bestobj;
+    /* the best plan; when none passes the caller's check, the cheapest the rows let through
+       (the caller sees why it does not fit) */
+    out->objective = as_keeper_answer(&kp, out->choice);
+    if (isfinite(out->objective)) {
         *outcome = AS_OUTCOME_FEASIBLE;
     } else {
         *outcome = AS_OUTCOME_LIMIT;
@@ -425,7 +435,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(path);
     free(choice);
     free(tot);
-    free(best);
+    as_keeper_free(&kp);
     free(m.xr);
     as_hls_free(q);
     as_heur_free(&hr);
