@@ -243,7 +243,7 @@ test_params(void)
                                       "beam/width=x", "beam/polish=2", "beam/order=up",
                                       "mcts/order=both", "mcts/episodes=0",
                                       "mcts/episodes=-1", "mcts/c=-1", "mcts/eps=2",
-                                      "mcts/nope=1"};
+                                      "mcts/nope=1", "mcts/pairs=2"};
     as_problem *p = instance(2);
     size_t i;
 
