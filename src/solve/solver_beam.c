@@ -616,15 +616,24 @@ block_polish(const as_problem *p, const as_limits *lim, double t0, as_keeper *kp
     as_heur h;
     size_t u, *x, *choice;
     double obj;
+    int moved;
 
     as_heur_init(&h, p);
     x = as_xcalloc(h.nu + 1, sizeof *x);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
     for (u = 0; u < h.n; u++)
         x[h.unit[u]] = kp->best[u];
-    if (as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
-                      lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
+    moved = as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
+    if (moved)
         as_heur_chain(&h, x, 3);
+    /* and relabel moves: every unit at one strategy name to another at once */
+    if (as_heur_relabel(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
+        moved = 1;
+        as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                      lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
+    }
+    if (moved) {
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK)
             as_keeper_offer(kp, lim, choice, obj);

@@ -499,6 +499,53 @@ test_keeper(void)
     as_keeper_free(&k);
 }
 
+/*
+ * Relabel moves: a ring of 100 nodes, strategies named "[x]" and "[y]", 10 per edge
+ * whose ends differ, "[y]" 0.1 cheaper everywhere.  All "[x]" is stuck for single, pair
+ * and chain moves and for 64-unit blocks (a block saves at most 6.4 and cuts two edges,
+ * +20); the relabel "[x]" -> "[y]" of every unit at once reaches the optimum, all "[y]".
+ */
+#define RING_N 100
+static void
+test_relabel(void)
+{
+    as_problem *p = as_problem_new();
+    as_err err = {0};
+    as_heur h;
+    double r[4] = {0, 10, 10, 0}, c[2] = {0.1, 0}, v0, v;
+    size_t x[RING_N], u, id;
+    int ok_build = 1, all1 = 1, stuck;
+
+    for (u = 0; u < RING_N; u++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%zu", u);
+        ok_build &= as_problem_add_node(p, name, 2, c, NULL, NULL, &id, &err) == AS_OK;
+        ok_build &= as_problem_set_strategy_name(p, id, 0, "[x]", &err) == AS_OK;
+        ok_build &= as_problem_set_strategy_name(p, id, 1, "[y]", &err) == AS_OK;
+        if (u > 0)
+            ok_build &= as_problem_add_edge(p, u - 1, u, r, &err) == AS_OK;
+    }
+    ok_build &= as_problem_add_edge(p, 0, RING_N - 1, r, &err) == AS_OK;
+    ok_build &= as_problem_validate(p, &err) == AS_OK;
+    ok(ok_build, "ring instance builds (%s)", err.msg);
+    as_heur_init(&h, p);
+    for (u = 0; u < RING_N; u++)
+        x[u] = 0;
+    v0 = as_heur_eval(&h, x, NULL);
+    stuck = !as_heur_improve(&h, x, 20) && !as_heur_chain(&h, x, 10) &&
+            !as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3, 0);
+    ok(stuck && as_heur_eval(&h, x, NULL) == v0,
+       "relabel: single, pair, chain and block moves are stuck at %g", v0);
+    ok(as_heur_relabel(&h, x, 0), "relabel: the relabel move moves");
+    v = as_heur_eval(&h, x, NULL);
+    for (u = 0; u < RING_N; u++)
+        all1 &= x[u] == 1;
+    ok(all1 && fabs(v - (v0 - 0.1 * RING_N)) <= 1e-9,
+       "relabel: every unit at \"[y]\", the optimum %g (%g)", v0 - 0.1 * RING_N, v);
+    as_heur_free(&h);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -519,5 +566,6 @@ main(void)
     test_params();
     test_block();
     test_keeper();
+    test_relabel();
     return done_testing();
 }
