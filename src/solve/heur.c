@@ -1578,8 +1578,9 @@ as_heur_relabel(const as_heur *h, size_t *x, double deadline)
             if (relabel(h, x, names.v[i], bs.v[j], y) < RELABEL_MIN)
                 continue;
             v = as_heur_eval(h, y, tot);
-            if (!isfinite(v) || (nt == RELABEL_TRY && v >= tv[nt - 1]))
-                continue;
+            if (!isfinite(v) || fabs(v - best) <= 1e-12 * fabs(best) ||
+                (nt == RELABEL_TRY && v >= tv[nt - 1]))
+                continue; /* over the budget, the same cost (an equivalent name), or dearer */
             t = nt < RELABEL_TRY ? nt++ : nt - 1;
             for (; t > 0 && tv[t - 1] > v; t--) {
                 tv[t] = tv[t - 1];
@@ -1600,10 +1601,12 @@ as_heur_relabel(const as_heur *h, size_t *x, double deadline)
             double v;
             if (deadline > 0 && as_now() > deadline)
                 break;
-            relabel(h, x0, ta[t], tb[t], y);
+            size_t nm = relabel(h, x0, ta[t], tb[t], y);
             as_heur_improve(h, y, 50);
             as_heur_chain(h, y, 5);
             v = as_heur_eval(h, y, tot);
+            as_debug("relabel %s -> %s: %zu units, %.9g as it is, %.9g settled (plan %.9g)",
+                     ta[t], tb[t], nm, tv[t], v, best);
             if (isfinite(v) && v < best - 1e-12 * fabs(best)) {
                 best = v;
                 memcpy(x, y, h->nu * sizeof *x);
