@@ -1358,6 +1358,40 @@ plan_sim_peak(const solve_cli *c, const as_graph_problem *gp, const as_plan *pl,
     return AS_OK;
 }
 
+/* The heuristics' check of a plan against the budget by the memory model (as_limits fits):
+ * the simulator's peak, which sees the resharded copies and partial sums the rows do not. */
+typedef struct fit_check {
+    const solve_cli *c;
+    const as_graph_problem *gp;
+    double budget; /* the user's, not the rows' tightened one */
+} fit_check;
+
+static int
+fit_check_fn(void *ud, const size_t *choice)
+{
+    const fit_check *f = ud;
+    as_plan pl = {.choice = (size_t *)choice, .peak = -1, .status = AS_OUTCOME_FEASIBLE};
+    as_err e2 = {0};
+    double peak = 0;
+
+    if (plan_sim_peak(f->c, f->gp, &pl, f->c->o.solver, &peak, &e2) != AS_OK)
+        return 1; /* the plan does not lower: the rows decide (solve_fit warns) */
+    return peak <= f->budget * (1 + 1e-9);
+}
+
+/* With a budget, O's heuristics check their plans with fit_check_fn on F. */
+static void
+fit_check_set(const solve_cli *c, const as_graph_problem *gp, as_solve_opts *o, fit_check *f)
+{
+    f->c = c;
+    f->gp = gp;
+    f->budget = as_problem_memory(gp->p);
+    if (f->budget > 0) {
+        o->lim.fits = fit_check_fn;
+        o->lim.fits_ud = f;
+    }
+}
+
 /* as_fit_peak_fn: the simulator's peak of a plan (plan_sim_peak). */
 typedef struct fit_ctx {
     const solve_cli *c;
@@ -1384,8 +1418,11 @@ solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double
 {
     fit_ctx x = {c, gp};
     as_fit_opts fo = {fit_peak, &x, t0, fp, c->errfp};
+    as_solve_opts o = c->o;
+    fit_check fc;
 
-    switch (as_solve_fit(gp->map, gp->p, &c->o, &fo, res, rows, err)) {
+    fit_check_set(c, gp, &o, &fc); /* the heuristics check their plans with the simulator */
+    switch (as_solve_fit(gp->map, gp->p, &o, &fo, res, rows, err)) {
     case AS_FIT_OK:
         return AS_EXIT_OK;
     case AS_FIT_INFEAS:
@@ -1407,8 +1444,10 @@ solve_graph_run(solve_cli *c, as_graph_problem *gp)
     as_err err = {0};
     as_layout_set *ls = NULL;
     double t0 = c->t_start;
+    fit_check fc;
     int rc;
 
+    fit_check_set(c, gp, &o, &fc);
     print_graph_header(fp, c, gp);
     fflush(fp);
     if (c->solution != NULL)

@@ -626,6 +626,16 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
         }
         if (res->nplans == 0 && best.pl.choice != NULL)
             goto take_best; /* the solver ran out of time (or no plan fits the new rows) */
+        if (res->nplans == 0 && res->outcome != AS_OUTCOME_INFEASIBLE && !(limit > 0)) {
+            /* a heuristic found none and no limit stopped it */
+            fprintf(fo->errfp, "autoshard: no plan found that fits in %s per device: with the "
+                    "ILP's rows tightened to %s to leave room for resharded copies and partial "
+                    "sums, solver '%s' found no plan (a heuristic: not a proof)\n",
+                    as_fmt_bytes(budget, b1, sizeof b1), as_fmt_bytes(rb, b2, sizeof b2),
+                    so.solver != NULL ? so.solver : "glpk");
+            st = AS_FIT_INFEAS;
+            goto fail;
+        }
         if (res->nplans == 0 && res->outcome != AS_OUTCOME_INFEASIBLE) {
             fprintf(fo->errfp, "autoshard: stopped at the time limit (%g s) before a plan that "
                     "fits in %s per device: with the ILP's rows tightened to %s to leave room "

@@ -1487,3 +1487,138 @@ as_hls_block(as_hls *q, size_t units, int max_rounds, double deadline)
     q->moves += m * units;
     return m > 0;
 }
+
+/* ---- relabel moves ---- */
+
+#define RELABEL_MIN 4 /* units sharing a strategy name for a relabel move to be tried */
+#define RELABEL_TRY 6 /* relabels polished, cheapest (before the polish) first */
+
+static const char *
+unit_sname(const as_heur *h, size_t u, size_t s)
+{
+    const as_pnode *nd = as_problem_node(h->p, h->mem[h->mstart[u]]);
+
+    return nd->snames != NULL ? nd->snames[s] : NULL;
+}
+
+/* Y = X with every unit whose strategy is named A taking the one named B where it has it;
+   the number of units moved. */
+static size_t
+relabel(const as_heur *h, const size_t *x, const char *a, const char *b, size_t *y)
+{
+    size_t u, s, n = 0;
+
+    for (u = 0; u < h->nu; u++) {
+        const char *cur = unit_sname(h, u, x[u]);
+        y[u] = x[u];
+        if (cur == NULL || strcmp(cur, a) != 0)
+            continue;
+        for (s = 0; s < h->k[u]; s++) {
+            const char *nm = unit_sname(h, u, s);
+            if (nm != NULL && strcmp(nm, b) == 0 && isfinite(h->cost[u][s])) {
+                y[u] = s;
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+int
+as_heur_relabel(const as_heur *h, size_t *x, double deadline)
+{
+    AS_VEC(const char *) names = {0};
+    AS_VEC(size_t) count = {0};
+    size_t u, s, i, j, t, *y = as_xcalloc(h->nu + 1, sizeof *y);
+    const char *ta[RELABEL_TRY], *tb[RELABEL_TRY];
+    double *tot = as_xcalloc(h->nbind + 2, sizeof *tot); /* as_heur_eval's scratch */
+    double tv[RELABEL_TRY], best = as_heur_eval(h, x, tot);
+    size_t nt = 0;
+    int moved = 0;
+
+    if (!isfinite(best))
+        goto out;
+    /* the strategy names in use, with how many units use each */
+    for (u = 0; u < h->nu; u++) {
+        const char *cur = unit_sname(h, u, x[u]);
+        if (cur == NULL)
+            continue;
+        for (i = 0; i < names.n && strcmp(names.v[i], cur) != 0; i++)
+            ;
+        if (i == names.n) {
+            AS_VEC_PUSH(&names, cur);
+            AS_VEC_PUSH(&count, 0);
+        }
+        count.v[i]++;
+    }
+    /* every relabel A -> B of a name A used often, evaluated as it is: the cheapest few */
+    for (i = 0; i < names.n; i++) {
+        AS_VEC(const char *) bs = {0};
+        if (count.v[i] < RELABEL_MIN)
+            continue;
+        if (deadline > 0 && as_now() > deadline)
+            break;
+        for (u = 0; u < h->nu; u++) {
+            const char *cur = unit_sname(h, u, x[u]);
+            if (cur == NULL || strcmp(cur, names.v[i]) != 0)
+                continue;
+            for (s = 0; s < h->k[u]; s++) {
+                const char *nm = unit_sname(h, u, s);
+                if (nm == NULL || s == x[u])
+                    continue;
+                for (j = 0; j < bs.n && strcmp(bs.v[j], nm) != 0; j++)
+                    ;
+                if (j == bs.n)
+                    AS_VEC_PUSH(&bs, nm);
+            }
+        }
+        for (j = 0; j < bs.n; j++) {
+            double v;
+            if (relabel(h, x, names.v[i], bs.v[j], y) < RELABEL_MIN)
+                continue;
+            v = as_heur_eval(h, y, tot);
+            if (!isfinite(v) || fabs(v - best) <= 1e-12 * fabs(best) ||
+                (nt == RELABEL_TRY && v >= tv[nt - 1]))
+                continue; /* over the budget, the same cost (an equivalent name), or dearer */
+            t = nt < RELABEL_TRY ? nt++ : nt - 1;
+            for (; t > 0 && tv[t - 1] > v; t--) {
+                tv[t] = tv[t - 1];
+                ta[t] = ta[t - 1];
+                tb[t] = tb[t - 1];
+            }
+            tv[t] = v;
+            ta[t] = names.v[i];
+            tb[t] = bs.v[j];
+        }
+        AS_VEC_FREE(&bs);
+    }
+    /* the cheapest relabels, settled by single, pair and chain moves: the best if cheaper */
+    {
+        size_t *x0 = as_xcalloc(h->nu + 1, sizeof *x0);
+        memcpy(x0, x, h->nu * sizeof *x0);
+        for (t = 0; t < nt; t++) {
+            double v;
+            if (deadline > 0 && as_now() > deadline)
+                break;
+            size_t nm = relabel(h, x0, ta[t], tb[t], y);
+            as_heur_improve(h, y, 50);
+            as_heur_chain(h, y, 5);
+            v = as_heur_eval(h, y, tot);
+            as_debug("relabel %s -> %s: %zu units, %.9g as it is, %.9g settled (plan %.9g)",
+                     ta[t], tb[t], nm, tv[t], v, best);
+            if (isfinite(v) && v < best - 1e-12 * fabs(best)) {
+                best = v;
+                memcpy(x, y, h->nu * sizeof *x);
+                moved = 1;
+            }
+        }
+        free(x0);
+    }
+out:
+    AS_VEC_FREE(&names);
+    AS_VEC_FREE(&count);
+    free(tot);
+    free(y);
+    return moved;
+}

@@ -162,6 +162,16 @@ int as_heur_block(const as_heur *h, size_t *x, size_t units, int max_rounds, dou
 /** as_heur_block at the current assignment.  1 if it changed. */
 int as_hls_block(as_hls *q, size_t units, int max_rounds, double deadline);
 
+/**
+ * Relabel moves: every unit of X whose strategy is named A takes the one named B (where
+ * it has it) at once -- e.g. "[y,None]" -> "[y,x]" in every layer, a mesh axis re-mapped
+ * across the model, which per-unit moves and 64-unit blocks cannot reach.  Every A that
+ * at least 4 units use and every B are evaluated as they are; the 6 cheapest are settled
+ * by single, pair and chain moves and the best kept if the plan is cheaper and fits.
+ * 1 if X changed.
+ */
+int as_heur_relabel(const as_heur *h, size_t *x, double deadline);
+
 /** Expand a unit assignment X into a node assignment CHOICE (n entries). */
 void as_heur_expand(const as_heur *h, const size_t *x, size_t *choice);
 

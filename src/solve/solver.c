@@ -58,6 +58,73 @@ as_limits_init(as_limits *lim)
     lim->verbosity = 1;
 }
 
+int
+as_limits_fits(const as_limits *lim, const size_t *choice)
+{
+    return lim->fits == NULL || lim->fits(lim->fits_ud, choice);
+}
+
+void
+as_keeper_init(as_keeper *k, size_t n)
+{
+    memset(k, 0, sizeof *k);
+    k->n = n;
+    k->obj = k->over_obj = INFINITY;
+    k->best = as_xcalloc(n + 1, sizeof *k->best);
+    k->over = as_xcalloc(n + 1, sizeof *k->over);
+}
+
+void
+as_keeper_free(as_keeper *k)
+{
+    free(k->best);
+    free(k->over);
+    memset(k, 0, sizeof *k);
+}
+
+int
+as_keeper_offer(as_keeper *k, const as_limits *lim, const size_t *choice, double obj)
+{
+    if (!(obj < k->obj))
+        return 0;
+    if (lim->fits != NULL)
+        k->checks++;
+    if (as_limits_fits(lim, choice)) {
+        k->obj = obj;
+        memcpy(k->best, choice, k->n * sizeof *choice);
+        return 1;
+    }
+    if (obj < k->over_obj) {
+        k->over_obj = obj;
+        memcpy(k->over, choice, k->n * sizeof *choice);
+    }
+    k->failed[k->nfailed++ % 16] = obj;
+    return -1;
+}
+
+int
+as_keeper_failed(const as_keeper *k, double obj)
+{
+    int i;
+
+    for (i = 0; i < k->nfailed && i < 16; i++)
+        if (fabs(k->failed[i] - obj) <= 1e-12 * fabs(obj))
+            return 1;
+    return 0;
+}
+
+double
+as_keeper_answer(const as_keeper *k, size_t *out)
+{
+    if (isfinite(k->obj)) {
+        memcpy(out, k->best, k->n * sizeof *out);
+        return k->obj;
+    }
+    if (isfinite(k->over_obj))
+        memcpy(out, k->over, k->n * sizeof *out);
+    return k->over_obj;
+}
+
 void
 as_assignment_init(as_assignment *a, size_t n)
 {
@@ -570,6 +637,22 @@ incumbent_start(const as_problem *rp, const as_reduction *red, const size_t *inc
     return 1;
 }
 
+/* The caller's fits check (as_limits) of a plan of the reduced problem: recovered first. */
+typedef struct fits_red {
+    const as_reduction *red;
+    const as_limits *lim; /* the caller's */
+    size_t *full;         /* one strategy per node of the original problem */
+} fits_red;
+
+static int
+fits_recovered(void *ud, const size_t *choice)
+{
+    fits_red *f = ud;
+
+    as_reduction_recover(f->red, choice, f->full);
+    return f->lim->fits(f->lim->fits_ud, f->full);
+}
+
 /* The k-best loop on the (reduced, mutable) problem RP; the time limit counts from T0. */
 static int
 solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const as_solve_opts *o,
@@ -582,10 +665,16 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     size_t i, nn = as_problem_nnodes(rp), *buf, *hstart, *istart;
     double lb = red != NULL ? as_reduction_stats(red)->lb : NAN, cost = HUGE_VAL, icost = 0;
     loop_cands lc;
+    fits_red fr = {red, &o->lim, NULL};
     int rc = AS_OK;
 
     if (ops == NULL)
         return AS_EUSAGE;
+    if (o->lim.fits != NULL && red != NULL) {
+        fr.full = as_xcalloc(as_problem_nnodes(p) + 1, sizeof *fr.full);
+        lim.fits = fits_recovered;
+        lim.fits_ud = &fr;
+    }
     buf = as_xcalloc(nn + 1, sizeof *buf);
     hstart = as_xcalloc(nn + 1, sizeof *hstart);
     istart = as_xcalloc(nn + 1, sizeof *istart);
@@ -697,6 +786,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     free(buf);
     free(hstart);
     free(istart);
+    free(fr.full);
     return rc;
 }
 

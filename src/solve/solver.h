@@ -41,7 +41,47 @@ typedef struct as_limits {
     int verbosity;       /**< 0 quiet, 1 normal, 2 backend log on stderr */
     const size_t *start; /**< a plan of the problem solved (one strategy per node) for the
                               backend to start from as its incumbent, or NULL */
+    /**
+     * The caller's check of a plan (CHOICE: one strategy per node of the problem given to
+     * as_solve_problem; as_solve sees it on the problem it solves) against what the rows
+     * cannot see: `solve` passes the simulator's peak memory (resharded copies, partial
+     * sums) against the budget.  1: fits; 0: not.  NULL: the rows decide.  The heuristics
+     * (beam, mcts) call it on the plans that would become their answer and return the
+     * cheapest that passes, else the cheapest that passes the rows (as_limits_fits).
+     */
+    int (*fits)(void *ud, const size_t *choice);
+    void *fits_ud;
 } as_limits;
+
+/** LIM's fits check of CHOICE (1 without one). */
+int as_limits_fits(const as_limits *lim, const size_t *choice);
+
+/**
+ * A heuristic's answer under a fits check: the cheapest plan offered that passes it
+ * (BEST, OBJ) and the cheapest offered that does not (OVER, OVER_OBJ: returned when no
+ * plan passes, so that the caller sees what the rows let through).  N strategies a plan.
+ */
+typedef struct as_keeper {
+    size_t n;
+    double obj, over_obj; /**< INFINITY: none */
+    size_t *best, *over;
+    long checks;          /**< fits checks made */
+    double failed[16];    /**< objectives of the last plans that failed the check */
+    int nfailed;
+} as_keeper;
+
+void as_keeper_init(as_keeper *k, size_t n);
+void as_keeper_free(as_keeper *k);
+/**
+ * Offer CHOICE (it passes the problem's rows) of objective OBJ: 1 it is the new best,
+ * 0 it is not cheaper than the best (not checked), -1 cheaper but it fails LIM's check.
+ */
+int as_keeper_offer(as_keeper *k, const as_limits *lim, const size_t *choice, double obj);
+/** 1 if a plan of objective OBJ failed K's check (the same plan, most likely). */
+int as_keeper_failed(const as_keeper *k, double obj);
+/** The answer into OUT (N entries): the best, else the cheapest over; its objective, or
+    INFINITY when nothing was offered (OUT untouched). */
+double as_keeper_answer(const as_keeper *k, size_t *out);
 
 void as_limits_init(as_limits *lim);
 

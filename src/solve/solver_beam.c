@@ -365,13 +365,17 @@ order_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Final plans that fail the caller's fits check (as_limits) before a pass stops looking:
+   the check simulates the plan */
+#define BEAM_FIT_FAILS 16
+
 /*
  * One beam over the units of P numbered forward (REVERSE = 0) or from the graph's end;
- * the best checked plan goes to OUT when it beats *BESTOBJ.  T0: start of the solve.
+ * the final plans are offered to KP, cheapest first.  T0: start of the solve.
  */
 static void
 beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int reverse,
-          double t0, as_assignment *out, as_outcome *outcome, double *bestobj_, long *nodes)
+          double t0, as_keeper *kp, as_outcome *outcome, long *nodes)
 {
     as_heur h;
     slots sl;
@@ -381,8 +385,8 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
     size_t ncap = 0, u, i, j, width = data->width, *lf, *lp, nlf = 0, nlp = 0, *posf, *posp;
     size_t *x = NULL, best, *order = NULL, *choice = NULL, *xp = NULL;
     as_hls *ls = NULL; /* the final plans' polish */
-    int pass;
-    double obj, bestobj = *bestobj_;
+    int pass, nfail = 0;
+    double obj;
     dedup dd = {0};
     int merge = as_problem_nnogoods(p) == 0, limited = 0;
 
@@ -534,8 +538,10 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
         for (best = 0; best < cur.n; best++) {
             size_t e = tr.start[h.nu - 1] + cur.id[order[best]], uu;
             int passed = 0;
-            if (bestobj < INFINITY && lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s)
+            if (isfinite(kp->obj) && lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s)
                 break; /* out of time: the plans checked so far */
+            if (nfail >= BEAM_FIT_FAILS)
+                break; /* the cheapest fail the caller's check: enough simulations */
             for (uu = h.nu; uu-- > 0;) {
                 x[uu] = tr.s[e];
                 if (uu > 0)
@@ -558,13 +564,14 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
                     as_heur_expand(&h, x, choice);
                 }
                 if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK) {
-                    passed = 1;
-                    if (obj < bestobj) {
-                        bestobj = obj;
-                        memcpy(out->choice, choice, h.n * sizeof *choice);
+                    int got = as_keeper_offer(kp, lim, choice, obj);
+                    passed = got >= 0;
+                    nfail += got < 0;
+                    if (got != 0)
                         *outcome = AS_OUTCOME_FEASIBLE;
-                    }
-                    break;
+                    if (got >= 0 || !data->polish)
+                        break;
+                    continue; /* fails the caller's check: the plan as found may pass */
                 }
                 if (!data->polish)
                     break;
@@ -573,17 +580,14 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
                 break; /* cheapest first: the first that passes */
         }
     } else if (h.nu == 0) {
-        out->objective = as_problem_offset(p);
-        if (as_problem_check(p, out->choice, &out->objective, NULL, NULL) == AS_OK) {
+        size_t *none = as_xcalloc(h.n + 1, sizeof *none);
+        if (as_problem_check(p, none, &obj, NULL, NULL) == AS_OK &&
+            as_keeper_offer(kp, lim, none, obj) != 0)
             *outcome = AS_OUTCOME_FEASIBLE;
-            bestobj = out->objective;
-        }
+        free(none);
     }
     as_hls_free(ls);
     *nodes += (long)tr.n;
-    if (bestobj < *bestobj_ && h.nu > 0)
-        out->objective = bestobj;
-    *bestobj_ = bestobj;
     free(choice);
     free(xp);
     free(x);
@@ -605,29 +609,34 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
 
 /* The best plan, polished by block moves (a whole attention or MLP block re-solved with
    the rest fixed: what the beam's per-unit choices and the single, pair and chain moves
-   miss); kept if it passes the problem's check and is cheaper. */
+   miss); offered to KP if it passes the problem's check. */
 static void
-block_polish(const as_problem *p, const as_limits *lim, double t0, as_assignment *out,
-             double *bestobj)
+block_polish(const as_problem *p, const as_limits *lim, double t0, as_keeper *kp)
 {
     as_heur h;
     size_t u, *x, *choice;
     double obj;
+    int moved;
 
     as_heur_init(&h, p);
     x = as_xcalloc(h.nu + 1, sizeof *x);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
     for (u = 0; u < h.n; u++)
-        x[h.unit[u]] = out->choice[u];
-    if (as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
-                      lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
+        x[h.unit[u]] = kp->best[u];
+    moved = as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
+    if (moved)
         as_heur_chain(&h, x, 3);
+    /* and relabel moves: every unit at one strategy name to another at once */
+    if (as_heur_relabel(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
+        moved = 1;
+        as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                      lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
+    }
+    if (moved) {
         as_heur_expand(&h, x, choice);
-        if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK && obj < *bestobj) {
-            *bestobj = obj;
-            out->objective = obj;
-            memcpy(out->choice, choice, h.n * sizeof *choice);
-        }
+        if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK)
+            as_keeper_offer(kp, lim, choice, obj);
     }
     free(x);
     free(choice);
@@ -636,22 +645,28 @@ block_polish(const as_problem *p, const as_limits *lim, double t0, as_assignment
 
 static AS_DECL_SOLVER_SOLVE(beam_solve)
 {
-    double t0 = as_now(), bestobj = INFINITY;
+    double t0 = as_now();
     long nodes = 0;
     int dir;
+    as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
 
     (void)err;
     *outcome = AS_OUTCOME_LIMIT;
+    as_keeper_init(&kp, as_problem_nnodes(p));
     for (dir = 0; dir < 2; dir++) {
         int reverse = data->order == ORDER_BOTH ? dir : data->order == ORDER_REV;
         if (dir == 1 && (data->order != ORDER_BOTH || as_problem_nnodes(p) == 0))
             break;
         if (dir == 1 && lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s)
             break;
-        beam_pass(data, p, lim, reverse, t0, out, outcome, &bestobj, &nodes);
+        beam_pass(data, p, lim, reverse, t0, &kp, outcome, &nodes);
     }
-    if (data->polish && *outcome == AS_OUTCOME_FEASIBLE && as_problem_nnodes(p) > 0)
-        block_polish(p, lim, t0, out, &bestobj);
+    if (data->polish && isfinite(kp.obj) && as_problem_nnodes(p) > 0)
+        block_polish(p, lim, t0, &kp);
+    /* the best plan; when none passes the caller's check, the cheapest the rows let through
+       (the caller sees why it does not fit) */
+    out->objective = as_keeper_answer(&kp, out->choice);
+    as_keeper_free(&kp);
     out->nodes = nodes;
     return AS_OK;
 }

@@ -243,7 +243,7 @@ test_params(void)
                                       "beam/width=x", "beam/polish=2", "beam/order=up",
                                       "mcts/order=both", "mcts/episodes=0",
                                       "mcts/episodes=-1", "mcts/c=-1", "mcts/eps=2",
-                                      "mcts/nope=1"};
+                                      "mcts/nope=1", "mcts/pairs=2"};
     as_problem *p = instance(2);
     size_t i;
 
@@ -385,6 +385,167 @@ test_block(void)
     as_problem_free(p);
 }
 
+/* A caller's check (as_limits fits) that rejects every plan costing less than THR. */
+typedef struct fits_thr {
+    const as_problem *p;
+    double thr;
+    long calls;
+} fits_thr;
+
+static int
+fits_above(void *ud, const size_t *choice)
+{
+    fits_thr *f = ud;
+
+    f->calls++;
+    return as_problem_eval(f->p, choice) >= f->thr;
+}
+
+static int
+fits_none(void *ud, const size_t *choice)
+{
+    (void)ud;
+    (void)choice;
+    return 0;
+}
+
+static int
+fits_all(void *ud, const size_t *choice)
+{
+    (void)ud;
+    (void)choice;
+    return 1;
+}
+
+/*
+ * The caller's check of a plan (solve passes the simulator's peak against the budget:
+ * resharded copies the rows do not see).  as_keeper keeps the cheapest plan that passes
+ * and, apart, the cheapest that fails; the answer is the first, else the second.  Beam
+ * and mcts under a check nothing passes return the cheapest plan by the rows (the
+ * caller then says why it does not fit), and under one every plan passes the same plan
+ * as without a check; either way they ask it.
+ */
+static void
+test_fits(int i)
+{
+    as_problem *p = instance(i);
+    as_solve_result r, r0;
+    as_solve_opts o;
+    as_err err = {0};
+    fits_thr f = {p, 0, 0};
+    int k, pass;
+
+    for (k = 0; k < 2; k++) {
+        const char *solver = k ? "mcts" : "beam";
+        const char *params[1] = {k ? "mcts/episodes=100" : "beam/width=4"};
+        as_outcome o0 = run(p, solver, AS_REDUCE_ALL, params[0], 1, &r0);
+        for (pass = 0; pass < 2; pass++) {
+            as_solve_opts_init(&o);
+            o.solver = solver;
+            o.params = params;
+            o.nparams = 1;
+            o.lim.fits = fits_above;
+            o.lim.fits_ud = &f;
+            f.thr = pass ? -INFINITY : INFINITY;
+            f.calls = 0;
+            if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
+                diag("%s: %s", solver, err.msg);
+                memset(&r, 0, sizeof r);
+            }
+            ok(r.outcome == o0 && r.nplans == r0.nplans &&
+                   (r.nplans == 0 ||
+                    (fits(p, &r.plans[0]) && f.calls > 0 &&
+                     fabs(r.plans[0].objective - r0.plans[0].objective) <=
+                         1e-9 * fmax(1, fabs(r0.plans[0].objective)))),
+               "instance %d: %s under a check %s returns its plan without one (%.9g, %.9g; "
+               "%ld checks)", i, solver, pass ? "every plan passes" : "nothing passes",
+               r.nplans ? r.plans[0].objective : NAN, r0.nplans ? r0.plans[0].objective : NAN,
+               f.calls);
+            as_solve_result_free(&r);
+        }
+        as_solve_result_free(&r0);
+    }
+    as_problem_free(p);
+}
+
+/* as_keeper: the cheapest that passes, else the cheapest that fails; failed objectives. */
+static void
+test_keeper(void)
+{
+    as_keeper k;
+    as_limits lim;
+    size_t a[2] = {0, 1}, b[2] = {1, 1}, c[2] = {1, 0}, out[2] = {9, 9};
+    int r1, r2, r3, r4;
+
+    as_limits_init(&lim);
+    as_keeper_init(&k, 2);
+    ok(isinf(as_keeper_answer(&k, out)) && out[0] == 9, "keeper: nothing offered, no answer");
+    /* checks with a fixed verdict: the plans' objectives are given, not evaluated */
+    r1 = as_keeper_offer(&k, &lim, a, 5); /* no check: passes */
+    as_keeper_free(&k);
+    as_keeper_init(&k, 2);
+    lim.fits = fits_none;
+    r2 = as_keeper_offer(&k, &lim, a, 5); /* fails */
+    r3 = as_keeper_offer(&k, &lim, b, 3); /* fails, cheaper */
+    ok(r1 == 1 && r2 == -1 && r3 == -1 && as_keeper_answer(&k, out) == 3 && out[0] == 1 &&
+           out[1] == 1 && as_keeper_failed(&k, 5) && as_keeper_failed(&k, 3) &&
+           !as_keeper_failed(&k, 4),
+       "keeper: with no plan passing, the cheapest that failed is the answer");
+    lim.fits = fits_all;
+    r3 = as_keeper_offer(&k, &lim, c, 7); /* passes, dearer */
+    r4 = as_keeper_offer(&k, &lim, a, 8); /* not cheaper than the best that passes */
+    ok(r3 == 1 && r4 == 0 && as_keeper_answer(&k, out) == 7 && out[0] == 1 && out[1] == 0,
+       "keeper: a plan that passes beats cheaper ones that fail");
+    as_keeper_free(&k);
+}
+
+/*
+ * Relabel moves: a ring of 100 nodes, strategies named "[x]" and "[y]", 10 per edge
+ * whose ends differ, "[y]" 0.1 cheaper everywhere.  All "[x]" is stuck for single, pair
+ * and chain moves and for 64-unit blocks (a block saves at most 6.4 and cuts two edges,
+ * +20); the relabel "[x]" -> "[y]" of every unit at once reaches the optimum, all "[y]".
+ */
+#define RING_N 100
+static void
+test_relabel(void)
+{
+    as_problem *p = as_problem_new();
+    as_err err = {0};
+    as_heur h;
+    double r[4] = {0, 10, 10, 0}, c[2] = {0.1, 0}, v0, v;
+    size_t x[RING_N], u, id;
+    int ok_build = 1, all1 = 1, stuck;
+
+    for (u = 0; u < RING_N; u++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%zu", u);
+        ok_build &= as_problem_add_node(p, name, 2, c, NULL, NULL, &id, &err) == AS_OK;
+        ok_build &= as_problem_set_strategy_name(p, id, 0, "[x]", &err) == AS_OK;
+        ok_build &= as_problem_set_strategy_name(p, id, 1, "[y]", &err) == AS_OK;
+        if (u > 0)
+            ok_build &= as_problem_add_edge(p, u - 1, u, r, &err) == AS_OK;
+    }
+    ok_build &= as_problem_add_edge(p, 0, RING_N - 1, r, &err) == AS_OK;
+    ok_build &= as_problem_validate(p, &err) == AS_OK;
+    ok(ok_build, "ring instance builds (%s)", err.msg);
+    as_heur_init(&h, p);
+    for (u = 0; u < RING_N; u++)
+        x[u] = 0;
+    v0 = as_heur_eval(&h, x, NULL);
+    stuck = !as_heur_improve(&h, x, 20) && !as_heur_chain(&h, x, 10) &&
+            !as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3, 0);
+    ok(stuck && as_heur_eval(&h, x, NULL) == v0,
+       "relabel: single, pair, chain and block moves are stuck at %g", v0);
+    ok(as_heur_relabel(&h, x, 0), "relabel: the relabel move moves");
+    v = as_heur_eval(&h, x, NULL);
+    for (u = 0; u < RING_N; u++)
+        all1 &= x[u] == 1;
+    ok(all1 && fabs(v - (v0 - 0.1 * RING_N)) <= 1e-9,
+       "relabel: every unit at \"[y]\", the optimum %g (%g)", v0 - 0.1 * RING_N, v);
+    as_heur_free(&h);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -397,11 +558,14 @@ main(void)
         test_valid(i);
         test_beam_order(i);
         test_eval(i);
+        test_fits(i);
     }
     test_mcts_seed();
     test_megatron("mlp4l-alpa-m4.json");
     test_megatron("mlp4l-alpa-m8.json");
     test_params();
     test_block();
+    test_keeper();
+    test_relabel();
     return done_testing();
 }
