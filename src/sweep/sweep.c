@@ -143,7 +143,7 @@ stage_meshes(int m, int max_axes, int tpmax, const char *roles, int nroles, mesh
 
 static void
 add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int devices, const char *prefix, int p, int k,
-        const char *mesh, as_recompute r, const char *solver)
+        const char *mesh, as_recompute r, const char *solver, int zero, int zkey)
 {
     as_sweep_cfg *c;
     int w = 0;
@@ -160,9 +160,14 @@ add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int devices, const char *pre
     snprintf(c->mesh, sizeof c->mesh, "%s", mesh);
     c->recompute = r;
     c->solver = solver;
+    c->zero = zero;
     w = snprintf(c->key, sizeof c->key, "%s", prefix);
     snprintf(c->key + w, sizeof c->key - (size_t)w, "p=%d,k=%d,mesh=%s,recompute=%s,solver=%s",
              p, k, mesh, as_recompute_name(r), solver);
+    if (zkey) {
+        w = (int)strlen(c->key);
+        snprintf(c->key + w, sizeof c->key - (size_t)w, ",zero=%d", zero);
+    }
 }
 
 /*
@@ -202,8 +207,13 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
     const char *glpk = "glpk";
     const char *const *sl = o->nsolver ? o->solver : &glpk;
     int ns = o->nsolver ? o->nsolver : 1;
+    int zl[4] = {o->zero}, nz = o->nzero > 1 ? o->nzero : 1, z, zero0 = 0;
     char pre[64];
 
+    for (z = 0; z < nz && o->nzero > 1; z++) {
+        zl[z] = o->zeros[z];
+        zero0 |= zl[z] == 0;
+    }
     pre[0] = '\0';
     if (o->nbatches > 1)
         snprintf(pre, sizeof pre, "b=%lld,", (long long)batch);
@@ -253,8 +263,11 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
                     continue;
                 for (a = 0; a < nr; a++)
                     for (b = 0; b < ns; b++)
-                        add_cfg(cfg, n, cap, devices, pre, p, (int)(batch / db), ms.m[mi], rl[a],
-                                sl[b]);
+                        for (z = 0; z < nz; z++)
+                            /* ZeRO over a data degree of 1 is ZeRO 0 (listed: left out) */
+                            if (zl[z] == 0 || !zero0 || data_degree(o->roles, ms.m[mi]) > 1)
+                                add_cfg(cfg, n, cap, devices, pre, p, (int)(batch / db),
+                                        ms.m[mi], rl[a], sl[b], zl[z], o->nzero > 1);
             }
         for (j = 0; j < nk; j++)
             for (mi = 0; mi < ms.n; mi++) {
@@ -263,7 +276,10 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
                     continue;
                 for (a = 0; a < nr; a++)
                     for (b = 0; b < ns; b++)
-                        add_cfg(cfg, n, cap, devices, pre, p, ks[j], ms.m[mi], rl[a], sl[b]);
+                        for (z = 0; z < nz; z++)
+                            if (zl[z] == 0 || !zero0 || data_degree(o->roles, ms.m[mi]) > 1)
+                                add_cfg(cfg, n, cap, devices, pre, p, ks[j], ms.m[mi], rl[a],
+                                        sl[b], zl[z], o->nzero > 1);
             }
     }
     free(ms.m);
@@ -335,6 +351,7 @@ typedef struct record {
     char status[16];   /* ok, oom, pruned, infeasible, error */
     double throughput, peak, time, objective;
     double lb;         /* pruned: the memory lower bound */
+    int zero;          /* ZeRO stage (lines without the field: the header's single one) */
 } record;
 
 typedef struct sweep_ctx {
@@ -736,7 +753,7 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         as_build_opts_init(&st.build);
         st.build.memory = -1; /* the profile's device memory */
         st.build.roles = x->o->roles;
-        st.build.zero = x->o->zero;
+        st.build.zero = c->zero;
         if (x->o->time_limit > 0)
             st.build.deadline = t0 + x->o->time_limit;
         if (as_pipe_stage_problem(E->m != NULL ? E->m : g, E->stage, s, E->mbdim, &st, c->k,
@@ -843,6 +860,7 @@ cfg_json(json_t *j, const as_sweep_cfg *c)
     json_object_set_new(j, "mesh", json_string(c->mesh));
     json_object_set_new(j, "recompute", json_string(as_recompute_name(c->recompute)));
     json_object_set_new(j, "solver", json_string(c->solver));
+    json_object_set_new(j, "zero", json_integer(c->zero));
 }
 
 /* DIR/p-2_k-4_mesh-2x2_recompute-none_solver-glpk.json: the plan file of KEY. */
@@ -872,6 +890,7 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
     rc = eval_run(x, c, &E, &err);
     memset(r, 0, sizeof *r);
     snprintf(r->key, sizeof r->key, "%s", c->key);
+    r->zero = c->zero;
     r->throughput = r->peak = r->time = r->objective = NAN;
     cfg_json(j, c);
     if (rc == AS_OK && E.status == NULL) {
@@ -989,8 +1008,15 @@ header_json(const as_sweep_opts *o)
     /* only when given: the header of a sweep without them stays as it was */
     if (o->roles != NULL)
         json_object_set_new(json_object_get(j, "sweep"), "roles", json_string(o->roles));
-    if (o->zero > 0)
+    if (o->nzero > 1) { /* ZeRO as a dimension */
+        json_t *a = json_array();
+        int i;
+        for (i = 0; i < o->nzero; i++)
+            json_array_append_new(a, json_integer(o->zeros[i]));
+        json_object_set_new(json_object_get(j, "sweep"), "zero", a);
+    } else if (o->zero > 0) {
         json_object_set_new(json_object_get(j, "sweep"), "zero", json_integer(o->zero));
+    }
     if (o->cost != NULL)
         json_object_set_new(json_object_get(j, "sweep"), "cost_model", json_string(o->cost));
     if (o->ndevs > 1) {
@@ -1004,11 +1030,12 @@ header_json(const as_sweep_opts *o)
 }
 
 static void
-record_from_json(json_t *j, record *r)
+record_from_json(json_t *j, record *r, int zero)
 {
     json_t *v;
 
     memset(r, 0, sizeof *r);
+    r->zero = (v = json_object_get(j, "zero")) != NULL ? (int)json_integer_value(v) : zero;
     snprintf(r->key, sizeof r->key, "%s", json_string_value(json_object_get(j, "config")));
     snprintf(r->status, sizeof r->status, "%s",
              json_string_value(json_object_get(j, "status")) ? json_string_value(json_object_get(
@@ -1085,8 +1112,9 @@ jsonl_open(const as_sweep_opts *o, record **recs, size_t *nrec, int *fd, as_err 
         json_t *j = json_loadb(line, (size_t)(nl - line), 0, &je);
         if (first) {
             if (j == NULL || !json_equal(j, hdr)) {
-                rc = as_errf(err, AS_EUSAGE, "%s: written by another sweep (graph, devices, hw "
-                             "or batch differ); give another -o or remove it", o->out);
+                rc = as_errf(err, AS_EUSAGE, "%s: written by another sweep (graph, devices, hw, "
+                             "batch, roles, zero or cost model differ); give another -o or "
+                             "remove it", o->out);
                 json_decref(j);
                 break;
             }
@@ -1096,7 +1124,7 @@ jsonl_open(const as_sweep_opts *o, record **recs, size_t *nrec, int *fd, as_err 
                 cap = cap ? 2 * cap : 64;
                 *recs = as_xreallocarray(*recs, cap, sizeof **recs);
             }
-            record_from_json(j, &(*recs)[(*nrec)++]);
+            record_from_json(j, &(*recs)[(*nrec)++], o->zero);
         }
         json_decref(j);
         keep = (size_t)(nl + 1 - buf);
@@ -1188,14 +1216,14 @@ write_csv(const char *path, const as_sweep_opts *o, const record *r, size_t n, a
     } else {
         s = as_xmalloc(cap);
         len = (size_t)snprintf(s, cap, "batch,config,status,throughput,peak_memory,time,"
-                               "objective\n");
+                               "objective,zero\n");
     }
     for (i = 0; i < n; i++) {
         int w;
         for (;;) {
-            w = snprintf(s + len, cap - len, "%lld,\"%s\",%s,%.17g,%.17g,%.17g,%.17g\n",
+            w = snprintf(s + len, cap - len, "%lld,\"%s\",%s,%.17g,%.17g,%.17g,%.17g,%d\n",
                          (long long)o->batch, r[i].key, r[i].status, r[i].throughput, r[i].peak,
-                         r[i].time, r[i].objective);
+                         r[i].time, r[i].objective, r[i].zero);
             if (w >= 0 && (size_t)w < cap - len)
                 break;
             cap *= 2;
@@ -1436,7 +1464,7 @@ run_got(run *R, size_t t, char *text, as_err *err)
         free(text);
         return as_errf(err, AS_EINTERNAL, "a sweep worker sent a bad line");
     }
-    record_from_json(j, rec);
+    record_from_json(j, rec, R->o->zero);
     json_decref(j);
     R->nrec++;
     R->line[t] = text;
