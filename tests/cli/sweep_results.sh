@@ -102,4 +102,31 @@ as sweep "$T/g.asg" --devices 4 --zero 0,2 --list
 check "--zero 0,2 without a data role: exit 2, one line" \
     sh -c "[ $rc -eq 2 ] && [ \$(grep -c '^autoshard: --zero 2 needs a data axis' '$T/err') -eq 1 ]"
 
+# ---- the memory lower bound that prunes: only the strategies the roles allow ----
+# 2x2 under --role data,tensor: a parameter's smallest layout splits it over the data axis,
+# which the roles forbid; the sweep's bound takes the smallest allowed layout.
+mib() { awk -v b="$1" 'BEGIN { printf "%.2f MiB", b / 1048576 }'; }
+lbof() { jq -r "select(.mesh == \"$2\") | .lower_bound" "$1"; }
+as sweep $Z -o "$T/r.jsonl"
+ok $rc "sweep --role data,tensor on 4 devices (each line has its lower_bound)"
+B=$(lbof "$T/r.jsonl" 2x2)
+as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory 1
+old=$(sed -n 's/.*every plan needs at least \([0-9.]* [KMG]iB\).*/\1/p' "$T/err")
+check "the bound with roles ($(mib "$B")) is above the roles-blind one ($old)" \
+    awk -v b="$B" -v o="${old% MiB}" 'BEGIN { exit !(b > o * 1048576 * 1.2) }'
+as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory $((${B%.*} - 1))
+check "a true lower bound: the ILP proves 1 B below it infeasible (exit 3)" \
+    sh -c "[ $rc -eq 3 ] && grep -q 'no plan fits' '$T/err'"
+as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory $((${B%.*} + 1))
+check "at the edge: 1 B above it, the ILP finds a plan whose rows are the bound ($(mib "$B"))" \
+    grep -q "(rows $(mib "$B"))" "$T/out" "$T/err"
+as sweep "$T/g.asg" --devices 4 --pipeline 1 --max-axes 1 -q -o "$T/n.jsonl"
+as solve "$T/g.asg" --mesh 4 --memory 1
+check "one truth: without roles the sweep's bound is solve's ($(sed -n 's/.*at least \([0-9.]* [KMG]iB\).*/\1/p' "$T/err"))" \
+    grep -q "at least $(mib "$(lbof "$T/n.jsonl" 4)") " "$T/err"
+as hw show a100-dgx; sed "s/^memory .*/memory = $(( (${B%.*} + ${B%.*} / 2) / 2 ))/" "$T/out" >"$T/m.hw"
+as sweep $Z --hw "$T/m.hw" -o "$T/m.jsonl"
+check "with memory between the two bounds, 2x2 is pruned (lower_bound = the bound)" \
+    test "$(jq -r 'select(.mesh == "2x2") | .status' "$T/m.jsonl") $(lbof "$T/m.jsonl" 2x2)" = "pruned $B"
+
 done_testing
