@@ -795,7 +795,8 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
     E->budget = as_xcalloc((size_t)c->p, sizeof *E->budget);
     E->rb = as_xcalloc((size_t)c->p, sizeof *E->rb);
     E->peak = as_xcalloc((size_t)c->p, sizeof *E->peak);
-    /* build every stage and prune by the memory lower bound before any solve */
+    /* build every stage and prune by the memory lower bound before any solve (at the
+       first stage whose bound exceeds its memory) */
     for (s = 0; s < c->p; s++) {
         as_graph_setup st;
         double lb;
@@ -817,8 +818,10 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         E->budget_max = fmax(E->budget_max, E->budget[s]);
         lb = peak_lower_bound(E->gp[s].p);
         E->lb = fmax(E->lb, lb);
-        if (E->budget[s] > 0 && lb > E->budget[s] * (1 + 1e-9))
+        if (E->budget[s] > 0 && lb > E->budget[s] * (1 + 1e-9)) {
             E->status = "pruned";
+            break; /* one stage that cannot fit is enough: the others are not built */
+        }
     }
     if (E->status != NULL)
         return AS_OK;
