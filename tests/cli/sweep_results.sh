@@ -119,7 +119,7 @@ check "a true lower bound: the ILP proves 1 B below it infeasible (exit 3)" \
     sh -c "[ $rc -eq 3 ] && grep -q 'no plan fits' '$T/err'"
 as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory $((${B%.*} + 1))
 check "at the edge: 1 B above it, the ILP finds a plan whose rows are the bound ($(mib "$B"))" \
-    grep -q "(rows $(mib "$B"))" "$T/out" "$T/err"
+    grep -q "(rows $(mib "$B")" "$T/out" "$T/err"
 as sweep "$T/g.asg" --devices 4 --pipeline 1 --max-axes 1 -q -o "$T/n.jsonl"
 as solve "$T/g.asg" --mesh 4 --memory 1
 check "one truth: without roles the sweep's bound is solve's ($(sed -n 's/.*at least \([0-9.]* [KMG]iB\).*/\1/p' "$T/err"))" \
