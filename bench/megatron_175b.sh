@@ -11,8 +11,10 @@
 # pipeline degrees Megatron can run: P dividing the 96 layers with the model state fitting
 # 80 GB -- 16 bytes per parameter (bf16 weights and gradients, fp32 master and Adam
 # moments) x 174.6e9 / (8 x P) <= 80 GB needs P >= 5 (P = 4: 87 GB), and 96 / P whole:
-# P in {8, 16, 32} (P = 64 splits 96 layers unevenly).  12 configurations; t = 1 has
-# no plan that fits (infeasible at once).
+# P in {8, 16, 32} (P = 64 splits 96 layers unevenly).  12 configurations, 6 of them
+# pruned by the sweep's memory lower bound (roles-aware since the second round of
+# 2026-11-27 b): t = 1, t <= 2 at P = 16, t <= 4 at P = 8.  The same bound prunes all
+# 11 configurations with P <= 4 too (`--pipeline 1,2,4` costs ~35 s CPU, all pruned).
 #
 #   bench/megatron_175b.sh [TIME_LIMIT]   (default 30 s per configuration;
 #                          AUTOSHARD=path/to/autoshard, default ./autoshard; JOBS=2: -j 2)

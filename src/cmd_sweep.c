@@ -68,7 +68,9 @@ const struct as_cmd as_cmd_sweep = {
             "                       --role): every mesh has exactly that many axes, factors\n"
             "                       >= 1 (--role data,tensor on 8: 1x8, 2x4, 4x2, 8x1);\n"
             "                       a mesh with D devices on data axes needs batch / D / K >= 1\n"
-            "  --zero Z             ZeRO 0, 1, 2 or 3 over the data axes (as solve --zero)\n"
+            "  --zero Z[,Z...]      ZeRO 0, 1, 2 or 3 over the data axes (as solve\n"
+            "                       --zero); a list makes it a dimension (keys end\n"
+            "                       \",zero=Z\")\n"
             "  --time-limit S       seconds per configuration (build and solves)\n"
             "  -o FILE.jsonl        append one JSON line per configuration; started again\n"
             "                       with the same command it skips the configurations done\n"
@@ -201,13 +203,29 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
         return as_cmd_count_opt(&as_cmd_sweep, "tp-max", optarg, &o->tp_max);
     case OPT_ROLE:
         return as_sweep_set_roles(o, optarg, &err) == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
-    case OPT_ZERO:
-        if (optarg[0] < '0' || optarg[0] > '3' || optarg[1] != '\0') {
-            fprintf(stderr, "autoshard: --zero takes 0, 1, 2 or 3, got '%s'\n", optarg);
-            return AS_EXIT_USAGE;
+    case OPT_ZERO: {
+        const char *q = optarg;
+        o->nzero = 0;
+        for (;;) {
+            int z = q[0] - '0', j;
+            if (q[0] < '0' || q[0] > '3' || (q[1] != ',' && q[1] != '\0') || o->nzero == 4) {
+                fprintf(stderr, "autoshard: --zero takes 0, 1, 2 or 3 (or a list of them), got "
+                        "'%s'\n", optarg);
+                return AS_EXIT_USAGE;
+            }
+            for (j = 0; j < o->nzero; j++)
+                if (o->zeros[j] == z) {
+                    fprintf(stderr, "autoshard: --zero lists %d twice\n", z);
+                    return AS_EXIT_USAGE;
+                }
+            o->zeros[o->nzero++] = z;
+            if (q[1] == '\0')
+                break;
+            q += 2;
         }
-        o->zero = optarg[0] - '0';
+        o->zero = o->zeros[0];
         return AS_EXIT_OK;
+    }
     case OPT_TIME: {
         char *end;
         o->time_limit = strtod(optarg, &end);
@@ -343,11 +361,12 @@ sweep_exec(int argc, char **argv)
                             "--microbatches or --accumulate");
     if (o.accumulate && o.nmicro == 0)
         return as_cmd_usage(&as_cmd_sweep, "--accumulate needs --microbatches LIST");
-    if (o.zero > 0 && (o.roles == NULL || strstr(o.roles, "data") == NULL)) {
-        fprintf(stderr, "autoshard: --zero %d needs a data axis to shard over (--role with "
-                "data)\n", o.zero);
-        return AS_EXIT_USAGE;
-    }
+    for (b = 0; b < o.nzero; b++)
+        if (o.zeros[b] > 0 && (o.roles == NULL || strstr(o.roles, "data") == NULL)) {
+            fprintf(stderr, "autoshard: --zero %d needs a data axis to shard over (--role with "
+                    "data)\n", o.zeros[b]);
+            return AS_EXIT_USAGE;
+        }
     o.source = argv[optind];
     if (as_verbosity == 0) /* -q is also a global option, taken before ours */
         o.quiet = 1;

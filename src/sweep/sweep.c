@@ -23,6 +23,7 @@
 #endif
 
 #include "formulate/build.h"
+#include "formulate/ilp.h"
 #include "formulate/pipeline.h"
 #include "formulate/problem.h"
 #include "graph/check.h"
@@ -143,7 +144,7 @@ stage_meshes(int m, int max_axes, int tpmax, const char *roles, int nroles, mesh
 
 static void
 add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int devices, const char *prefix, int p, int k,
-        const char *mesh, as_recompute r, const char *solver)
+        const char *mesh, as_recompute r, const char *solver, int zero, int zkey)
 {
     as_sweep_cfg *c;
     int w = 0;
@@ -160,9 +161,14 @@ add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int devices, const char *pre
     snprintf(c->mesh, sizeof c->mesh, "%s", mesh);
     c->recompute = r;
     c->solver = solver;
+    c->zero = zero;
     w = snprintf(c->key, sizeof c->key, "%s", prefix);
     snprintf(c->key + w, sizeof c->key - (size_t)w, "p=%d,k=%d,mesh=%s,recompute=%s,solver=%s",
              p, k, mesh, as_recompute_name(r), solver);
+    if (zkey) {
+        w = (int)strlen(c->key);
+        snprintf(c->key + w, sizeof c->key - (size_t)w, ",zero=%d", zero);
+    }
 }
 
 /*
@@ -202,8 +208,13 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
     const char *glpk = "glpk";
     const char *const *sl = o->nsolver ? o->solver : &glpk;
     int ns = o->nsolver ? o->nsolver : 1;
+    int zl[4] = {o->zero}, nz = o->nzero > 1 ? o->nzero : 1, z, zero0 = 0;
     char pre[64];
 
+    for (z = 0; z < nz && o->nzero > 1; z++) {
+        zl[z] = o->zeros[z];
+        zero0 |= zl[z] == 0;
+    }
     pre[0] = '\0';
     if (o->nbatches > 1)
         snprintf(pre, sizeof pre, "b=%lld,", (long long)batch);
@@ -253,8 +264,11 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
                     continue;
                 for (a = 0; a < nr; a++)
                     for (b = 0; b < ns; b++)
-                        add_cfg(cfg, n, cap, devices, pre, p, (int)(batch / db), ms.m[mi], rl[a],
-                                sl[b]);
+                        for (z = 0; z < nz; z++)
+                            /* ZeRO over a data degree of 1 is ZeRO 0 (listed: left out) */
+                            if (zl[z] == 0 || !zero0 || data_degree(o->roles, ms.m[mi]) > 1)
+                                add_cfg(cfg, n, cap, devices, pre, p, (int)(batch / db),
+                                        ms.m[mi], rl[a], sl[b], zl[z], o->nzero > 1);
             }
         for (j = 0; j < nk; j++)
             for (mi = 0; mi < ms.n; mi++) {
@@ -263,7 +277,10 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
                     continue;
                 for (a = 0; a < nr; a++)
                     for (b = 0; b < ns; b++)
-                        add_cfg(cfg, n, cap, devices, pre, p, ks[j], ms.m[mi], rl[a], sl[b]);
+                        for (z = 0; z < nz; z++)
+                            if (zl[z] == 0 || !zero0 || data_degree(o->roles, ms.m[mi]) > 1)
+                                add_cfg(cfg, n, cap, devices, pre, p, ks[j], ms.m[mi], rl[a],
+                                        sl[b], zl[z], o->nzero > 1);
             }
     }
     free(ms.m);
@@ -335,6 +352,7 @@ typedef struct record {
     char status[16];   /* ok, oom, pruned, infeasible, error */
     double throughput, peak, time, objective;
     double lb;         /* pruned: the memory lower bound */
+    int zero;          /* ZeRO stage (lines without the field: the header's single one) */
 } record;
 
 typedef struct sweep_ctx {
@@ -683,6 +701,59 @@ merge_sim(const sweep_ctx *x, const as_sweep_cfg *c, const as_graph *g, eval *E,
 }
 
 /* Build, prune, solve, fit and simulate configuration C; AS_OK or the error (E->status). */
+/* May node V take strategy S in an ILP plan?  Not when its cost is forbidden (the axis
+   roles' AS_STRAT_INFINITY_COST: the ILP fixes such a column at 0) or, for a node that
+   follows another, when the leader's is. */
+static int
+allowed(const as_problem *p, size_t v, size_t s)
+{
+    size_t hops;
+
+    for (hops = 0; hops <= as_problem_nnodes(p); hops++) {
+        const as_pnode *nd = as_problem_node(p, v);
+        if (!(nd->c[s] + nd->d[s] < AS_ILP_FORBIDDEN_COST))
+            return 0;
+        if (nd->follow == AS_NO_FOLLOW)
+            return 1;
+        v = nd->follow;
+    }
+    return 1;
+}
+
+/*
+ * The memory lower bound that prunes a configuration: as_problem_peak_lower_bound (the
+ * fullest liveness point's resident bytes plus every live node's smallest memory), the
+ * minimum taken over the strategies an ILP plan may hold.  Under --role data,tensor the
+ * smallest layout of a parameter splits it over the data axis, a strategy the roles forbid;
+ * its allowed layouts split it over the tensor and auto axes only (and the data axes under
+ * ZeRO, whose memory the problem already divides).  A node without an allowed strategy
+ * takes its smallest over all (no plan then; the bound stays finite).  Equal to
+ * as_problem_peak_lower_bound without forbidden strategies (tests/cli/sweep_results.sh).
+ */
+static double
+peak_lower_bound(const as_problem *p)
+{
+    double peak = 0;
+    size_t t, i, s;
+
+    for (t = 0; t < as_problem_nlive(p); t++) {
+        const as_plive *l = as_problem_live(p, t);
+        double sum = l->resident;
+        for (i = 0; i < l->n; i++) {
+            size_t k = as_problem_node(p, l->nodes[i])->k;
+            double lo = INFINITY, any = INFINITY;
+            for (s = 0; s < k; s++) {
+                any = fmin(any, l->m[i][s]);
+                if (allowed(p, l->nodes[i], s))
+                    lo = fmin(lo, l->m[i][s]);
+            }
+            sum += isfinite(lo) ? lo : any;
+        }
+        peak = fmax(peak, sum);
+    }
+    return peak;
+}
+
 static int
 eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
 {
@@ -724,7 +795,8 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
     E->budget = as_xcalloc((size_t)c->p, sizeof *E->budget);
     E->rb = as_xcalloc((size_t)c->p, sizeof *E->rb);
     E->peak = as_xcalloc((size_t)c->p, sizeof *E->peak);
-    /* build every stage and prune by the memory lower bound before any solve */
+    /* build every stage and prune by the memory lower bound before any solve (at the
+       first stage whose bound exceeds its memory) */
     for (s = 0; s < c->p; s++) {
         as_graph_setup st;
         double lb;
@@ -736,7 +808,7 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         as_build_opts_init(&st.build);
         st.build.memory = -1; /* the profile's device memory */
         st.build.roles = x->o->roles;
-        st.build.zero = x->o->zero;
+        st.build.zero = c->zero;
         if (x->o->time_limit > 0)
             st.build.deadline = t0 + x->o->time_limit;
         if (as_pipe_stage_problem(E->m != NULL ? E->m : g, E->stage, s, E->mbdim, &st, c->k,
@@ -744,10 +816,12 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
             return err->code;
         E->budget[s] = E->rb[s] = as_problem_memory(E->gp[s].p);
         E->budget_max = fmax(E->budget_max, E->budget[s]);
-        lb = as_problem_peak_lower_bound(E->gp[s].p);
+        lb = peak_lower_bound(E->gp[s].p);
         E->lb = fmax(E->lb, lb);
-        if (E->budget[s] > 0 && lb > E->budget[s] * (1 + 1e-9))
+        if (E->budget[s] > 0 && lb > E->budget[s] * (1 + 1e-9)) {
             E->status = "pruned";
+            break; /* one stage that cannot fit is enough: the others are not built */
+        }
     }
     if (E->status != NULL)
         return AS_OK;
@@ -843,6 +917,7 @@ cfg_json(json_t *j, const as_sweep_cfg *c)
     json_object_set_new(j, "mesh", json_string(c->mesh));
     json_object_set_new(j, "recompute", json_string(as_recompute_name(c->recompute)));
     json_object_set_new(j, "solver", json_string(c->solver));
+    json_object_set_new(j, "zero", json_integer(c->zero));
 }
 
 /* DIR/p-2_k-4_mesh-2x2_recompute-none_solver-glpk.json: the plan file of KEY. */
@@ -872,6 +947,7 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
     rc = eval_run(x, c, &E, &err);
     memset(r, 0, sizeof *r);
     snprintf(r->key, sizeof r->key, "%s", c->key);
+    r->zero = c->zero;
     r->throughput = r->peak = r->time = r->objective = NAN;
     cfg_json(j, c);
     if (rc == AS_OK && E.status == NULL) {
@@ -930,6 +1006,8 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "mfu", x->peak_flops > 0 ? json_real(tf * 1e12 / x->peak_flops)
                                                         : json_null());
         json_object_set_new(j, "peak_memory", json_real(E.plan->peak));
+        /* the memory lower bound of the stage problems (peak_lower_bound): no plan below it */
+        json_object_set_new(j, "lower_bound", json_real(E.lb));
         json_object_set_new(j, "capacity", json_real(E.sim->capacity));
         json_object_set_new(j, "oom", json_boolean(oom));
         json_object_set_new(j, "bubble", json_real(E.sim->bubble));
@@ -989,8 +1067,15 @@ header_json(const as_sweep_opts *o)
     /* only when given: the header of a sweep without them stays as it was */
     if (o->roles != NULL)
         json_object_set_new(json_object_get(j, "sweep"), "roles", json_string(o->roles));
-    if (o->zero > 0)
+    if (o->nzero > 1) { /* ZeRO as a dimension */
+        json_t *a = json_array();
+        int i;
+        for (i = 0; i < o->nzero; i++)
+            json_array_append_new(a, json_integer(o->zeros[i]));
+        json_object_set_new(json_object_get(j, "sweep"), "zero", a);
+    } else if (o->zero > 0) {
         json_object_set_new(json_object_get(j, "sweep"), "zero", json_integer(o->zero));
+    }
     if (o->cost != NULL)
         json_object_set_new(json_object_get(j, "sweep"), "cost_model", json_string(o->cost));
     if (o->ndevs > 1) {
@@ -1004,11 +1089,12 @@ header_json(const as_sweep_opts *o)
 }
 
 static void
-record_from_json(json_t *j, record *r)
+record_from_json(json_t *j, record *r, int zero)
 {
     json_t *v;
 
     memset(r, 0, sizeof *r);
+    r->zero = (v = json_object_get(j, "zero")) != NULL ? (int)json_integer_value(v) : zero;
     snprintf(r->key, sizeof r->key, "%s", json_string_value(json_object_get(j, "config")));
     snprintf(r->status, sizeof r->status, "%s",
              json_string_value(json_object_get(j, "status")) ? json_string_value(json_object_get(
@@ -1085,8 +1171,9 @@ jsonl_open(const as_sweep_opts *o, record **recs, size_t *nrec, int *fd, as_err 
         json_t *j = json_loadb(line, (size_t)(nl - line), 0, &je);
         if (first) {
             if (j == NULL || !json_equal(j, hdr)) {
-                rc = as_errf(err, AS_EUSAGE, "%s: written by another sweep (graph, devices, hw "
-                             "or batch differ); give another -o or remove it", o->out);
+                rc = as_errf(err, AS_EUSAGE, "%s: written by another sweep (graph, devices, hw, "
+                             "batch, roles, zero or cost model differ); give another -o or "
+                             "remove it", o->out);
                 json_decref(j);
                 break;
             }
@@ -1096,7 +1183,7 @@ jsonl_open(const as_sweep_opts *o, record **recs, size_t *nrec, int *fd, as_err 
                 cap = cap ? 2 * cap : 64;
                 *recs = as_xreallocarray(*recs, cap, sizeof **recs);
             }
-            record_from_json(j, &(*recs)[(*nrec)++]);
+            record_from_json(j, &(*recs)[(*nrec)++], o->zero);
         }
         json_decref(j);
         keep = (size_t)(nl + 1 - buf);
@@ -1188,14 +1275,14 @@ write_csv(const char *path, const as_sweep_opts *o, const record *r, size_t n, a
     } else {
         s = as_xmalloc(cap);
         len = (size_t)snprintf(s, cap, "batch,config,status,throughput,peak_memory,time,"
-                               "objective\n");
+                               "objective,zero\n");
     }
     for (i = 0; i < n; i++) {
         int w;
         for (;;) {
-            w = snprintf(s + len, cap - len, "%lld,\"%s\",%s,%.17g,%.17g,%.17g,%.17g\n",
+            w = snprintf(s + len, cap - len, "%lld,\"%s\",%s,%.17g,%.17g,%.17g,%.17g,%d\n",
                          (long long)o->batch, r[i].key, r[i].status, r[i].throughput, r[i].peak,
-                         r[i].time, r[i].objective);
+                         r[i].time, r[i].objective, r[i].zero);
             if (w >= 0 && (size_t)w < cap - len)
                 break;
             cap *= 2;
@@ -1436,7 +1523,7 @@ run_got(run *R, size_t t, char *text, as_err *err)
         free(text);
         return as_errf(err, AS_EINTERNAL, "a sweep worker sent a bad line");
     }
-    record_from_json(j, rec);
+    record_from_json(j, rec, R->o->zero);
     json_decref(j);
     R->nrec++;
     R->line[t] = text;

@@ -27,8 +27,10 @@ typedef struct as_sweep_cfg {
     char mesh[64];             /**< one stage's mesh, "2x4" */
     as_recompute recompute;
     const char *solver;        /**< borrowed from the options */
+    int zero;                  /**< ZeRO stage (as_build_opts.zero) */
     char key[AS_SWEEP_KEY_MAX]; /**< canonical string "p=2,k=4,mesh=2x2,recompute=none,solver=glpk",
-                                     prefixed by "n=8," when --devices lists several counts */
+                                     prefixed by "n=8," when --devices lists several counts,
+                                     ",zero=Z" after it with a --zero list */
 } as_sweep_cfg;
 
 typedef struct as_sweep_opts {
@@ -67,7 +69,12 @@ typedef struct as_sweep_opts {
                                     (NULL = none); every mesh then has exactly NROLES axes,
                                     factors >= 1 ("1x8", "2x4", ...) */
     int nroles;                /**< entries of ROLES (1..3) */
-    int zero;                  /**< ZeRO stage 0..3 over the data axes (as_build_opts.zero) */
+    int zero;                  /**< ZeRO stage 0..3 over the data axes (as_build_opts.zero): the
+                                    single --zero value, or the first of the list */
+    int zeros[4], nzero;       /**< `--zero 0,1,2,3`: with more than one, ZeRO is a dimension
+                                    (keys end ",zero=Z", the header lists them); a Z > 0 on a mesh
+                                    whose data degree is 1 is left out when 0 is listed (the same
+                                    configuration) */
 } as_sweep_opts;
 
 /**

@@ -74,4 +74,59 @@ as sweep "$T/g.asg" --devices 16 --microbatch-size 1 --microbatches 2
 check "--microbatch-size with --microbatches: exit 2, one autoshard: line" \
     sh -c "[ $rc -eq 2 ] && [ \$(grep -c '^autoshard: .*microbatch-size' '$T/err') -eq 1 ]"
 
+# ---- ZeRO as a dimension: --zero 0,3 (keys, line field, CSV column, resume) ----
+# 4 devices, --role data,tensor, P = 1: meshes 1x4, 2x2, 4x1; ZeRO 3 over a data degree of 1
+# is ZeRO 0 (left out): 5 configurations.
+Z="$T/g.asg --devices 4 --pipeline 1 --role data,tensor -q"
+as sweep $Z --zero 0,3 --list
+check "--zero 0,3: 5 configurations, keys ending zero=Z (1x4 only with zero=0)" \
+    test "$(grep -c ',zero=[03]$' "$T/out") $(grep -c 'mesh=1x4,.*zero=3' "$T/out")" = "5 0"
+as sweep $Z --zero 0,3 -o "$T/z.jsonl" --csv "$T/z.csv"
+ok $rc "sweep --zero 0,3"
+check "the header lists the stages, each line has its zero field" \
+    test "$(head -1 "$T/z.jsonl" | jq -c .sweep.zero) $(jq -r 'select(.config) | .zero' "$T/z.jsonl" | sort | tr -d '\n')" = "[0,3] 00033"
+check "CSV: a zero column, equal to the key's" \
+    test "$(head -1 "$T/z.csv" | awk -F, '{print $NF}') $(tail -n +2 "$T/z.csv" | awk -F, '{ k = $0; sub(/.*zero=/, "", k); sub(/".*/, "", k); if (k != $NF) bad++ } END { print bad + 0 }')" = "zero 0"
+as solve "$T/g.asg" --mesh 4x1 --role data,tensor --zero 3 --memory auto
+obj=$(sed -n 's/^objective  *\([0-9.e+-]*\) s.*/\1/p' "$T/out" "$T/err")
+sobj=$(jq -r 'select(.config == "p=1,k=1,mesh=4x1,recompute=none,solver=glpk,zero=3") | .objective' "$T/z.jsonl")
+check "one truth: the zero=3 line's objective $sobj = solve --zero 3's $obj" close "$sobj" "$obj" 1e-6
+check "ZeRO 3 lowers the peak (4x1: zero=3 below zero=0)" \
+    test "$(jq -s -r 'map(select(.mesh == "4x1")) | sort_by(.zero) | (.[0].peak_memory > .[1].peak_memory)' "$T/z.jsonl")" = true
+as sweep $Z --zero 0,3 -o "$T/z.jsonl"
+check "run again: resumed, nothing run" grep -q '(5 done before), 0 run now' "$T/out"
+as sweep $Z --zero 0,1 -o "$T/z.jsonl"
+check "another --zero list on that JSONL: refused, exit 2, one line" \
+    sh -c "[ $rc -eq 2 ] && [ \$(grep -c '^autoshard: .*written by another sweep' '$T/err') -eq 1 ]"
+as sweep "$T/g.asg" --devices 4 --zero 0,2 --list
+check "--zero 0,2 without a data role: exit 2, one line" \
+    sh -c "[ $rc -eq 2 ] && [ \$(grep -c '^autoshard: --zero 2 needs a data axis' '$T/err') -eq 1 ]"
+
+# ---- the memory lower bound that prunes: only the strategies the roles allow ----
+# 2x2 under --role data,tensor: a parameter's smallest layout splits it over the data axis,
+# which the roles forbid; the sweep's bound takes the smallest allowed layout.
+mib() { awk -v b="$1" 'BEGIN { printf "%.2f MiB", b / 1048576 }'; }
+lbof() { jq -r "select(.mesh == \"$2\") | .lower_bound" "$1"; }
+as sweep $Z -o "$T/r.jsonl"
+ok $rc "sweep --role data,tensor on 4 devices (each line has its lower_bound)"
+B=$(lbof "$T/r.jsonl" 2x2)
+as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory 1
+old=$(sed -n 's/.*every plan needs at least \([0-9.]* [KMG]iB\).*/\1/p' "$T/err")
+check "the bound with roles ($(mib "$B")) is above the roles-blind one ($old)" \
+    awk -v b="$B" -v o="${old% MiB}" 'BEGIN { exit !(b > o * 1048576 * 1.2) }'
+as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory $((${B%.*} - 1))
+check "a true lower bound: the ILP proves 1 B below it infeasible (exit 3)" \
+    sh -c "[ $rc -eq 3 ] && grep -q 'no plan fits' '$T/err'"
+as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory $((${B%.*} + 1))
+check "at the edge: 1 B above it, the ILP finds a plan whose rows are the bound ($(mib "$B"))" \
+    grep -q "(rows $(mib "$B")" "$T/out" "$T/err"
+as sweep "$T/g.asg" --devices 4 --pipeline 1 --max-axes 1 -q -o "$T/n.jsonl"
+as solve "$T/g.asg" --mesh 4 --memory 1
+check "one truth: without roles the sweep's bound is solve's ($(sed -n 's/.*at least \([0-9.]* [KMG]iB\).*/\1/p' "$T/err"))" \
+    grep -q "at least $(mib "$(lbof "$T/n.jsonl" 4)") " "$T/err"
+as hw show a100-dgx; sed "s/^memory .*/memory = $(( (${B%.*} + ${B%.*} / 2) / 2 ))/" "$T/out" >"$T/m.hw"
+as sweep $Z --hw "$T/m.hw" -o "$T/m.jsonl"
+check "with memory between the two bounds, 2x2 is pruned (lower_bound = the bound)" \
+    test "$(jq -r 'select(.mesh == "2x2") | .status' "$T/m.jsonl") $(lbof "$T/m.jsonl" 2x2)" = "pruned $B"
+
 done_testing
