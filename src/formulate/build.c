@@ -605,70 +605,123 @@ has_partial(const as_build_map *map, size_t v)
 }
 
 /*
- * One point (program position OP): resident entries + active tensors.  An
- * output of OP itself also carries the partial result its strategy writes
- * before resolving it (partial_bytes).
+ * Memory vector of active tensor T (node V): with OUT its resolved bytes, with PART the
+ * partial result its producer's strategy writes before resolving it (partial_bytes).  A
+ * malloc'ed vector, or NULL when it is V's own m.
+ */
+static double *
+entry_vec(const as_build_map *map, int32_t t, size_t v, int out, int part)
+{
+    const as_strategy_set *set = map->node_set[v];
+    int zero2 = map->zero >= 2 && grad_buffer(as_graph_tensor(map->g, t));
+    int s, o = map->tensor_out[t];
+    const as_shape *sh = &set->out_shape[o];
+    double *vec;
+
+    if (out && !part && set->nout <= 1 && !zero2)
+        return NULL;
+    vec = as_xmalloc((size_t)set->n * sizeof *vec);
+    for (s = 0; s < set->n; s++) {
+        vec[s] = (out ? (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], sh) : set->s[s].mem)
+                      : 0) +
+                 (part ? partial_bytes(map, set, s, o) : 0);
+        /* ZeRO-2: the gradient buffer is reduce-scattered over the data axes its
+           layout replicates (sim/lower.c lower_grad_buf) */
+        if (zero2)
+            vec[s] /= as_spec_zero_parts(&set->s[s].out[o], as_cost_model_mesh(map->cm),
+                                         map->role);
+    }
+    return vec;
+}
+
+/* Does T's producer OP count T's partial result at its point? */
+static int
+counts_partial(const as_build_map *map, int32_t t, int32_t op)
+{
+    return as_graph_tensor(map->g, t)->producer == op && op >= 0 && !partial_deferred(map, t) &&
+           has_partial(map, map->tensor_node[t]);
+}
+
+/*
+ * One point (program position OP): the active tensors not in the liveness base (INBASE[t]),
+ * and the partial result of a base tensor that OP produces.  The resident entries and the
+ * stashed activations are in the base (add_base).
  */
 static int
 add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, size_t nact,
-          const size_t *res, size_t nres, const int32_t *stash, size_t nstash, as_err *err)
+          const unsigned char *inbase, as_err *err)
 {
-    size_t n = nres + nact + nstash, i;
-    size_t *nodes = as_xmalloc((n ? n : 1) * sizeof *nodes);
-    const double **m = as_xcalloc(n ? n : 1, sizeof *m);
-    double **own = as_xcalloc(n ? n : 1, sizeof *own);
+    size_t n = 0, i;
+    size_t *nodes = as_xmalloc((nact ? nact : 1) * sizeof *nodes);
+    const double **m = as_xcalloc(nact ? nact : 1, sizeof *m);
+    double **own = as_xcalloc(nact ? nact : 1, sizeof *own);
     int rc;
 
-    for (i = 0; i < nres; i++)
-        nodes[i] = res[i];
     for (i = 0; i < nact; i++) {
         int32_t t = active[i];
         size_t v = map->tensor_node[t];
-        const as_strategy_set *set = map->node_set[v];
-        int mine = as_graph_tensor(map->g, t)->producer == op && op >= 0 &&
-                   !partial_deferred(map, t);
-        int zero2 = map->zero >= 2 && grad_buffer(as_graph_tensor(map->g, t));
-        nodes[nres + i] = v;
-        if (set->nout > 1 || (mine && has_partial(map, v)) || zero2) {
-            int s, o = map->tensor_out[t];
-            const as_shape *sh = &set->out_shape[o];
-            own[i] = as_xmalloc((size_t)set->n * sizeof **own);
-            for (s = 0; s < set->n; s++) {
-                own[i][s] = (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], sh)
-                                           : set->s[s].mem) +
-                            (mine ? partial_bytes(map, set, s, o) : 0);
-                /* ZeRO-2: the gradient buffer is reduce-scattered over the data axes its
-                   layout replicates (sim/lower.c lower_grad_buf) */
-                if (zero2)
-                    own[i][s] /= as_spec_zero_parts(&set->s[s].out[o],
-                                                    as_cost_model_mesh(map->cm), map->role);
-            }
-            m[nres + i] = own[i];
-        }
-    }
-    /* a pipeline stage: the stashed activations of the M - 1 earlier microbatches in flight */
-    for (i = 0; i < nstash; i++) {
-        size_t j = nres + nact + i, v = map->tensor_node[stash[i]];
-        const as_strategy_set *set = map->node_set[v];
-        int s, o = map->tensor_out[stash[i]];
-        nodes[j] = v;
-        own[nact + i] = as_xmalloc((size_t)set->n * sizeof **own);
-        for (s = 0; s < set->n; s++)
-            own[nact + i][s] = (map->inflight - 1) *
-                               (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o],
-                                                           &set->out_shape[o])
-                                              : set->s[s].mem);
-        m[j] = own[nact + i];
+        int mine = counts_partial(map, t, op);
+        if (inbase[t] && !mine)
+            continue;
+        nodes[n] = v;
+        m[n] = own[n] = entry_vec(map, t, v, !inbase[t], mine);
+        n++;
     }
     rc = as_problem_add_liveness_m(p, nodes, m, n, 0, err);
     AS_VEC_PUSH(&map->point_op, op);
     map->st.live_points++;
     map->st.live_entries += n;
-    for (i = 0; i < nact + nstash; i++)
+    for (i = 0; i < n; i++)
         free(own[i]);
     free(own);
     free(m);
     free(nodes);
+    return rc;
+}
+
+/*
+ * The liveness base: what every point holds -- the resident entries RES, the tensors
+ * INBASE marks (live from the first op to the last) and, in a pipeline stage, the stashed
+ * activations of the M - 1 earlier microbatches in flight.
+ */
+static int
+add_base(as_build_map *map, as_problem *p, const size_t *res, size_t nres,
+         const unsigned char *inbase, const int32_t *stash, size_t nstash, as_err *err)
+{
+    int32_t nt = as_graph_ntensors(map->g), t;
+    AS_VEC(size_t) nodes = {0};
+    AS_VEC(double *) m = {0};
+    size_t i;
+    int rc;
+
+    for (i = 0; i < nres; i++) {
+        AS_VEC_PUSH(&nodes, res[i]);
+        AS_VEC_PUSH(&m, NULL);
+    }
+    for (t = 0; t < nt; t++)
+        if (inbase[t]) {
+            size_t v = map->tensor_node[t];
+            AS_VEC_PUSH(&nodes, v);
+            AS_VEC_PUSH(&m, entry_vec(map, t, v, 1, 0));
+        }
+    for (i = 0; i < nstash; i++) {
+        size_t v = map->tensor_node[stash[i]];
+        const as_strategy_set *set = map->node_set[v];
+        int s, o = map->tensor_out[stash[i]];
+        double *vec = as_xmalloc((size_t)set->n * sizeof *vec);
+        for (s = 0; s < set->n; s++)
+            vec[s] = (map->inflight - 1) *
+                     (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], &set->out_shape[o])
+                                    : set->s[s].mem);
+        AS_VEC_PUSH(&nodes, v);
+        AS_VEC_PUSH(&m, vec);
+    }
+    rc = as_problem_add_live_base(p, nodes.v, (const double *const *)m.v, nodes.n, err);
+    map->st.live_base = nodes.n;
+    for (i = 0; i < m.n; i++)
+        free(m.v[i]);
+    AS_VEC_FREE(&nodes);
+    AS_VEC_FREE(&m);
     return rc;
 }
 
@@ -698,6 +751,7 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
     int32_t *first = as_xmalloc((size_t)(nt + 1) * sizeof *first);
     int32_t *births = as_xcalloc((size_t)nops + 1, sizeof *births);
     int32_t *deaths = as_xcalloc((size_t)nops + 1, sizeof *deaths);
+    unsigned char *inbase = as_xcalloc((size_t)nt + 1, 1);
     AS_VEC(int32_t) active = {0};
     AS_VEC(size_t) res = {0};
     AS_VEC(int32_t) stash = {0};
@@ -745,7 +799,11 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
             end[t] = start[t];
         births[start[t]]++;
         deaths[end[t]]++;
+        /* live at every point: stored once, in the base */
+        inbase[t] = start[t] == 0 && end[t] == nops - 1;
     }
+    if (nops > 0)
+        AS_CHECK_GOTO(rc, add_base(map, p, res.v, res.n, inbase, stash.v, stash.n, err), out);
     /* Sweep program order, keeping the active set in an array (swap-remove). */
     for (i = 0; i < nops; i++) {
         int keep;
@@ -758,8 +816,7 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
         keep = (!(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept)) ||
                (births[i] > 0 && has_partial(map, map->op_node[i]));
         if (keep)
-            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v, active.n, res.v, res.n, stash.v,
-                                        stash.n, err), out);
+            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v, active.n, inbase, err), out);
         else
             map->st.points_dropped++;
         prev_kept = keep;
@@ -789,6 +846,7 @@ out:
     free(first);
     free(births);
     free(deaths);
+    free(inbase);
     AS_VEC_FREE(&active);
     AS_VEC_FREE(&res);
     AS_VEC_FREE(&stash);

@@ -47,6 +47,8 @@ struct as_ilp {
     const size_t *k;        /**< strategies per node (borrowed from the build) */
     size_t *kk;
     AS_VEC(eblock) eb;      /**< e columns of each non-constant edge */
+    size_t bcol;            /**< mem_base column (the liveness base's bytes), or SIZE_MAX */
+    size_t bt0, bt1;        /**< the mem_base row's triplets */
 };
 
 /* Format a column or row name into the local NAME. */
@@ -250,14 +252,54 @@ build_edges(as_ilp *ilp, const as_problem *p)
     free(rc);
 }
 
+/*
+ * Does the liveness base of P get its own column: a budget, a point that can bind and a
+ * base entry with bytes?  Then *HI is the most the column can hold, in units of the budget.
+ */
+static int
+base_column(const as_problem *p, double *hi)
+{
+    const as_plive *b = as_problem_live_base(p);
+    double mem = as_problem_memory(p), h = 0, mx;
+    size_t t, i, s;
+    int any = 0;
+
+    for (t = 0; mem > 0 && b->n > 0 && t < as_problem_nlive(p) && !any; t++)
+        any = as_problem_live_binds(p, t);
+    if (!any)
+        return 0;
+    for (i = 0; i < b->n; i++) {
+        mx = 0;
+        for (s = 0; s < as_problem_node(p, b->nodes[i])->k; s++)
+            mx = fmax(mx, b->m[i][s] / mem);
+        h += mx;
+    }
+    *hi = h * (1 + 1e-9) + 1e-12;
+    return h > 0;
+}
+
 /* Memory, alias, follow and no-good rows. */
 static void
 build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
 {
     char name[96];
     size_t t, i, s, q, v;
-    double mem = as_problem_memory(p);
+    double mem = as_problem_memory(p), hi;
+    const as_plive *b = as_problem_live_base(p);
 
+    ilp->bcol = SIZE_MAX;
+    if (base_column(p, &hi)) {
+        /* the base's bytes, once: mem_base = sum of its entries, in every mem_<t> row */
+        ilp->bcol = ilp->obj.n;
+        add_col(ilp, "mem_base", 0.0, hi, 0);
+        for (i = 0; i < b->n; i++)
+            for (s = 0; s < ilp->kk[b->nodes[i]]; s++)
+                row_add(ilp, ilp->scol[b->nodes[i]] + s, b->m[i][s] / mem);
+        row_add(ilp, ilp->bcol, -1.0);
+        ilp->bt0 = ilp->tv.n;
+        row_end(ilp, "mem_base", 0.0, 0.0);
+        ilp->bt1 = ilp->tv.n;
+    }
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
         if (!as_problem_live_binds(p, t))
@@ -266,6 +308,8 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
         for (i = 0; i < l->n; i++)
             for (s = 0; s < ilp->kk[l->nodes[i]]; s++)
                 row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s] / mem);
+        if (ilp->bcol != SIZE_MAX)
+            row_add(ilp, ilp->bcol, 1.0);
         NAMEF(ilp, "mem_%zu", t);
         row_end(ilp, name, -HUGE_VAL, (mem - l->resident) / mem);
     }
@@ -494,14 +538,41 @@ edge_ptr_cmp(const void *a, const void *b)
     return (x->j > y->j) - (x->j < y->j);
 }
 
+/* Non-zeros of the entries of L in one row (ACC, TOUCHED: scratch over the s columns). */
+static size_t
+count_entries(const as_problem *p, const as_plive *l, const size_t *scol, double *acc,
+              size_t *touched)
+{
+    double mem = as_problem_memory(p);
+    size_t i, s, ntouched = 0, nnz = 0;
+
+    for (i = 0; i < l->n; i++) {
+        size_t u = l->nodes[i];
+        for (s = 0; s < as_problem_node(p, u)->k; s++) {
+            double x = l->m[i][s] / mem;
+            if (x == 0)
+                continue;
+            if (acc[scol[u] + s] == 0)
+                touched[ntouched++] = scol[u] + s;
+            acc[scol[u] + s] += x;
+        }
+    }
+    for (i = 0; i < ntouched; i++) {
+        nnz += acc[touched[i]] != 0;
+        acc[touched[i]] = 0;
+    }
+    return nnz;
+}
+
 int
 as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
 {
     size_t n = as_problem_nnodes(p), v, j, t, i, s, q, kmax = 1, ks = 0, nr = 1, nc = 1;
     size_t lku = 0, lkv = 0;
     edge_ptr *ord;
-    size_t *scol, *rep, *touched, ntouched;
-    double mem = as_problem_memory(p), *acc;
+    size_t *scol, *rep, *touched;
+    double mem = as_problem_memory(p), *acc, hi;
+    int base;
     hrow *h;
 
     if (ilp_estimate(p) > (double)INT_MAX / 2)
@@ -550,30 +621,19 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
     free(h);
     free(rep);
     free(ord);
-    /* mem_<t>: the coefficients per s column, summed (a node live twice adds up) */
+    /* mem_base and mem_<t>: the coefficients per s column, summed (a node live twice adds up) */
     acc = as_xcalloc(ks + 1, sizeof *acc);
     touched = as_xcalloc(ks + 1, sizeof *touched);
+    if ((base = base_column(p, &hi)) != 0) {
+        st->cols++;
+        st->rows++;
+        st->nnz += count_entries(p, as_problem_live_base(p), scol, acc, touched) + 1;
+    }
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
-        const as_plive *l = as_problem_live(p, t);
         if (!as_problem_live_binds(p, t))
             continue;
         st->rows++;
-        ntouched = 0;
-        for (i = 0; i < l->n; i++) {
-            size_t u = l->nodes[i];
-            for (s = 0; s < as_problem_node(p, u)->k; s++) {
-                double x = l->m[i][s] / mem;
-                if (x == 0)
-                    continue;
-                if (acc[scol[u] + s] == 0)
-                    touched[ntouched++] = scol[u] + s;
-                acc[scol[u] + s] += x;
-            }
-        }
-        for (i = 0; i < ntouched; i++) {
-            st->nnz += acc[touched[i]] != 0;
-            acc[touched[i]] = 0;
-        }
+        st->nnz += count_entries(p, as_problem_live(p, t), scol, acc, touched) + (size_t)base;
     }
     free(acc);
     free(touched);
@@ -690,6 +750,9 @@ as_ilp_point(const as_ilp *ilp, const size_t *choice, double *x)
         const eblock *b = &ilp->eb.v[j];
         x[b->first + b->rc[choice[b->u]] * b->nc + b->cc[choice[b->v]]] = 1;
     }
+    for (j = ilp->bt0; ilp->bcol != SIZE_MAX && j < ilp->bt1; j++)
+        if ((size_t)ilp->tj.v[j] != ilp->bcol)
+            x[ilp->bcol] += ilp->tv.v[j] * x[ilp->tj.v[j]];
 }
 
 int

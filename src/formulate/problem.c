@@ -22,6 +22,11 @@ struct as_problem {
     AS_VEC(as_pnode) nodes;
     AS_VEC(as_pedge) edges;
     AS_VEC(as_plive) live;
+    AS_VEC(size_t) base_nodes;       /**< the liveness base: entries of every point */
+    AS_VEC(const double *) base_m;
+    as_plive base;                   /**< view of base_nodes / base_m */
+    double base_lo, base_hi;         /**< the base's smallest / largest bytes (sums of its
+                                          entries' minima / maxima, in entry order) */
     AS_VEC(as_palias) aliases;
     AS_VEC(size_t *) nogoods;
     as_strmap names;  /**< node name -> index */
@@ -49,6 +54,8 @@ as_problem_free(as_problem *p)
     AS_VEC_FREE(&p->nodes);
     AS_VEC_FREE(&p->edges);
     AS_VEC_FREE(&p->live);
+    AS_VEC_FREE(&p->base_nodes);
+    AS_VEC_FREE(&p->base_m);
     AS_VEC_FREE(&p->aliases);
     AS_VEC_FREE(&p->nogoods);
     as_strmap_destroy(&p->names);
@@ -176,6 +183,65 @@ as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double res
 }
 
 int
+as_problem_add_live_base(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
+                         as_err *err)
+{
+    size_t i, s;
+
+    for (i = 0; i < n; i++)
+        if (nodes[i] >= p->nodes.n)
+            return as_errf(err, AS_EUSAGE, "liveness base: node index %zu out of range",
+                           nodes[i]);
+    for (i = 0; i < n; i++) {
+        const as_pnode *nd = &p->nodes.v[nodes[i]];
+        const double *v = m != NULL && m[i] != NULL ? dup_vec(p->arena, m[i], nd->k) : nd->m;
+        double lo = INFINITY, hi = 0;
+        for (s = 0; s < nd->k; s++) {
+            lo = fmin(lo, v[s]);
+            hi = fmax(hi, v[s]);
+        }
+        AS_VEC_PUSH(&p->base_nodes, nodes[i]);
+        AS_VEC_PUSH(&p->base_m, v);
+        p->base_lo += lo;
+        p->base_hi += hi;
+    }
+    p->base.n = p->base_nodes.n;
+    p->base.nodes = p->base_nodes.v;
+    p->base.m = p->base_m.v;
+    p->base.resident = 0;
+    return AS_OK;
+}
+
+const as_plive *
+as_problem_live_base(const as_problem *p)
+{
+    return &p->base;
+}
+
+double
+as_problem_live_base_bytes(const as_problem *p, const size_t *x)
+{
+    double sum = 0;
+    size_t i;
+
+    for (i = 0; i < p->base.n; i++)
+        sum += p->base.m[i][x[p->base.nodes[i]]];
+    return sum;
+}
+
+double
+as_problem_live_bytes(const as_problem *p, size_t t, double base, const size_t *x)
+{
+    const as_plive *l = &p->live.v[t];
+    double sum = l->resident + base;
+    size_t i;
+
+    for (i = 0; i < l->n; i++)
+        sum += l->m[i][x[l->nodes[i]]];
+    return sum;
+}
+
+int
 as_problem_add_alias(as_problem *p, size_t a, size_t b, const unsigned char *bad, as_err *err)
 {
     as_palias al;
@@ -241,6 +307,13 @@ as_problem_clone(const as_problem *p)
         for (s = 0; s < l->n; s++) /* NULL: the node's own vector, as in P */
             m[s] = l->m[s] == p->nodes.v[l->nodes[s]].m ? NULL : l->m[s];
         as_problem_add_liveness_m(q, l->nodes, m, l->n, l->resident, NULL);
+        free(m);
+    }
+    if (p->base.n > 0) {
+        const double **m = as_xcalloc(p->base.n, sizeof *m);
+        for (s = 0; s < p->base.n; s++)
+            m[s] = p->base.m[s] == p->nodes.v[p->base.nodes[s]].m ? NULL : p->base.m[s];
+        as_problem_add_live_base(q, p->base.nodes, m, p->base.n, NULL);
         free(m);
     }
     for (i = 0; i < p->aliases.n; i++)
@@ -458,6 +531,11 @@ as_problem_validate(const as_problem *p, as_err *err)
                     return as_errf(err, AS_EPARSE, "liveness point %zu: memory of '%s' invalid",
                                    t, p->nodes.v[l->nodes[i]].name);
     }
+    for (i = 0; i < p->base.n; i++)
+        for (s = 0; s < p->nodes.v[p->base.nodes[i]].k; s++)
+            if (!isfinite(p->base.m[i][s]) || p->base.m[i][s] < 0)
+                return as_errf(err, AS_EPARSE, "liveness base: memory of '%s' invalid",
+                               p->nodes.v[p->base.nodes[i]].name);
     return AS_OK;
 }
 
@@ -481,13 +559,11 @@ as_problem_eval(const as_problem *p, const size_t *x)
 double
 as_problem_peak(const as_problem *p, const size_t *x)
 {
-    double peak = 0, sum;
-    size_t t, i;
+    double peak = 0, sum, base = as_problem_live_base_bytes(p, x);
+    size_t t;
 
     for (t = 0; t < p->live.n; t++) {
-        sum = p->live.v[t].resident;
-        for (i = 0; i < p->live.v[t].n; i++)
-            sum += p->live.v[t].m[i][x[p->live.v[t].nodes[i]]];
+        sum = as_problem_live_bytes(p, t, base, x);
         if (sum > peak)
             peak = sum;
     }
@@ -502,7 +578,7 @@ as_problem_peak_lower_bound(const as_problem *p)
 
     for (t = 0; t < p->live.n; t++) {
         const as_plive *l = &p->live.v[t];
-        sum = l->resident;
+        sum = l->resident + p->base_lo;
         for (i = 0; i < l->n; i++) {
             lo = INFINITY;
             for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
@@ -525,11 +601,10 @@ check_rows(const as_problem *p, const size_t *x, as_err *err)
 {
     size_t t, i, j;
     char b1[32], b2[32];
+    double base = p->memory > 0 ? as_problem_live_base_bytes(p, x) : 0;
 
     for (t = 0; p->memory > 0 && t < p->live.n; t++) {
-        double sum = p->live.v[t].resident;
-        for (i = 0; i < p->live.v[t].n; i++)
-            sum += p->live.v[t].m[i][x[p->live.v[t].nodes[i]]];
+        double sum = as_problem_live_bytes(p, t, base, x);
         if (sum > as_problem_memory_cap(p)) {
             as_fmt_bytes(sum, b1, sizeof b1);
             as_fmt_bytes(p->memory, b2, sizeof b2);
@@ -755,27 +830,29 @@ out:
     return rc;
 }
 
-/* Liveness point T with explicit memory vectors: "m": [[...], ...], one per entry. */
+/* Liveness point WHAT ("liveness[3]", or "liveness_base" when BASE) with explicit memory
+   vectors: "m": [[...], ...], one per entry. */
 static int
-parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double resident, size_t t,
-             const char *file, as_err *err)
+parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double resident,
+             const char *what, int base, const char *file, as_err *err)
 {
-    char path[64];
+    char path[96];
     double **m = as_xcalloc(n + 1, sizeof *m);
     size_t i;
     int rc = AS_OK;
 
     if (!json_is_array(ms) || json_array_size(ms) != n) {
-        rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].m: expected %zu vectors", file, t, n);
+        rc = as_errf(err, AS_EPARSE, "%s: %s.m: expected %zu vectors", file, what, n);
         goto out;
     }
     for (i = 0; i < n; i++) {
         m[i] = as_xcalloc(p->nodes.v[nodes[i]].k, sizeof **m);
-        snprintf(path, sizeof path, "liveness[%zu].m[%zu]", t, i);
+        snprintf(path, sizeof path, "%s.m[%zu]", what, i);
         AS_CHECK_GOTO(rc, json_vec(json_array_get(ms, i), p->nodes.v[nodes[i]].k, m[i], 1, file,
                                    path, err), out);
     }
-    as_problem_add_liveness_m(p, nodes, (const double *const *)m, n, resident, err);
+    rc = base ? as_problem_add_live_base(p, nodes, (const double *const *)m, n, err)
+              : as_problem_add_liveness_m(p, nodes, (const double *const *)m, n, resident, err);
 out:
     for (i = 0; i < n; i++)
         free(m[i]);
@@ -783,47 +860,59 @@ out:
     return rc;
 }
 
+/* One liveness point WHAT, or the base when BASE (no resident bytes). */
 static int
-parse_live(as_problem *p, json_t *arr, const char *file, as_err *err)
+parse_point(as_problem *p, json_t *l, const char *what, int base, const char *file, as_err *err)
 {
-    char path[64];
-    size_t t, i, *nodes = NULL;
+    char path[96];
+    json_t *ns = json_object_get(l, "nodes"), *res = json_object_get(l, "resident");
+    double resident = 0;
+    size_t i, *nodes;
     int rc = AS_OK;
 
-    if (arr != NULL && !json_is_array(arr))
-        return as_errf(err, AS_EPARSE, "%s: liveness: expected an array", file);
-    for (t = 0; t < json_array_size(arr); t++) {
-        json_t *l = json_array_get(arr, t), *ns = json_object_get(l, "nodes");
-        json_t *res = json_object_get(l, "resident");
-        double resident = 0;
-        if (!json_is_array(ns)) {
-            rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].nodes: expected an array", file, t);
-            break;
-        }
-        if (res != NULL) {
-            resident = json_number_value(res);
-            if (!json_is_number(res) || resident < 0) {
-                rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].resident: expected bytes >= 0",
-                             file, t);
-                break;
-            }
-        }
-        nodes = as_xreallocarray(nodes, json_array_size(ns) + 1, sizeof *nodes);
-        for (i = 0; i < json_array_size(ns); i++) {
-            snprintf(path, sizeof path, "liveness[%zu].nodes[%zu]", t, i);
-            AS_CHECK_GOTO(rc, json_index(json_array_get(ns, i), p->nodes.n, &nodes[i], file, path,
-                                         err), out);
-        }
-        if (json_object_get(l, "m") != NULL) {
-            AS_CHECK_GOTO(rc, parse_live_m(p, json_object_get(l, "m"), nodes,
-                                           json_array_size(ns), resident, t, file, err), out);
-            continue;
-        }
-        as_problem_add_liveness(p, nodes, json_array_size(ns), resident, err);
+    if (!json_is_array(ns))
+        return as_errf(err, AS_EPARSE, "%s: %s.nodes: expected an array", file, what);
+    if (res != NULL) {
+        resident = json_number_value(res);
+        if (!json_is_number(res) || resident < 0 || (base && resident != 0))
+            return as_errf(err, AS_EPARSE, "%s: %s.resident: expected bytes >= 0%s", file, what,
+                           base ? " (0 in the base)" : "");
     }
+    nodes = as_xcalloc(json_array_size(ns) + 1, sizeof *nodes);
+    for (i = 0; i < json_array_size(ns); i++) {
+        snprintf(path, sizeof path, "%s.nodes[%zu]", what, i);
+        AS_CHECK_GOTO(rc, json_index(json_array_get(ns, i), p->nodes.n, &nodes[i], file, path,
+                                     err), out);
+    }
+    if (json_object_get(l, "m") != NULL)
+        rc = parse_live_m(p, json_object_get(l, "m"), nodes, json_array_size(ns), resident, what,
+                          base, file, err);
+    else if (base)
+        rc = as_problem_add_live_base(p, nodes, NULL, json_array_size(ns), err);
+    else
+        rc = as_problem_add_liveness(p, nodes, json_array_size(ns), resident, err);
 out:
     free(nodes);
     return rc;
+}
+
+static int
+parse_live(as_problem *p, json_t *arr, json_t *base, const char *file, as_err *err)
+{
+    char what[64];
+    size_t t;
+
+    if (arr != NULL && !json_is_array(arr))
+        return as_errf(err, AS_EPARSE, "%s: liveness: expected an array", file);
+    if (base != NULL && !json_is_object(base))
+        return as_errf(err, AS_EPARSE, "%s: liveness_base: expected an object", file);
+    for (t = 0; t < json_array_size(arr); t++) {
+        snprintf(what, sizeof what, "liveness[%zu]", t);
+        AS_CHECK(parse_point(p, json_array_get(arr, t), what, 0, file, err));
+    }
+    if (base != NULL)
+        AS_CHECK(parse_point(p, base, "liveness_base", 1, file, err));
+    return AS_OK;
 }
 
 static int
@@ -886,7 +975,8 @@ parse_root(as_problem *p, json_t *root, const char *file, as_err *err)
     AS_CHECK(parse_nodes(p, json_object_get(root, "nodes"), file, err));
     AS_CHECK(parse_follow(p, json_object_get(root, "nodes"), file, err));
     AS_CHECK(parse_edges(p, json_object_get(root, "edges"), file, err));
-    AS_CHECK(parse_live(p, json_object_get(root, "liveness"), file, err));
+    AS_CHECK(parse_live(p, json_object_get(root, "liveness"), json_object_get(root, "liveness_base"),
+                         file, err));
     AS_CHECK(parse_aliases(p, json_object_get(root, "aliases"), file, err));
     return AS_OK;
 }
@@ -983,10 +1073,32 @@ dump_nodes(const as_problem *p)
     return arr;
 }
 
+/* One liveness point (or the base) as {"nodes": [...], "resident": R[, "m": [...]]}. */
+static json_t *
+dump_point(const as_problem *p, const as_plive *l)
+{
+    json_t *ns = json_array(), *o;
+    size_t j;
+
+    for (j = 0; j < l->n; j++)
+        json_array_append_new(ns, json_integer((json_int_t)l->nodes[j]));
+    o = json_pack("{s:o,s:f}", "nodes", ns, "resident", l->resident);
+    for (j = 0; j < l->n; j++)
+        if (l->m[j] != p->nodes.v[l->nodes[j]].m)
+            break;
+    if (j < l->n) { /* explicit memory vectors (e.g. a reduced problem) */
+        json_t *ms = json_array();
+        for (j = 0; j < l->n; j++)
+            json_array_append_new(ms, jvec(l->m[j], p->nodes.v[l->nodes[j]].k));
+        json_object_set_new(o, "m", ms);
+    }
+    return o;
+}
+
 static json_t *
 dump_rest(const as_problem *p, json_t *root)
 {
-    json_t *arr, *o, *ns;
+    json_t *arr, *o;
     size_t i, j, s;
     double *x;
 
@@ -999,24 +1111,14 @@ dump_rest(const as_problem *p, json_t *root)
     }
     json_object_set_new(root, "edges", arr);
     arr = json_array();
-    for (i = 0; i < p->live.n; i++) {
-        ns = json_array();
-        for (j = 0; j < p->live.v[i].n; j++)
-            json_array_append_new(ns, json_integer((json_int_t)p->live.v[i].nodes[j]));
-        o = json_pack("{s:o,s:f}", "nodes", ns, "resident", p->live.v[i].resident);
-        for (j = 0; j < p->live.v[i].n; j++)
-            if (p->live.v[i].m[j] != p->nodes.v[p->live.v[i].nodes[j]].m)
-                break;
-        if (j < p->live.v[i].n) { /* explicit memory vectors (e.g. a reduced problem) */
-            json_t *ms = json_array();
-            for (j = 0; j < p->live.v[i].n; j++)
-                json_array_append_new(ms, jvec(p->live.v[i].m[j],
-                                               p->nodes.v[p->live.v[i].nodes[j]].k));
-            json_object_set_new(o, "m", ms);
-        }
-        json_array_append_new(arr, o);
-    }
+    for (i = 0; i < p->live.n; i++)
+        json_array_append_new(arr, dump_point(p, &p->live.v[i]));
     json_object_set_new(root, "liveness", arr);
+    if (p->base.n > 0) {
+        o = dump_point(p, &p->base);
+        json_object_del(o, "resident");
+        json_object_set_new(root, "liveness_base", o);
+    }
     arr = json_array();
     for (i = 0; i < p->aliases.n; i++) {
         const as_palias *a = &p->aliases.v[i];
@@ -1205,7 +1307,7 @@ int
 as_problem_live_binds(const as_problem *p, size_t t)
 {
     const as_plive *l = as_problem_live(p, t);
-    double mem = as_problem_memory(p), worst = l->resident;
+    double mem = as_problem_memory(p), worst = l->resident + p->base_hi;
     size_t i, s;
 
     if (mem <= 0)

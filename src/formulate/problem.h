@@ -39,7 +39,8 @@ typedef struct as_pedge {
     const double *r;   /**< k_u x k_v row-major, r[p * k_v + q], seconds */
 } as_pedge;
 
-/** The nodes live at one point of the schedule; read-only view. */
+/** The nodes live at one point of the schedule, besides the liveness base
+    (as_problem_live_base); read-only view. */
 typedef struct as_plive {
     size_t n;                /**< number of entries */
     const size_t *nodes;     /**< node of each entry */
@@ -86,6 +87,15 @@ int as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double
     node's own m) per entry. */
 int as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m,
                               size_t n, double resident, as_err *err);
+/**
+ * The liveness base: entries live at every liveness point (parameters, optimizer state,
+ * gradient accumulators), stored once instead of in each point.  Point t holds the base's
+ * entries and its own (as_problem_live(p, t)): every reader of points adds the base
+ * (as_problem_live_base, as_problem_live_bytes).  Appends NODES[0..n) with memory vectors
+ * M[i] (NULL, or M[i] NULL: the node's own m); the base has no resident bytes.
+ */
+int as_problem_add_live_base(as_problem *p, const size_t *nodes, const double *const *m,
+                             size_t n, as_err *err);
 /** Add an alias pair; BAD is k_a x k_b row-major 0/1 (copied). */
 int as_problem_add_alias(as_problem *p, size_t a, size_t b, const unsigned char *bad,
                          as_err *err);
@@ -106,6 +116,13 @@ const as_pnode *as_problem_node(const as_problem *p, size_t v);
 const as_pedge *as_problem_edge(const as_problem *p, size_t j);
 const as_plive *as_problem_live(const as_problem *p, size_t t);
 const as_palias *as_problem_alias(const as_problem *p, size_t i);
+/** The liveness base (n == 0 when there is none; resident is 0): part of every point. */
+const as_plive *as_problem_live_base(const as_problem *p);
+/** Bytes per device of the base's entries under CHOICE. */
+double as_problem_live_base_bytes(const as_problem *p, const size_t *choice);
+/** Bytes per device at liveness point T under CHOICE: its resident bytes, BASE (what
+    as_problem_live_base_bytes gave for CHOICE) and its own entries, in that order. */
+double as_problem_live_bytes(const as_problem *p, size_t t, double base, const size_t *choice);
 /** No-good I: an array of n_nodes strategy indices. */
 const size_t *as_problem_nogood(const as_problem *p, size_t i);
 double as_problem_memory(const as_problem *p);

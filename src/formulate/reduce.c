@@ -392,19 +392,21 @@ work_init(work *w, const as_problem *p)
         w->nodes[red->leader[a->a]].pinned = w->nodes[red->leader[a->b]].pinned = 1;
     }
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
-        const as_plive *l = as_problem_live(p, t);
+        const as_plive *l = as_problem_live(p, t), *lb = as_problem_live_base(p);
         wrow row = {0};
         if (!as_problem_live_binds(p, t))
             continue;
-        row.node = as_xcalloc(l->n + 1, sizeof *row.node);
-        row.m = as_xcalloc(l->n + 1, sizeof *row.m);
+        row.node = as_xcalloc(lb->n + l->n + 1, sizeof *row.node);
+        row.m = as_xcalloc(lb->n + l->n + 1, sizeof *row.m);
         row.room = as_problem_memory(p) - l->resident;
         row.resident = l->resident;
-        for (i = 0; i < l->n; i++) {
-            size_t v0 = l->nodes[i], L = red->leader[v0], kl = kof(w, L);
+        for (i = 0; i < lb->n + l->n; i++) { /* the liveness base's entries, then the point's */
+            const as_plive *e = i < lb->n ? lb : l;
+            size_t ie = i < lb->n ? i : i - lb->n;
+            size_t v0 = e->nodes[ie], L = red->leader[v0], kl = kof(w, L);
             int nz = 0;
             for (s = 0; s < kof(w, v0); s++)
-                nz |= l->m[i][s] != 0;
+                nz |= e->m[ie][s] != 0;
             if (!nz)
                 continue;
             w->nodes[L].inmem = 1;
@@ -416,7 +418,7 @@ work_init(work *w, const as_problem *p)
             }
             for (s = 0; s < kl; s++)
                 if (w->nodes[L].ok[s])
-                    row.m[j][s] += l->m[i][fmap(red, v0, s)];
+                    row.m[j][s] += e->m[ie][fmap(red, v0, s)];
         }
         row.alive = 1;
         AS_VEC_PUSH(&w->rows, row);

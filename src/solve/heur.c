@@ -149,6 +149,7 @@ build_memory(as_heur *h)
     size_t *slot = as_xcalloc(h->nu + 1, sizeof *slot);  /* index into tmp + 1, this point */
     size_t *stamp = as_xcalloc(h->nu + 1, sizeof *stamp); /* point + 1 the slot is for */
     hm_tmp *tmp = NULL;
+    const as_plive *lb = as_problem_live_base(p);
 
     h->cap = as_problem_memory_cap(p);
     h->base = as_xcalloc(nt + 1, sizeof *h->base);
@@ -159,14 +160,15 @@ build_memory(as_heur *h)
             continue;
         h->nbind++;
         h->base[b] = l->resident;
-        for (i = 0; i < l->n; i++) {
-            size_t v = l->nodes[i], k;
+        for (i = 0; i < lb->n + l->n; i++) { /* the liveness base's entries, then the point's */
+            const as_plive *e = i < lb->n ? lb : l;
+            size_t j = i < lb->n ? i : i - lb->n, v = e->nodes[j], k;
             double lo = INFINITY;
             hm_tmp *x;
             u = h->unit[v];
             k = h->k[u];
             for (s = 0; s < k; s++)
-                lo = fmin(lo, l->m[i][s]);
+                lo = fmin(lo, e->m[j][s]);
             h->base[b] += lo;
             if (stamp[u] != b + 1) {
                 if (nh == hcap) {
@@ -181,7 +183,7 @@ build_memory(as_heur *h)
             }
             x = &tmp[slot[u]];
             for (s = 0; s < k; s++)
-                x->dm[s] += l->m[i][s] - lo;
+                x->dm[s] += e->m[j][s] - lo;
         }
     }
     h->hstart = as_xcalloc(h->nu + 2, sizeof *h->hstart);
