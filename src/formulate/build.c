@@ -642,57 +642,100 @@ counts_partial(const as_build_map *map, int32_t t, int32_t op)
            has_partial(map, map->tensor_node[t]);
 }
 
+/* Pending entries of a point at least this many are shared as a new liveness segment. */
+#define SEG_MIN 16
+
+/* A segment of the chain the active tensors ACTIVE[0 .. end) are stored in. */
+typedef struct chain_seg {
+    size_t seg, end;
+} chain_seg;
+
 /*
- * One point (program position OP): the active tensors not in the liveness base (INBASE[t]),
- * and the partial result of a base tensor that OP produces.  The resident entries and the
- * stashed activations are in the base (add_base).
+ * A liveness segment of the active tensors ACT[0..n) (their resolved bytes), below PARENT;
+ * sets *ID.
  */
 static int
-add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, size_t nact,
-          const unsigned char *inbase, as_err *err)
+add_seg(as_build_map *map, as_problem *p, const int32_t *act, size_t n, size_t parent,
+        size_t *id, as_err *err)
 {
-    size_t n = 0, i;
-    size_t *nodes = as_xmalloc((nact ? nact : 1) * sizeof *nodes);
-    const double **m = as_xcalloc(nact ? nact : 1, sizeof *m);
-    double **own = as_xcalloc(nact ? nact : 1, sizeof *own);
+    size_t *nodes = as_xmalloc((n ? n : 1) * sizeof *nodes), i;
+    double **m = as_xcalloc(n ? n : 1, sizeof *m);
     int rc;
 
-    for (i = 0; i < nact; i++) {
-        int32_t t = active[i];
-        size_t v = map->tensor_node[t];
-        int mine = counts_partial(map, t, op);
-        if (inbase[t] && !mine)
-            continue;
-        nodes[n] = v;
-        m[n] = own[n] = entry_vec(map, t, v, !inbase[t], mine);
-        n++;
+    for (i = 0; i < n; i++) {
+        nodes[i] = map->tensor_node[act[i]];
+        m[i] = entry_vec(map, act[i], nodes[i], 1, 0);
     }
-    rc = as_problem_add_liveness_m(p, nodes, m, n, 0, err);
-    AS_VEC_PUSH(&map->point_op, op);
-    map->st.live_points++;
-    map->st.live_entries += n;
+    rc = as_problem_add_live_seg(p, nodes, (const double *const *)m, n, parent, id, err);
+    map->st.live_segs++;
+    map->st.live_seg_entries += n;
     for (i = 0; i < n; i++)
-        free(own[i]);
-    free(own);
+        free(m[i]);
     free(m);
     free(nodes);
     return rc;
 }
 
 /*
- * The liveness base: what every point holds -- the resident entries RES, the tensors
- * INBASE marks (live from the first op to the last) and, in a pipeline stage, the stashed
- * activations of the M - 1 earlier microbatches in flight.
+ * One point (program position OP): the pending active tensors PEND[0..n) and the entries
+ * of segment SEG (the base and the older active tensors).  A tensor OP produces counts the
+ * partial result its strategy writes before resolving it: in its own entry when pending,
+ * else (INSEG: live in SEG's chain) as an entry of its own.
+ */
+static int
+add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *pend, size_t npend,
+          size_t seg, const unsigned char *inseg, const unsigned char *inbase, as_err *err)
+{
+    const as_op *o = as_graph_op(map->g, op);
+    size_t cap = npend + (size_t)o->nout + 1, n = 0, i;
+    size_t *nodes = as_xmalloc(cap * sizeof *nodes);
+    double **m = as_xcalloc(cap, sizeof *m);
+    int rc, k;
+
+    for (i = 0; i < npend; i++) {
+        nodes[n] = map->tensor_node[pend[i]];
+        m[n] = entry_vec(map, pend[i], nodes[n], 1, counts_partial(map, pend[i], op));
+        n++;
+    }
+    for (k = 0; k < o->nout; k++) {
+        int32_t t = o->out[k];
+        if ((inseg[t] || inbase[t]) && counts_partial(map, t, op)) {
+            for (i = 0; i < npend && pend[i] != t; i++)
+                ;
+            if (i < npend)
+                continue; /* pending: counted above */
+            nodes[n] = map->tensor_node[t];
+            m[n] = entry_vec(map, t, nodes[n], 0, 1);
+            n++;
+        }
+    }
+    rc = as_problem_add_liveness_seg(p, nodes, (const double *const *)m, n, 0, seg, err);
+    AS_VEC_PUSH(&map->point_op, op);
+    map->st.live_points++;
+    map->st.live_entries += n;
+    for (i = 0; i < n; i++)
+        free(m[i]);
+    free(m);
+    free(nodes);
+    return rc;
+}
+
+/*
+ * The liveness base, the root segment (*ROOT; AS_NO_SEG when empty): what every point
+ * holds -- the resident entries RES, the tensors INBASE marks (live from the first op to
+ * the last) and, in a pipeline stage, the stashed activations of the M - 1 earlier
+ * microbatches in flight.
  */
 static int
 add_base(as_build_map *map, as_problem *p, const size_t *res, size_t nres,
-         const unsigned char *inbase, const int32_t *stash, size_t nstash, as_err *err)
+         const unsigned char *inbase, const int32_t *stash, size_t nstash, size_t *root,
+         as_err *err)
 {
     int32_t nt = as_graph_ntensors(map->g), t;
     AS_VEC(size_t) nodes = {0};
     AS_VEC(double *) m = {0};
     size_t i;
-    int rc;
+    int rc = AS_OK;
 
     for (i = 0; i < nres; i++) {
         AS_VEC_PUSH(&nodes, res[i]);
@@ -716,8 +759,13 @@ add_base(as_build_map *map, as_problem *p, const size_t *res, size_t nres,
         AS_VEC_PUSH(&nodes, v);
         AS_VEC_PUSH(&m, vec);
     }
-    rc = as_problem_add_live_base(p, nodes.v, (const double *const *)m.v, nodes.n, err);
-    map->st.live_base = nodes.n;
+    *root = AS_NO_SEG;
+    if (nodes.n > 0) {
+        rc = as_problem_add_live_seg(p, nodes.v, (const double *const *)m.v, nodes.n, AS_NO_SEG,
+                                     root, err);
+        map->st.live_segs++;
+        map->st.live_seg_entries += nodes.n;
+    }
     for (i = 0; i < m.n; i++)
         free(m.v[i]);
     AS_VEC_FREE(&nodes);
@@ -752,10 +800,13 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
     int32_t *births = as_xcalloc((size_t)nops + 1, sizeof *births);
     int32_t *deaths = as_xcalloc((size_t)nops + 1, sizeof *deaths);
     unsigned char *inbase = as_xcalloc((size_t)nt + 1, 1);
+    unsigned char *inpath = as_xcalloc((size_t)nt + 1, 1);
     AS_VEC(int32_t) active = {0};
+    AS_VEC(chain_seg) chain = {0};
+    size_t root = AS_NO_SEG;
     AS_VEC(size_t) res = {0};
     AS_VEC(int32_t) stash = {0};
-    size_t a;
+    size_t a, b;
     int rc, prev_kept = 0;
     int32_t lastfwd = -1, firstbwd = -1;
 
@@ -803,38 +854,65 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
         inbase[t] = start[t] == 0 && end[t] == nops - 1;
     }
     if (nops > 0)
-        AS_CHECK_GOTO(rc, add_base(map, p, res.v, res.n, inbase, stash.v, stash.n, err), out);
-    /* Sweep program order, keeping the active set in an array (swap-remove). */
+        AS_CHECK_GOTO(rc, add_base(map, p, res.v, res.n, inbase, stash.v, stash.n, &root, err),
+                      out);
+    /*
+     * Sweep program order, keeping the active tensors outside the base in ACTIVE in the
+     * order they started.  Its first entries are stored in a chain of segments below the
+     * base (CHAIN, each up to its END); a point holds the chain's last segment and the
+     * entries after it.  Activations kept for the backward pass die in about the reverse
+     * order they started, so the chain is mostly cut at its end: each entry is stored a
+     * few times, not once per point.
+     */
     for (i = 0; i < nops; i++) {
         int keep;
+        size_t done, top;
         if ((i & 63) == 0)
             AS_CHECK_GOTO(rc, build_timeout(map, "liveness", i, nops, err), out);
         if (i == 0)
             for (t = 0; t < nt; t++)
-                if (start[t] == 0)
+                if (start[t] == 0 && !inbase[t]) {
                     AS_VEC_PUSH(&active, t);
+                    inpath[t] = 1;
+                }
         keep = (!(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept)) ||
                (births[i] > 0 && has_partial(map, map->op_node[i]));
-        if (keep)
-            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v, active.n, inbase, err), out);
-        else
+        if (keep) {
+            done = chain.n > 0 ? chain.v[chain.n - 1].end : 0;
+            top = chain.n > 0 ? chain.v[chain.n - 1].seg : root;
+            if (active.n - done >= SEG_MIN) {
+                AS_CHECK_GOTO(rc, add_seg(map, p, active.v + done, active.n - done, top, &top,
+                                          err), out);
+                AS_VEC_PUSH(&chain, ((chain_seg){top, active.n}));
+                done = active.n;
+            }
+            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v + done, active.n - done, top,
+                                        inpath, inbase, err), out);
+        } else {
             map->st.points_dropped++;
+        }
         prev_kept = keep;
-        /* retire tensors ending at i, admit those starting at i + 1 */
-        for (a = 0; a < active.n;) {
+        /* retire tensors ending at i (keeping the order), admit those starting at i + 1 */
+        for (a = b = 0; deaths[i] > 0 && a < active.n; a++) {
             int32_t x = active.v[a];
             if (end[x] == i) {
-                active.v[a] = active.v[--active.n];
+                inpath[x] = 0;
+                while (chain.n > 0 && chain.v[chain.n - 1].end > a)
+                    chain.n--; /* the segment holding it ends here */
             } else {
-                a++;
+                active.v[b++] = x;
             }
         }
+        if (deaths[i] > 0)
+            active.n = b;
         if (i + 1 < nops) {
             const as_op *op = as_graph_op(g, i + 1);
             int k;
             for (k = 0; k < op->nout; k++)
-                if (start[op->out[k]] == i + 1)
+                if (start[op->out[k]] == i + 1 && !inbase[op->out[k]]) {
                     AS_VEC_PUSH(&active, op->out[k]);
+                    inpath[op->out[k]] = 1;
+                }
         }
     }
     rc = AS_OK;
@@ -847,7 +925,9 @@ out:
     free(births);
     free(deaths);
     free(inbase);
+    free(inpath);
     AS_VEC_FREE(&active);
+    AS_VEC_FREE(&chain);
     AS_VEC_FREE(&res);
     AS_VEC_FREE(&stash);
     return rc;
@@ -933,7 +1013,8 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
                 AS_VEC_PUSH(&nodes, l->nodes[e]);
                 AS_VEC_PUSH(&m, l->m[e]);
             }
-            rc = as_problem_add_liveness_m(p, nodes.v, m.v, nodes.n, l->resident, err);
+            rc = as_problem_add_liveness_seg(p, nodes.v, m.v, nodes.n, l->resident, l->seg,
+                                             err);
             nadd++;
         }
         for (e = 0; e < own.n; e++)

@@ -25,6 +25,11 @@ typedef struct eblock {
     const size_t *rc, *cc;  /**< class of each strategy of u / v (arena) */
 } eblock;
 
+/* The seg_<j> row of a liveness segment: column COL = the triplets [t0, t1) but COL's own. */
+typedef struct segrow {
+    size_t col, t0, t1;
+} segrow;
+
 typedef struct term {
     int col;
     double val;
@@ -47,8 +52,8 @@ struct as_ilp {
     const size_t *k;        /**< strategies per node (borrowed from the build) */
     size_t *kk;
     AS_VEC(eblock) eb;      /**< e columns of each non-constant edge */
-    size_t bcol;            /**< mem_base column (the liveness base's bytes), or SIZE_MAX */
-    size_t bt0, bt1;        /**< the mem_base row's triplets */
+    size_t *segcol;         /**< mseg_<j> column of each liveness segment, or SIZE_MAX */
+    AS_VEC(segrow) segrows; /**< the seg_<j> rows, parents first */
 };
 
 /* Format a column or row name into the local NAME. */
@@ -253,29 +258,72 @@ build_edges(as_ilp *ilp, const as_problem *p)
 }
 
 /*
- * Does the liveness base of P get its own column: a budget, a point that can bind and a
- * base entry with bytes?  Then *HI is the most the column can hold, in units of the budget.
+ * The liveness segments that get a column: those of a memory row that can bind and their
+ * parents (USED[j] = 1, nsegs entries); returns how many.  None without a budget.
  */
-static int
-base_column(const as_problem *p, double *hi)
+static size_t
+seg_used(const as_problem *p, unsigned char *used)
 {
-    const as_plive *b = as_problem_live_base(p);
-    double mem = as_problem_memory(p), h = 0, mx;
-    size_t t, i, s;
-    int any = 0;
+    size_t t, j, n = 0;
 
-    for (t = 0; mem > 0 && b->n > 0 && t < as_problem_nlive(p) && !any; t++)
-        any = as_problem_live_binds(p, t);
-    if (!any)
-        return 0;
-    for (i = 0; i < b->n; i++) {
-        mx = 0;
-        for (s = 0; s < as_problem_node(p, b->nodes[i])->k; s++)
-            mx = fmax(mx, b->m[i][s] / mem);
-        h += mx;
+    for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++)
+        if (as_problem_live(p, t)->seg != AS_NO_SEG && as_problem_live_binds(p, t))
+            used[as_problem_live(p, t)->seg] = 1;
+    for (j = as_problem_nsegs(p); j-- > 0;)
+        if (used[j]) {
+            size_t up = as_problem_live_seg(p, j)->seg;
+            n++;
+            if (up != AS_NO_SEG)
+                used[up] = 1;
+        }
+    return n;
+}
+
+/*
+ * mseg_<j> columns and seg_<j> rows: the bytes of liveness segment j (its parent's
+ * included), once, in units of the budget: mseg_<j> = its entries + mseg_<parent>.  A
+ * memory row adds the column of its segment instead of repeating the entries.
+ */
+static void
+build_segs(as_ilp *ilp, const as_problem *p)
+{
+    char name[64];
+    size_t ns = as_problem_nsegs(p), j, i, s;
+    unsigned char *used = as_xcalloc(ns + 1, 1);
+    double mem = as_problem_memory(p), *hi = as_xcalloc(ns + 1, sizeof *hi), mx;
+
+    ilp->segcol = as_xmalloc((ns + 1) * sizeof *ilp->segcol);
+    for (j = 0; j < ns; j++)
+        ilp->segcol[j] = SIZE_MAX;
+    for (j = 0, ns = seg_used(p, used) > 0 ? ns : 0; j < ns; j++) {
+        const as_plive *g = as_problem_live_seg(p, j);
+        segrow r;
+        hi[j] = g->seg != AS_NO_SEG ? hi[g->seg] : 0;
+        for (i = 0; i < g->n; i++) {
+            mx = 0;
+            for (s = 0; s < ilp->kk[g->nodes[i]]; s++)
+                mx = fmax(mx, g->m[i][s] / mem);
+            hi[j] += mx;
+        }
+        if (!used[j])
+            continue;
+        ilp->segcol[j] = r.col = ilp->obj.n;
+        NAMEF(ilp, "mseg_%zu", j);
+        add_col(ilp, name, 0.0, hi[j] * (1 + 1e-9) + 1e-12, 0);
+        for (i = 0; i < g->n; i++)
+            for (s = 0; s < ilp->kk[g->nodes[i]]; s++)
+                row_add(ilp, ilp->scol[g->nodes[i]] + s, g->m[i][s] / mem);
+        if (g->seg != AS_NO_SEG)
+            row_add(ilp, ilp->segcol[g->seg], 1.0);
+        row_add(ilp, r.col, -1.0);
+        r.t0 = ilp->tv.n;
+        NAMEF(ilp, "seg_%zu", j);
+        row_end(ilp, name, 0.0, 0.0);
+        r.t1 = ilp->tv.n;
+        AS_VEC_PUSH(&ilp->segrows, r);
     }
-    *hi = h * (1 + 1e-9) + 1e-12;
-    return h > 0;
+    free(used);
+    free(hi);
 }
 
 /* Memory, alias, follow and no-good rows. */
@@ -284,22 +332,9 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
 {
     char name[96];
     size_t t, i, s, q, v;
-    double mem = as_problem_memory(p), hi;
-    const as_plive *b = as_problem_live_base(p);
+    double mem = as_problem_memory(p);
 
-    ilp->bcol = SIZE_MAX;
-    if (base_column(p, &hi)) {
-        /* the base's bytes, once: mem_base = sum of its entries, in every mem_<t> row */
-        ilp->bcol = ilp->obj.n;
-        add_col(ilp, "mem_base", 0.0, hi, 0);
-        for (i = 0; i < b->n; i++)
-            for (s = 0; s < ilp->kk[b->nodes[i]]; s++)
-                row_add(ilp, ilp->scol[b->nodes[i]] + s, b->m[i][s] / mem);
-        row_add(ilp, ilp->bcol, -1.0);
-        ilp->bt0 = ilp->tv.n;
-        row_end(ilp, "mem_base", 0.0, 0.0);
-        ilp->bt1 = ilp->tv.n;
-    }
+    build_segs(ilp, p);
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
         if (!as_problem_live_binds(p, t))
@@ -308,8 +343,8 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
         for (i = 0; i < l->n; i++)
             for (s = 0; s < ilp->kk[l->nodes[i]]; s++)
                 row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s] / mem);
-        if (ilp->bcol != SIZE_MAX)
-            row_add(ilp, ilp->bcol, 1.0);
+        if (l->seg != AS_NO_SEG)
+            row_add(ilp, ilp->segcol[l->seg], 1.0);
         NAMEF(ilp, "mem_%zu", t);
         row_end(ilp, name, -HUGE_VAL, (mem - l->resident) / mem);
     }
@@ -571,8 +606,8 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
     size_t lku = 0, lkv = 0;
     edge_ptr *ord;
     size_t *scol, *rep, *touched;
-    double mem = as_problem_memory(p), *acc, hi;
-    int base;
+    double mem = as_problem_memory(p), *acc;
+    unsigned char *used;
     hrow *h;
 
     if (ilp_estimate(p) > (double)INT_MAX / 2)
@@ -621,19 +656,25 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
     free(h);
     free(rep);
     free(ord);
-    /* mem_base and mem_<t>: the coefficients per s column, summed (a node live twice adds up) */
+    /* seg_<j> and mem_<t>: the coefficients per s column, summed (a node live twice adds up) */
     acc = as_xcalloc(ks + 1, sizeof *acc);
     touched = as_xcalloc(ks + 1, sizeof *touched);
-    if ((base = base_column(p, &hi)) != 0) {
-        st->cols++;
-        st->rows++;
-        st->nnz += count_entries(p, as_problem_live_base(p), scol, acc, touched) + 1;
-    }
+    used = as_xcalloc(as_problem_nsegs(p) + 1, 1);
+    seg_used(p, used);
+    for (j = 0; j < as_problem_nsegs(p); j++)
+        if (used[j]) { /* mseg_<j>, seg_<j> */
+            const as_plive *g = as_problem_live_seg(p, j);
+            st->cols++;
+            st->rows++;
+            st->nnz += count_entries(p, g, scol, acc, touched) + (g->seg != AS_NO_SEG) + 1;
+        }
+    free(used);
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
+        const as_plive *l = as_problem_live(p, t);
         if (!as_problem_live_binds(p, t))
             continue;
         st->rows++;
-        st->nnz += count_entries(p, as_problem_live(p, t), scol, acc, touched) + (size_t)base;
+        st->nnz += count_entries(p, l, scol, acc, touched) + (l->seg != AS_NO_SEG);
     }
     free(acc);
     free(touched);
@@ -670,6 +711,8 @@ as_ilp_free(as_ilp *ilp)
     AS_VEC_FREE(&ilp->cub);
     AS_VEC_FREE(&ilp->cint);
     AS_VEC_FREE(&ilp->eb);
+    AS_VEC_FREE(&ilp->segrows);
+    free(ilp->segcol);
     AS_VEC_FREE(&ilp->cname);
     AS_VEC_FREE(&ilp->rlb);
     AS_VEC_FREE(&ilp->rub);
@@ -750,9 +793,13 @@ as_ilp_point(const as_ilp *ilp, const size_t *choice, double *x)
         const eblock *b = &ilp->eb.v[j];
         x[b->first + b->rc[choice[b->u]] * b->nc + b->cc[choice[b->v]]] = 1;
     }
-    for (j = ilp->bt0; ilp->bcol != SIZE_MAX && j < ilp->bt1; j++)
-        if ((size_t)ilp->tj.v[j] != ilp->bcol)
-            x[ilp->bcol] += ilp->tv.v[j] * x[ilp->tj.v[j]];
+    for (j = 0; j < ilp->segrows.n; j++) { /* parents first */
+        const segrow *r = &ilp->segrows.v[j];
+        size_t i;
+        for (i = r->t0; i < r->t1; i++)
+            if ((size_t)ilp->tj.v[i] != r->col)
+                x[r->col] += ilp->tv.v[i] * x[ilp->tj.v[i]];
+    }
 }
 
 int

@@ -22,11 +22,9 @@ struct as_problem {
     AS_VEC(as_pnode) nodes;
     AS_VEC(as_pedge) edges;
     AS_VEC(as_plive) live;
-    AS_VEC(size_t) base_nodes;       /**< the liveness base: entries of every point */
-    AS_VEC(const double *) base_m;
-    as_plive base;                   /**< view of base_nodes / base_m */
-    double base_lo, base_hi;         /**< the base's smallest / largest bytes (sums of its
-                                          entries' minima / maxima, in entry order) */
+    AS_VEC(as_plive) segs;           /**< liveness segments (seg = parent), parents first */
+    AS_VEC(double) seg_lo, seg_hi;   /**< each segment's smallest / largest bytes, its
+                                          parents' included */
     AS_VEC(as_palias) aliases;
     AS_VEC(size_t *) nogoods;
     as_strmap names;  /**< node name -> index */
@@ -54,8 +52,9 @@ as_problem_free(as_problem *p)
     AS_VEC_FREE(&p->nodes);
     AS_VEC_FREE(&p->edges);
     AS_VEC_FREE(&p->live);
-    AS_VEC_FREE(&p->base_nodes);
-    AS_VEC_FREE(&p->base_m);
+    AS_VEC_FREE(&p->segs);
+    AS_VEC_FREE(&p->seg_lo);
+    AS_VEC_FREE(&p->seg_hi);
     AS_VEC_FREE(&p->aliases);
     AS_VEC_FREE(&p->nogoods);
     as_strmap_destroy(&p->names);
@@ -149,30 +148,54 @@ as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, as_e
     return AS_OK;
 }
 
-int
-as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
-                          double resident, as_err *err)
+/* Entries NODES[0..n) with vectors M (NULL: the nodes' own) copied into P's arena as L. */
+static int
+make_entries(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
+             const char *what, size_t idx, as_plive *l, as_err *err)
 {
-    as_plive l;
     size_t i, *nv;
     const double **mv;
 
+    for (i = 0; i < n; i++)
+        if (nodes[i] >= p->nodes.n)
+            return as_errf(err, AS_EUSAGE, "%s %zu: node index %zu out of range", what, idx,
+                           nodes[i]);
     nv = as_arena_calloc(p->arena, n ? n : 1, sizeof *nv);
     mv = as_arena_calloc(p->arena, n ? n : 1, sizeof *mv);
     for (i = 0; i < n; i++) {
-        if (nodes[i] >= p->nodes.n)
-            return as_errf(err, AS_EUSAGE, "liveness point %zu: node index %zu out of range",
-                           p->live.n, nodes[i]);
         nv[i] = nodes[i];
         mv[i] = m != NULL && m[i] != NULL ? dup_vec(p->arena, m[i], p->nodes.v[nodes[i]].k)
                                           : p->nodes.v[nodes[i]].m;
     }
-    l.n = n;
-    l.nodes = nv;
-    l.m = mv;
+    l->n = n;
+    l->nodes = nv;
+    l->m = mv;
+    l->resident = 0;
+    l->seg = AS_NO_SEG;
+    return AS_OK;
+}
+
+int
+as_problem_add_liveness_seg(as_problem *p, const size_t *nodes, const double *const *m,
+                            size_t n, double resident, size_t seg, as_err *err)
+{
+    as_plive l;
+
+    if (seg != AS_NO_SEG && seg >= p->segs.n)
+        return as_errf(err, AS_EUSAGE, "liveness point %zu: segment %zu out of range",
+                       p->live.n, seg);
+    AS_CHECK(make_entries(p, nodes, m, n, "liveness point", p->live.n, &l, err));
     l.resident = resident;
+    l.seg = seg;
     AS_VEC_PUSH(&p->live, l);
     return AS_OK;
+}
+
+int
+as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
+                          double resident, as_err *err)
+{
+    return as_problem_add_liveness_seg(p, nodes, m, n, resident, AS_NO_SEG, err);
 }
 
 int
@@ -183,57 +206,67 @@ as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double res
 }
 
 int
-as_problem_add_live_base(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
-                         as_err *err)
+as_problem_add_live_seg(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
+                        size_t parent, size_t *id, as_err *err)
 {
+    as_plive l;
+    double lo, hi, mn, mx;
     size_t i, s;
 
-    for (i = 0; i < n; i++)
-        if (nodes[i] >= p->nodes.n)
-            return as_errf(err, AS_EUSAGE, "liveness base: node index %zu out of range",
-                           nodes[i]);
+    if (parent != AS_NO_SEG && parent >= p->segs.n)
+        return as_errf(err, AS_EUSAGE, "liveness segment %zu: parent %zu is not an earlier "
+                       "segment", p->segs.n, parent);
+    AS_CHECK(make_entries(p, nodes, m, n, "liveness segment", p->segs.n, &l, err));
+    l.seg = parent;
+    lo = parent != AS_NO_SEG ? p->seg_lo.v[parent] : 0;
+    hi = parent != AS_NO_SEG ? p->seg_hi.v[parent] : 0;
     for (i = 0; i < n; i++) {
-        const as_pnode *nd = &p->nodes.v[nodes[i]];
-        const double *v = m != NULL && m[i] != NULL ? dup_vec(p->arena, m[i], nd->k) : nd->m;
-        double lo = INFINITY, hi = 0;
-        for (s = 0; s < nd->k; s++) {
-            lo = fmin(lo, v[s]);
-            hi = fmax(hi, v[s]);
+        mn = INFINITY;
+        mx = 0;
+        for (s = 0; s < p->nodes.v[l.nodes[i]].k; s++) {
+            mn = fmin(mn, l.m[i][s]);
+            mx = fmax(mx, l.m[i][s]);
         }
-        AS_VEC_PUSH(&p->base_nodes, nodes[i]);
-        AS_VEC_PUSH(&p->base_m, v);
-        p->base_lo += lo;
-        p->base_hi += hi;
+        lo += mn;
+        hi += mx;
     }
-    p->base.n = p->base_nodes.n;
-    p->base.nodes = p->base_nodes.v;
-    p->base.m = p->base_m.v;
-    p->base.resident = 0;
+    if (id != NULL)
+        *id = p->segs.n;
+    AS_VEC_PUSH(&p->segs, l);
+    AS_VEC_PUSH(&p->seg_lo, lo);
+    AS_VEC_PUSH(&p->seg_hi, hi);
     return AS_OK;
 }
 
+size_t as_problem_nsegs(const as_problem *p) { return p->segs.n; }
+const as_plive *as_problem_live_seg(const as_problem *p, size_t j) { return &p->segs.v[j]; }
+
 const as_plive *
-as_problem_live_base(const as_problem *p)
+as_problem_live_next(const as_problem *p, const as_plive *l)
 {
-    return &p->base;
+    return l->seg != AS_NO_SEG ? &p->segs.v[l->seg] : NULL;
 }
 
-double
-as_problem_live_base_bytes(const as_problem *p, const size_t *x)
+double *
+as_problem_seg_bytes(const as_problem *p, const size_t *x)
 {
-    double sum = 0;
-    size_t i;
+    double *sum = as_xcalloc(p->segs.n + 1, sizeof *sum);
+    size_t j, i;
 
-    for (i = 0; i < p->base.n; i++)
-        sum += p->base.m[i][x[p->base.nodes[i]]];
+    for (j = 0; j < p->segs.n; j++) {
+        const as_plive *l = &p->segs.v[j];
+        sum[j] = l->seg != AS_NO_SEG ? sum[l->seg] : 0;
+        for (i = 0; i < l->n; i++)
+            sum[j] += l->m[i][x[l->nodes[i]]];
+    }
     return sum;
 }
 
 double
-as_problem_live_bytes(const as_problem *p, size_t t, double base, const size_t *x)
+as_problem_live_bytes(const as_problem *p, size_t t, const double *segs, const size_t *x)
 {
     const as_plive *l = &p->live.v[t];
-    double sum = l->resident + base;
+    double sum = l->resident + (l->seg != AS_NO_SEG ? segs[l->seg] : 0);
     size_t i;
 
     for (i = 0; i < l->n; i++)
@@ -301,19 +334,15 @@ as_problem_clone(const as_problem *p)
     }
     for (i = 0; i < p->edges.n; i++)
         as_problem_add_edge(q, p->edges.v[i].u, p->edges.v[i].v, p->edges.v[i].r, NULL);
-    for (i = 0; i < p->live.n; i++) {
-        const as_plive *l = &p->live.v[i];
+    for (i = 0; i < p->segs.n + p->live.n; i++) { /* segments first: points refer to them */
+        const as_plive *l = i < p->segs.n ? &p->segs.v[i] : &p->live.v[i - p->segs.n];
         const double **m = as_xcalloc(l->n + 1, sizeof *m);
         for (s = 0; s < l->n; s++) /* NULL: the node's own vector, as in P */
             m[s] = l->m[s] == p->nodes.v[l->nodes[s]].m ? NULL : l->m[s];
-        as_problem_add_liveness_m(q, l->nodes, m, l->n, l->resident, NULL);
-        free(m);
-    }
-    if (p->base.n > 0) {
-        const double **m = as_xcalloc(p->base.n, sizeof *m);
-        for (s = 0; s < p->base.n; s++)
-            m[s] = p->base.m[s] == p->nodes.v[p->base.nodes[s]].m ? NULL : p->base.m[s];
-        as_problem_add_live_base(q, p->base.nodes, m, p->base.n, NULL);
+        if (i < p->segs.n)
+            as_problem_add_live_seg(q, l->nodes, m, l->n, l->seg, NULL, NULL);
+        else
+            as_problem_add_liveness_seg(q, l->nodes, m, l->n, l->resident, l->seg, NULL);
         free(m);
     }
     for (i = 0; i < p->aliases.n; i++)
@@ -531,11 +560,14 @@ as_problem_validate(const as_problem *p, as_err *err)
                     return as_errf(err, AS_EPARSE, "liveness point %zu: memory of '%s' invalid",
                                    t, p->nodes.v[l->nodes[i]].name);
     }
-    for (i = 0; i < p->base.n; i++)
-        for (s = 0; s < p->nodes.v[p->base.nodes[i]].k; s++)
-            if (!isfinite(p->base.m[i][s]) || p->base.m[i][s] < 0)
-                return as_errf(err, AS_EPARSE, "liveness base: memory of '%s' invalid",
-                               p->nodes.v[p->base.nodes[i]].name);
+    for (t = 0; t < p->segs.n; t++) {
+        const as_plive *l = &p->segs.v[t];
+        for (i = 0; i < l->n; i++)
+            for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
+                if (!isfinite(l->m[i][s]) || l->m[i][s] < 0)
+                    return as_errf(err, AS_EPARSE, "liveness segment %zu: memory of '%s' "
+                                   "invalid", t, p->nodes.v[l->nodes[i]].name);
+    }
     return AS_OK;
 }
 
@@ -559,14 +591,15 @@ as_problem_eval(const as_problem *p, const size_t *x)
 double
 as_problem_peak(const as_problem *p, const size_t *x)
 {
-    double peak = 0, sum, base = as_problem_live_base_bytes(p, x);
+    double peak = 0, sum, *segs = as_problem_seg_bytes(p, x);
     size_t t;
 
     for (t = 0; t < p->live.n; t++) {
-        sum = as_problem_live_bytes(p, t, base, x);
+        sum = as_problem_live_bytes(p, t, segs, x);
         if (sum > peak)
             peak = sum;
     }
+    free(segs);
     return peak;
 }
 
@@ -578,7 +611,7 @@ as_problem_peak_lower_bound(const as_problem *p)
 
     for (t = 0; t < p->live.n; t++) {
         const as_plive *l = &p->live.v[t];
-        sum = l->resident + p->base_lo;
+        sum = l->resident + (l->seg != AS_NO_SEG ? p->seg_lo.v[l->seg] : 0);
         for (i = 0; i < l->n; i++) {
             lo = INFINITY;
             for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
@@ -601,11 +634,12 @@ check_rows(const as_problem *p, const size_t *x, as_err *err)
 {
     size_t t, i, j;
     char b1[32], b2[32];
-    double base = p->memory > 0 ? as_problem_live_base_bytes(p, x) : 0;
+    double *segs = p->memory > 0 ? as_problem_seg_bytes(p, x) : NULL;
 
     for (t = 0; p->memory > 0 && t < p->live.n; t++) {
-        double sum = as_problem_live_bytes(p, t, base, x);
+        double sum = as_problem_live_bytes(p, t, segs, x);
         if (sum > as_problem_memory_cap(p)) {
+            free(segs);
             as_fmt_bytes(sum, b1, sizeof b1);
             as_fmt_bytes(p->memory, b2, sizeof b2);
             if (strcmp(b1, b2) == 0) { /* 976.56 KiB and 976.56 KiB: tell them apart */
@@ -616,6 +650,7 @@ check_rows(const as_problem *p, const size_t *x, as_err *err)
                            b1, b2);
         }
     }
+    free(segs);
     for (i = 0; i < p->aliases.n; i++) {
         const as_palias *a = &p->aliases.v[i];
         if (a->bad[x[a->a] * p->nodes.v[a->b].k + x[a->b]])
@@ -830,11 +865,12 @@ out:
     return rc;
 }
 
-/* Liveness point WHAT ("liveness[3]", or "liveness_base" when BASE) with explicit memory
-   vectors: "m": [[...], ...], one per entry. */
+/* Liveness point or segment WHAT ("liveness[3]", "segments[2]") with explicit memory
+   vectors: "m": [[...], ...], one per entry.  SEG: a segment (PARENT), else a point in
+   segment PARENT. */
 static int
 parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double resident,
-             const char *what, int base, const char *file, as_err *err)
+             size_t parent, const char *what, int seg, const char *file, as_err *err)
 {
     char path[96];
     double **m = as_xcalloc(n + 1, sizeof *m);
@@ -851,8 +887,9 @@ parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double re
         AS_CHECK_GOTO(rc, json_vec(json_array_get(ms, i), p->nodes.v[nodes[i]].k, m[i], 1, file,
                                    path, err), out);
     }
-    rc = base ? as_problem_add_live_base(p, nodes, (const double *const *)m, n, err)
-              : as_problem_add_liveness_m(p, nodes, (const double *const *)m, n, resident, err);
+    rc = seg ? as_problem_add_live_seg(p, nodes, (const double *const *)m, n, parent, NULL, err)
+             : as_problem_add_liveness_seg(p, nodes, (const double *const *)m, n, resident,
+                                           parent, err);
 out:
     for (i = 0; i < n; i++)
         free(m[i]);
@@ -860,23 +897,33 @@ out:
     return rc;
 }
 
-/* One liveness point WHAT, or the base when BASE (no resident bytes). */
+/* One liveness point WHAT, or segment when SEG (no resident bytes; "parent" for "segment"). */
 static int
-parse_point(as_problem *p, json_t *l, const char *what, int base, const char *file, as_err *err)
+parse_point(as_problem *p, json_t *l, const char *what, int seg, const char *file, as_err *err)
 {
     char path[96];
     json_t *ns = json_object_get(l, "nodes"), *res = json_object_get(l, "resident");
+    json_t *up = json_object_get(l, seg ? "parent" : "segment");
     double resident = 0;
-    size_t i, *nodes;
+    size_t i, *nodes, parent = AS_NO_SEG;
     int rc = AS_OK;
 
     if (!json_is_array(ns))
         return as_errf(err, AS_EPARSE, "%s: %s.nodes: expected an array", file, what);
     if (res != NULL) {
         resident = json_number_value(res);
-        if (!json_is_number(res) || resident < 0 || (base && resident != 0))
+        if (!json_is_number(res) || resident < 0 || seg)
             return as_errf(err, AS_EPARSE, "%s: %s.resident: expected bytes >= 0%s", file, what,
-                           base ? " (0 in the base)" : "");
+                           seg ? " in a point, not a segment" : "");
+    }
+    if (up != NULL) {
+        /* a segment's parent is an earlier segment */
+        json_int_t j = json_integer_value(up);
+        if (!json_is_integer(up) || j < 0 || (size_t)j >= as_problem_nsegs(p))
+            return as_errf(err, AS_EPARSE, "%s: %s.%s: expected the index of %s segment (%zu "
+                           "so far)", file, what, seg ? "parent" : "segment",
+                           seg ? "an earlier" : "a", as_problem_nsegs(p));
+        parent = (size_t)j;
     }
     nodes = as_xcalloc(json_array_size(ns) + 1, sizeof *nodes);
     for (i = 0; i < json_array_size(ns); i++) {
@@ -885,33 +932,37 @@ parse_point(as_problem *p, json_t *l, const char *what, int base, const char *fi
                                      err), out);
     }
     if (json_object_get(l, "m") != NULL)
-        rc = parse_live_m(p, json_object_get(l, "m"), nodes, json_array_size(ns), resident, what,
-                          base, file, err);
-    else if (base)
-        rc = as_problem_add_live_base(p, nodes, NULL, json_array_size(ns), err);
+        rc = parse_live_m(p, json_object_get(l, "m"), nodes, json_array_size(ns), resident,
+                          parent, what, seg, file, err);
+    else if (seg)
+        rc = as_problem_add_live_seg(p, nodes, NULL, json_array_size(ns), parent, NULL, err);
     else
-        rc = as_problem_add_liveness(p, nodes, json_array_size(ns), resident, err);
+        rc = as_problem_add_liveness_seg(p, nodes, NULL, json_array_size(ns), resident, parent,
+                                         err);
 out:
     free(nodes);
     return rc;
 }
 
+/* The segments SEGS (each after its parent), then the liveness points ARR. */
 static int
-parse_live(as_problem *p, json_t *arr, json_t *base, const char *file, as_err *err)
+parse_live(as_problem *p, json_t *arr, json_t *segs, const char *file, as_err *err)
 {
     char what[64];
     size_t t;
 
     if (arr != NULL && !json_is_array(arr))
         return as_errf(err, AS_EPARSE, "%s: liveness: expected an array", file);
-    if (base != NULL && !json_is_object(base))
-        return as_errf(err, AS_EPARSE, "%s: liveness_base: expected an object", file);
+    if (segs != NULL && !json_is_array(segs))
+        return as_errf(err, AS_EPARSE, "%s: segments: expected an array", file);
+    for (t = 0; t < json_array_size(segs); t++) {
+        snprintf(what, sizeof what, "segments[%zu]", t);
+        AS_CHECK(parse_point(p, json_array_get(segs, t), what, 1, file, err));
+    }
     for (t = 0; t < json_array_size(arr); t++) {
         snprintf(what, sizeof what, "liveness[%zu]", t);
         AS_CHECK(parse_point(p, json_array_get(arr, t), what, 0, file, err));
     }
-    if (base != NULL)
-        AS_CHECK(parse_point(p, base, "liveness_base", 1, file, err));
     return AS_OK;
 }
 
@@ -975,7 +1026,7 @@ parse_root(as_problem *p, json_t *root, const char *file, as_err *err)
     AS_CHECK(parse_nodes(p, json_object_get(root, "nodes"), file, err));
     AS_CHECK(parse_follow(p, json_object_get(root, "nodes"), file, err));
     AS_CHECK(parse_edges(p, json_object_get(root, "edges"), file, err));
-    AS_CHECK(parse_live(p, json_object_get(root, "liveness"), json_object_get(root, "liveness_base"),
+    AS_CHECK(parse_live(p, json_object_get(root, "liveness"), json_object_get(root, "segments"),
                          file, err));
     AS_CHECK(parse_aliases(p, json_object_get(root, "aliases"), file, err));
     return AS_OK;
@@ -1073,16 +1124,21 @@ dump_nodes(const as_problem *p)
     return arr;
 }
 
-/* One liveness point (or the base) as {"nodes": [...], "resident": R[, "m": [...]]}. */
+/* One liveness point as {"nodes": [...], "resident": R[, "segment": J][, "m": [...]]}, or
+   segment (SEG) as {"nodes": [...][, "parent": J][, "m": [...]]}. */
 static json_t *
-dump_point(const as_problem *p, const as_plive *l)
+dump_point(const as_problem *p, const as_plive *l, int seg)
 {
     json_t *ns = json_array(), *o;
     size_t j;
 
     for (j = 0; j < l->n; j++)
         json_array_append_new(ns, json_integer((json_int_t)l->nodes[j]));
-    o = json_pack("{s:o,s:f}", "nodes", ns, "resident", l->resident);
+    o = json_pack("{s:o}", "nodes", ns);
+    if (!seg)
+        json_object_set_new(o, "resident", json_real(l->resident));
+    if (l->seg != AS_NO_SEG)
+        json_object_set_new(o, seg ? "parent" : "segment", json_integer((json_int_t)l->seg));
     for (j = 0; j < l->n; j++)
         if (l->m[j] != p->nodes.v[l->nodes[j]].m)
             break;
@@ -1110,15 +1166,16 @@ dump_rest(const as_problem *p, json_t *root)
         json_array_append_new(arr, o);
     }
     json_object_set_new(root, "edges", arr);
+    if (p->segs.n > 0) {
+        arr = json_array();
+        for (i = 0; i < p->segs.n; i++)
+            json_array_append_new(arr, dump_point(p, &p->segs.v[i], 1));
+        json_object_set_new(root, "segments", arr);
+    }
     arr = json_array();
     for (i = 0; i < p->live.n; i++)
-        json_array_append_new(arr, dump_point(p, &p->live.v[i]));
+        json_array_append_new(arr, dump_point(p, &p->live.v[i], 0));
     json_object_set_new(root, "liveness", arr);
-    if (p->base.n > 0) {
-        o = dump_point(p, &p->base);
-        json_object_del(o, "resident");
-        json_object_set_new(root, "liveness_base", o);
-    }
     arr = json_array();
     for (i = 0; i < p->aliases.n; i++) {
         const as_palias *a = &p->aliases.v[i];
@@ -1307,7 +1364,8 @@ int
 as_problem_live_binds(const as_problem *p, size_t t)
 {
     const as_plive *l = as_problem_live(p, t);
-    double mem = as_problem_memory(p), worst = l->resident + p->base_hi;
+    double mem = as_problem_memory(p);
+    double worst = l->resident + (l->seg != AS_NO_SEG ? p->seg_hi.v[l->seg] : 0);
     size_t i, s;
 
     if (mem <= 0)

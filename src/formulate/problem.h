@@ -39,13 +39,17 @@ typedef struct as_pedge {
     const double *r;   /**< k_u x k_v row-major, r[p * k_v + q], seconds */
 } as_pedge;
 
-/** The nodes live at one point of the schedule, besides the liveness base
-    (as_problem_live_base); read-only view. */
+#define AS_NO_SEG ((size_t)-1)
+
+/** The nodes live at one point of the schedule, or a liveness segment (entries shared by
+    many points, as_problem_add_live_seg); read-only view. */
 typedef struct as_plive {
     size_t n;                /**< number of entries */
     const size_t *nodes;     /**< node of each entry */
     const double *const *m;  /**< memory vector of each entry (k_node), bytes per device */
     double resident;         /**< constant bytes per device (params, grads, optimizer state) */
+    size_t seg;              /**< the segment whose entries (its parents' included) are live
+                                  here too, or AS_NO_SEG; of a segment: its parent */
 } as_plive;
 
 /** Alias pair: bad[p * k_b + q] != 0 forbids s_a = p together with s_b = q. */
@@ -88,14 +92,20 @@ int as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double
 int as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m,
                               size_t n, double resident, as_err *err);
 /**
- * The liveness base: entries live at every liveness point (parameters, optimizer state,
- * gradient accumulators), stored once instead of in each point.  Point t holds the base's
- * entries and its own (as_problem_live(p, t)): every reader of points adds the base
- * (as_problem_live_base, as_problem_live_bytes).  Appends NODES[0..n) with memory vectors
- * M[i] (NULL, or M[i] NULL: the node's own m); the base has no resident bytes.
+ * Liveness segments: entries shared by many points, stored once (the parameters and
+ * gradient buffers live at every point, the activations kept for the backward pass).  A
+ * segment holds its own entries and those of its PARENT (an earlier segment, or
+ * AS_NO_SEG); a point holds its own entries and those of its segment (as_plive.seg).
+ * Every reader of points adds the segment chain (as_problem_seg_bytes,
+ * as_problem_live_bytes).  Appends a segment of NODES[0..n) with memory vectors M[i]
+ * (M or M[i] NULL: the node's own m); sets *ID (may be NULL) to its index.
  */
-int as_problem_add_live_base(as_problem *p, const size_t *nodes, const double *const *m,
-                             size_t n, as_err *err);
+int as_problem_add_live_seg(as_problem *p, const size_t *nodes, const double *const *m,
+                            size_t n, size_t parent, size_t *id, as_err *err);
+/** Like as_problem_add_liveness_m, the point holding segment SEG's entries too (AS_NO_SEG:
+    none). */
+int as_problem_add_liveness_seg(as_problem *p, const size_t *nodes, const double *const *m,
+                                size_t n, double resident, size_t seg, as_err *err);
 /** Add an alias pair; BAD is k_a x k_b row-major 0/1 (copied). */
 int as_problem_add_alias(as_problem *p, size_t a, size_t b, const unsigned char *bad,
                          as_err *err);
@@ -116,13 +126,19 @@ const as_pnode *as_problem_node(const as_problem *p, size_t v);
 const as_pedge *as_problem_edge(const as_problem *p, size_t j);
 const as_plive *as_problem_live(const as_problem *p, size_t t);
 const as_palias *as_problem_alias(const as_problem *p, size_t i);
-/** The liveness base (n == 0 when there is none; resident is 0): part of every point. */
-const as_plive *as_problem_live_base(const as_problem *p);
-/** Bytes per device of the base's entries under CHOICE. */
-double as_problem_live_base_bytes(const as_problem *p, const size_t *choice);
-/** Bytes per device at liveness point T under CHOICE: its resident bytes, BASE (what
-    as_problem_live_base_bytes gave for CHOICE) and its own entries, in that order. */
-double as_problem_live_bytes(const as_problem *p, size_t t, double base, const size_t *choice);
+size_t as_problem_nsegs(const as_problem *p);
+/** Segment J: its own entries; seg is its parent (AS_NO_SEG: none), resident 0. */
+const as_plive *as_problem_live_seg(const as_problem *p, size_t j);
+/** The next part of point or segment L's entries: its segment, or NULL at the chain's end
+    (for (e = l; e != NULL; e = as_problem_live_next(p, e)) visits every entry of L). */
+const as_plive *as_problem_live_next(const as_problem *p, const as_plive *l);
+/** Bytes per device of every segment, its parents' included, under CHOICE: a malloc'ed
+    array of as_problem_nsegs entries (at least one). */
+double *as_problem_seg_bytes(const as_problem *p, const size_t *choice);
+/** Bytes per device at liveness point T under CHOICE: its resident bytes, its segment's
+    (SEGS from as_problem_seg_bytes) and its own entries, in that order. */
+double as_problem_live_bytes(const as_problem *p, size_t t, const double *segs,
+                            const size_t *choice);
 /** No-good I: an array of n_nodes strategy indices. */
 const size_t *as_problem_nogood(const as_problem *p, size_t i);
 double as_problem_memory(const as_problem *p);

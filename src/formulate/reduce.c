@@ -392,33 +392,37 @@ work_init(work *w, const as_problem *p)
         w->nodes[red->leader[a->a]].pinned = w->nodes[red->leader[a->b]].pinned = 1;
     }
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
-        const as_plive *l = as_problem_live(p, t), *lb = as_problem_live_base(p);
+        const as_plive *l = as_problem_live(p, t), *e;
+        size_t cap = 0, ie;
         wrow row = {0};
         if (!as_problem_live_binds(p, t))
             continue;
-        row.node = as_xcalloc(lb->n + l->n + 1, sizeof *row.node);
-        row.m = as_xcalloc(lb->n + l->n + 1, sizeof *row.m);
+        for (e = l; e != NULL; e = as_problem_live_next(p, e))
+            cap += e->n;
+        row.node = as_xcalloc(cap + 1, sizeof *row.node);
+        row.m = as_xcalloc(cap + 1, sizeof *row.m);
         row.room = as_problem_memory(p) - l->resident;
         row.resident = l->resident;
-        for (i = 0; i < lb->n + l->n; i++) { /* the liveness base's entries, then the point's */
-            const as_plive *e = i < lb->n ? lb : l;
-            size_t ie = i < lb->n ? i : i - lb->n;
-            size_t v0 = e->nodes[ie], L = red->leader[v0], kl = kof(w, L);
-            int nz = 0;
-            for (s = 0; s < kof(w, v0); s++)
-                nz |= e->m[ie][s] != 0;
-            if (!nz)
-                continue;
-            w->nodes[L].inmem = 1;
-            for (j = 0; j < row.n && row.node[j] != L; j++)
-                ;
-            if (j == row.n) {
-                row.node[row.n] = L;
-                row.m[row.n++] = as_xcalloc(kl, sizeof **row.m);
+        /* the point's entries, then its segments' */
+        for (e = l; e != NULL; e = as_problem_live_next(p, e)) {
+            for (ie = 0; ie < e->n; ie++) {
+                size_t v0 = e->nodes[ie], L = red->leader[v0], kl = kof(w, L);
+                int nz = 0;
+                for (s = 0; s < kof(w, v0); s++)
+                    nz |= e->m[ie][s] != 0;
+                if (!nz)
+                    continue;
+                w->nodes[L].inmem = 1;
+                for (j = 0; j < row.n && row.node[j] != L; j++)
+                    ;
+                if (j == row.n) {
+                    row.node[row.n] = L;
+                    row.m[row.n++] = as_xcalloc(kl, sizeof **row.m);
+                }
+                for (s = 0; s < kl; s++)
+                    if (w->nodes[L].ok[s])
+                        row.m[j][s] += e->m[ie][fmap(red, v0, s)];
             }
-            for (s = 0; s < kl; s++)
-                if (w->nodes[L].ok[s])
-                    row.m[j][s] += e->m[ie][fmap(red, v0, s)];
         }
         row.alive = 1;
         AS_VEC_PUSH(&w->rows, row);

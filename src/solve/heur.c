@@ -149,41 +149,42 @@ build_memory(as_heur *h)
     size_t *slot = as_xcalloc(h->nu + 1, sizeof *slot);  /* index into tmp + 1, this point */
     size_t *stamp = as_xcalloc(h->nu + 1, sizeof *stamp); /* point + 1 the slot is for */
     hm_tmp *tmp = NULL;
-    const as_plive *lb = as_problem_live_base(p);
 
     h->cap = as_problem_memory_cap(p);
     h->base = as_xcalloc(nt + 1, sizeof *h->base);
     for (t = 0; isfinite(h->cap) && t < nt; t++) {
-        const as_plive *l = as_problem_live(p, t);
-        size_t b = h->nbind;
+        const as_plive *l = as_problem_live(p, t), *e;
+        size_t b = h->nbind, j;
         if (!as_problem_live_binds(p, t))
             continue;
         h->nbind++;
         h->base[b] = l->resident;
-        for (i = 0; i < lb->n + l->n; i++) { /* the liveness base's entries, then the point's */
-            const as_plive *e = i < lb->n ? lb : l;
-            size_t j = i < lb->n ? i : i - lb->n, v = e->nodes[j], k;
-            double lo = INFINITY;
-            hm_tmp *x;
-            u = h->unit[v];
-            k = h->k[u];
-            for (s = 0; s < k; s++)
-                lo = fmin(lo, e->m[j][s]);
-            h->base[b] += lo;
-            if (stamp[u] != b + 1) {
-                if (nh == hcap) {
-                    hcap = hcap ? 2 * hcap : 64;
-                    tmp = as_xreallocarray(tmp, hcap, sizeof *tmp);
+        /* the point's entries, then its segments' */
+        for (e = l; e != NULL; e = as_problem_live_next(p, e)) {
+            for (j = 0; j < e->n; j++) {
+                size_t v = e->nodes[j], k;
+                double lo = INFINITY;
+                hm_tmp *x;
+                u = h->unit[v];
+                k = h->k[u];
+                for (s = 0; s < k; s++)
+                    lo = fmin(lo, e->m[j][s]);
+                h->base[b] += lo;
+                if (stamp[u] != b + 1) {
+                    if (nh == hcap) {
+                        hcap = hcap ? 2 * hcap : 64;
+                        tmp = as_xreallocarray(tmp, hcap, sizeof *tmp);
+                    }
+                    tmp[nh].unit = u;
+                    tmp[nh].point = b;
+                    tmp[nh].dm = as_xcalloc(k, sizeof *tmp[nh].dm);
+                    stamp[u] = b + 1;
+                    slot[u] = nh++;
                 }
-                tmp[nh].unit = u;
-                tmp[nh].point = b;
-                tmp[nh].dm = as_xcalloc(k, sizeof *tmp[nh].dm);
-                stamp[u] = b + 1;
-                slot[u] = nh++;
+                x = &tmp[slot[u]];
+                for (s = 0; s < k; s++)
+                    x->dm[s] += e->m[j][s] - lo;
             }
-            x = &tmp[slot[u]];
-            for (s = 0; s < k; s++)
-                x->dm[s] += e->m[j][s] - lo;
         }
     }
     h->hstart = as_xcalloc(h->nu + 2, sizeof *h->hstart);
