@@ -644,11 +644,83 @@ counts_partial(const as_build_map *map, int32_t t, int32_t op)
 
 /* Pending entries of a point at least this many are shared as a new liveness segment. */
 #define SEG_MIN 16
+/* ... if they live at least this many more ops (the others die soon and stay pending). */
+#define SEG_HORIZON 64
+/* Piles of active tensors: one chain of segments each (a point holds one per pile). */
+#define NPILES (1 + AS_LIVE_MORE)
 
-/* A segment of the chain the active tensors ACTIVE[0 .. end) are stored in. */
+/* A segment of a pile's chain: it and its parents hold the pile's tensors [0, end). */
 typedef struct chain_seg {
     size_t seg, end;
 } chain_seg;
+
+/* Active tensors, latest end first, the first ones stored in a chain of segments. */
+typedef struct live_pile {
+    AS_VEC(int32_t) act;
+    AS_VEC(chain_seg) chain;
+    size_t root; /**< the segment below the chain, or AS_NO_SEG */
+} live_pile;
+
+/* Tensors of PL stored in its chain. */
+static size_t
+pile_done(const live_pile *pl)
+{
+    return pl->chain.n > 0 ? pl->chain.v[pl->chain.n - 1].end : 0;
+}
+
+/* Where a tensor ending at E goes in PL: after every tensor ending at E or later. */
+static size_t
+pile_pos(const live_pile *pl, int32_t e, const int32_t *end)
+{
+    size_t lo = 0, hi = pl->act.n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (end[pl->act.v[mid]] >= e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Drop the segments of PL's chain that hold tensors at AT or later. */
+static void
+pile_cut(live_pile *pl, size_t at)
+{
+    while (pl->chain.n > 0 && pl->chain.v[pl->chain.n - 1].end > at)
+        pl->chain.n--;
+}
+
+/*
+ * Put tensor T on the pile where it displaces the fewest stored tensors (the first such
+ * pile): tensors die in the order of their END, at a pile's tail, and a tensor put in
+ * among stored ones makes them stored again.  Activations kept for the backward pass,
+ * the weights read there and the gradients made there each fill a pile of their own.
+ */
+static void
+pile_push(live_pile *pile, int32_t t, const int32_t *end, unsigned char *inpath)
+{
+    size_t q, best = 0, bestcost = SIZE_MAX, at = 0, k, done, cost;
+    live_pile *pl;
+
+    for (q = 0; q < NPILES && bestcost > 0; q++) {
+        k = pile_pos(&pile[q], end[t], end);
+        done = pile_done(&pile[q]);
+        cost = done > k ? done - k : 0;
+        if (cost < bestcost) {
+            best = q;
+            bestcost = cost;
+            at = k;
+        }
+    }
+    pl = &pile[best];
+    pile_cut(pl, at);
+    AS_VEC_PUSH(&pl->act, t);
+    memmove(pl->act.v + at + 1, pl->act.v + at, (pl->act.n - 1 - at) * sizeof *pl->act.v);
+    pl->act.v[at] = t;
+    inpath[t] = 1;
+}
 
 /*
  * A liveness segment of the active tensors ACT[0..n) (their resolved bytes), below PARENT;
@@ -678,13 +750,14 @@ add_seg(as_build_map *map, as_problem *p, const int32_t *act, size_t n, size_t p
 
 /*
  * One point (program position OP): the pending active tensors PEND[0..n) and the entries
- * of segment SEG (the base and the older active tensors).  A tensor OP produces counts the
- * partial result its strategy writes before resolving it: in its own entry when pending,
- * else (INSEG: live in SEG's chain) as an entry of its own.
+ * of segments SEGS[0..NPILES) (the base and the older active tensors).  A tensor OP produces
+ * counts the partial result its strategy writes before resolving it: in its own entry
+ * when pending, else (INSEG: live in a segment) as an entry of its own.
  */
 static int
 add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *pend, size_t npend,
-          size_t seg, const unsigned char *inseg, const unsigned char *inbase, as_err *err)
+          const size_t *segs, const unsigned char *inseg, const unsigned char *inbase,
+          as_err *err)
 {
     const as_op *o = as_graph_op(map->g, op);
     size_t cap = npend + (size_t)o->nout + 1, n = 0, i;
@@ -709,7 +782,8 @@ add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *pend, siz
             n++;
         }
     }
-    rc = as_problem_add_liveness_seg(p, nodes, (const double *const *)m, n, 0, seg, err);
+    rc = as_problem_add_liveness_seg(p, nodes, (const double *const *)m, n, 0, segs, NPILES,
+                                     err);
     AS_VEC_PUSH(&map->point_op, op);
     map->st.live_points++;
     map->st.live_entries += n;
@@ -801,15 +875,17 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
     int32_t *deaths = as_xcalloc((size_t)nops + 1, sizeof *deaths);
     unsigned char *inbase = as_xcalloc((size_t)nt + 1, 1);
     unsigned char *inpath = as_xcalloc((size_t)nt + 1, 1);
-    AS_VEC(int32_t) active = {0};
-    AS_VEC(chain_seg) chain = {0};
-    size_t root = AS_NO_SEG;
+    live_pile pile[NPILES];
+    AS_VEC(int32_t) pend = {0};
     AS_VEC(size_t) res = {0};
     AS_VEC(int32_t) stash = {0};
     size_t a, b;
     int rc, prev_kept = 0;
     int32_t lastfwd = -1, firstbwd = -1;
 
+    memset(pile, 0, sizeof pile);
+    for (i = 0; i < NPILES; i++)
+        pile[i].root = AS_NO_SEG;
     AS_CHECK_GOTO(rc, as_graph_liveness(g, def, last, err), out);
     for (i = 0; i < nops && map->inflight > 1; i++)
         if (!(as_graph_op(g, i)->flags & (AS_OF_BACKWARD | AS_OF_OPTIMIZER)))
@@ -854,65 +930,61 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
         inbase[t] = start[t] == 0 && end[t] == nops - 1;
     }
     if (nops > 0)
-        AS_CHECK_GOTO(rc, add_base(map, p, res.v, res.n, inbase, stash.v, stash.n, &root, err),
-                      out);
+        AS_CHECK_GOTO(rc, add_base(map, p, res.v, res.n, inbase, stash.v, stash.n,
+                                   &pile[0].root, err), out);
     /*
-     * Sweep program order, keeping the active tensors outside the base in ACTIVE in the
-     * order they started.  Its first entries are stored in a chain of segments below the
-     * base (CHAIN, each up to its END); a point holds the chain's last segment and the
-     * entries after it.  Activations kept for the backward pass die in about the reverse
-     * order they started, so the chain is mostly cut at its end: each entry is stored a
-     * few times, not once per point.
+     * Sweep program order, keeping the active tensors outside the base on piles (pile_push),
+     * each sorted by the op that ends them, latest first: they die at a pile's tail.  A
+     * pile's first tensors are stored in a chain of segments (pile 0's below the base); a
+     * point holds the piles' last segments and the tensors after them, so each tensor is
+     * stored a few times, not once per point.
      */
     for (i = 0; i < nops; i++) {
-        int keep;
-        size_t done, top;
+        int keep, q;
+        size_t top[NPILES];
         if ((i & 63) == 0)
             AS_CHECK_GOTO(rc, build_timeout(map, "liveness", i, nops, err), out);
         if (i == 0)
             for (t = 0; t < nt; t++)
-                if (start[t] == 0 && !inbase[t]) {
-                    AS_VEC_PUSH(&active, t);
-                    inpath[t] = 1;
-                }
+                if (start[t] == 0 && !inbase[t])
+                    pile_push(pile, t, end, inpath);
         keep = (!(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept)) ||
                (births[i] > 0 && has_partial(map, map->op_node[i]));
         if (keep) {
-            done = chain.n > 0 ? chain.v[chain.n - 1].end : 0;
-            top = chain.n > 0 ? chain.v[chain.n - 1].seg : root;
-            if (active.n - done >= SEG_MIN) {
-                AS_CHECK_GOTO(rc, add_seg(map, p, active.v + done, active.n - done, top, &top,
-                                          err), out);
-                AS_VEC_PUSH(&chain, ((chain_seg){top, active.n}));
-                done = active.n;
+            pend.n = 0;
+            for (q = 0; q < NPILES; q++) {
+                live_pile *pl = &pile[q];
+                size_t done = pile_done(pl), upto = pile_pos(pl, i + SEG_HORIZON, end);
+                top[q] = pl->chain.n > 0 ? pl->chain.v[pl->chain.n - 1].seg : pl->root;
+                if (upto >= done + SEG_MIN) { /* the long-lived pending tensors */
+                    AS_CHECK_GOTO(rc, add_seg(map, p, pl->act.v + done, upto - done, top[q],
+                                              &top[q], err), out);
+                    AS_VEC_PUSH(&pl->chain, ((chain_seg){top[q], upto}));
+                    done = upto;
+                }
+                for (a = done; a < pl->act.n; a++)
+                    AS_VEC_PUSH(&pend, pl->act.v[a]);
             }
-            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v + done, active.n - done, top,
-                                        inpath, inbase, err), out);
+            AS_CHECK_GOTO(rc, add_point(map, p, i, pend.v, pend.n, top, inpath, inbase, err),
+                          out);
         } else {
             map->st.points_dropped++;
         }
         prev_kept = keep;
-        /* retire tensors ending at i (keeping the order), admit those starting at i + 1 */
-        for (a = b = 0; deaths[i] > 0 && a < active.n; a++) {
-            int32_t x = active.v[a];
-            if (end[x] == i) {
-                inpath[x] = 0;
-                while (chain.n > 0 && chain.v[chain.n - 1].end > a)
-                    chain.n--; /* the segment holding it ends here */
-            } else {
-                active.v[b++] = x;
-            }
+        /* retire tensors ending at i (each pile's tail), admit those starting at i + 1 */
+        for (q = 0; q < NPILES && deaths[i] > 0; q++) {
+            live_pile *pl = &pile[q];
+            for (b = pl->act.n; b > 0 && end[pl->act.v[b - 1]] <= i; b--)
+                inpath[pl->act.v[b - 1]] = 0;
+            pile_cut(pl, b);
+            pl->act.n = b;
         }
-        if (deaths[i] > 0)
-            active.n = b;
         if (i + 1 < nops) {
             const as_op *op = as_graph_op(g, i + 1);
             int k;
             for (k = 0; k < op->nout; k++)
-                if (start[op->out[k]] == i + 1 && !inbase[op->out[k]]) {
-                    AS_VEC_PUSH(&active, op->out[k]);
-                    inpath[op->out[k]] = 1;
-                }
+                if (start[op->out[k]] == i + 1 && !inbase[op->out[k]])
+                    pile_push(pile, op->out[k], end, inpath);
         }
     }
     rc = AS_OK;
@@ -926,8 +998,11 @@ out:
     free(deaths);
     free(inbase);
     free(inpath);
-    AS_VEC_FREE(&active);
-    AS_VEC_FREE(&chain);
+    for (i = 0; i < NPILES; i++) {
+        AS_VEC_FREE(&pile[i].act);
+        AS_VEC_FREE(&pile[i].chain);
+    }
+    AS_VEC_FREE(&pend);
     AS_VEC_FREE(&res);
     AS_VEC_FREE(&stash);
     return rc;
@@ -1013,8 +1088,11 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
                 AS_VEC_PUSH(&nodes, l->nodes[e]);
                 AS_VEC_PUSH(&m, l->m[e]);
             }
-            rc = as_problem_add_liveness_seg(p, nodes.v, m.v, nodes.n, l->resident, l->seg,
-                                             err);
+            size_t segs[1 + AS_LIVE_MORE];
+            segs[0] = l->seg;
+            memcpy(segs + 1, l->more, sizeof l->more);
+            rc = as_problem_add_liveness_seg(p, nodes.v, m.v, nodes.n, l->resident, segs,
+                                             1 + AS_LIVE_MORE, err);
             nadd++;
         }
         for (e = 0; e < own.n; e++)

@@ -257,6 +257,13 @@ build_edges(as_ilp *ilp, const as_problem *p)
     free(rc);
 }
 
+/* Segment C (0: as_plive.seg, then as_plive.more) of point L, or AS_NO_SEG. */
+static size_t
+point_seg(const as_plive *l, int c)
+{
+    return c == 0 ? l->seg : l->more[c - 1];
+}
+
 /*
  * The liveness segments that get a column: those of a memory row that can bind and their
  * parents (USED[j] = 1, nsegs entries); returns how many.  None without a budget.
@@ -266,9 +273,15 @@ seg_used(const as_problem *p, unsigned char *used)
 {
     size_t t, j, n = 0;
 
-    for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++)
-        if (as_problem_live(p, t)->seg != AS_NO_SEG && as_problem_live_binds(p, t))
-            used[as_problem_live(p, t)->seg] = 1;
+    for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
+        const as_plive *l = as_problem_live(p, t);
+        if (!as_problem_live_binds(p, t))
+            continue;
+        int c;
+        for (c = 0; c <= AS_LIVE_MORE; c++)
+            if (point_seg(l, c) != AS_NO_SEG)
+                used[point_seg(l, c)] = 1;
+    }
     for (j = as_problem_nsegs(p); j-- > 0;)
         if (used[j]) {
             size_t up = as_problem_live_seg(p, j)->seg;
@@ -333,6 +346,7 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
     char name[96];
     size_t t, i, s, q, v;
     double mem = as_problem_memory(p);
+    int c;
 
     build_segs(ilp, p);
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
@@ -343,8 +357,9 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
         for (i = 0; i < l->n; i++)
             for (s = 0; s < ilp->kk[l->nodes[i]]; s++)
                 row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s] / mem);
-        if (l->seg != AS_NO_SEG)
-            row_add(ilp, ilp->segcol[l->seg], 1.0);
+        for (c = 0; c <= AS_LIVE_MORE; c++)
+            if (point_seg(l, c) != AS_NO_SEG)
+                row_add(ilp, ilp->segcol[point_seg(l, c)], 1.0);
         NAMEF(ilp, "mem_%zu", t);
         row_end(ilp, name, -HUGE_VAL, (mem - l->resident) / mem);
     }
@@ -671,10 +686,16 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
     free(used);
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
+        int c, d;
         if (!as_problem_live_binds(p, t))
             continue;
         st->rows++;
-        st->nnz += count_entries(p, l, scol, acc, touched) + (l->seg != AS_NO_SEG);
+        st->nnz += count_entries(p, l, scol, acc, touched);
+        for (c = 0; c <= AS_LIVE_MORE; c++) { /* distinct segment columns */
+            for (d = 0; d < c && point_seg(l, d) != point_seg(l, c); d++)
+                ;
+            st->nnz += point_seg(l, c) != AS_NO_SEG && d == c;
+        }
     }
     free(acc);
     free(touched);

@@ -8,7 +8,7 @@
  * for every segment a memory row uses.  Rows: one_<id> (sum s = 1),
  * eu_<j>_<p> / ev_<j>_<q> (edge marginals equal the node variables), seg_<j>
  * (mseg_<j> = its entries + mseg_<parent>), mem_<t> (memory at liveness point t:
- * its entries + mseg_<its segment>), alias_<i>_<p>_<q>, fol_<id>_<p>
+ * its entries + its segments' mseg columns), alias_<i>_<p>_<q>, fol_<id>_<p>
  * (unmerged follow links), cut_<i> (no-goods).  Arrays are 0-based; row
  * bounds use -HUGE_VAL / HUGE_VAL for a free side.  Everything returned is
  * owned by the ILP and valid until as_ilp_free().  Each backend converts to

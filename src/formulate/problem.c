@@ -172,21 +172,37 @@ make_entries(as_problem *p, const size_t *nodes, const double *const *m, size_t 
     l->m = mv;
     l->resident = 0;
     l->seg = AS_NO_SEG;
+    for (i = 0; i < AS_LIVE_MORE; i++)
+        l->more[i] = AS_NO_SEG;
     return AS_OK;
 }
 
 int
 as_problem_add_liveness_seg(as_problem *p, const size_t *nodes, const double *const *m,
-                            size_t n, double resident, size_t seg, as_err *err)
+                            size_t n, double resident, const size_t *seg, size_t nseg,
+                            as_err *err)
 {
     as_plive l;
+    size_t i, k = 0;
 
-    if (seg != AS_NO_SEG && seg >= p->segs.n)
-        return as_errf(err, AS_EUSAGE, "liveness point %zu: segment %zu out of range",
-                       p->live.n, seg);
+    for (i = 0; i < nseg; i++)
+        if (seg[i] != AS_NO_SEG && seg[i] >= p->segs.n)
+            return as_errf(err, AS_EUSAGE, "liveness point %zu: segment %zu out of range",
+                           p->live.n, seg[i]);
     AS_CHECK(make_entries(p, nodes, m, n, "liveness point", p->live.n, &l, err));
     l.resident = resident;
-    l.seg = seg;
+    for (i = 0; i < nseg; i++) {
+        if (seg[i] == AS_NO_SEG)
+            continue;
+        if (k > AS_LIVE_MORE)
+            return as_errf(err, AS_EUSAGE, "liveness point %zu: more than %d segments",
+                           p->live.n, AS_LIVE_MORE + 1);
+        if (k == 0)
+            l.seg = seg[i];
+        else
+            l.more[k - 1] = seg[i];
+        k++;
+    }
     AS_VEC_PUSH(&p->live, l);
     return AS_OK;
 }
@@ -195,7 +211,7 @@ int
 as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
                           double resident, as_err *err)
 {
-    return as_problem_add_liveness_seg(p, nodes, m, n, resident, AS_NO_SEG, err);
+    return as_problem_add_liveness_seg(p, nodes, m, n, resident, NULL, 0, err);
 }
 
 int
@@ -241,10 +257,42 @@ as_problem_add_live_seg(as_problem *p, const size_t *nodes, const double *const 
 size_t as_problem_nsegs(const as_problem *p) { return p->segs.n; }
 const as_plive *as_problem_live_seg(const as_problem *p, size_t j) { return &p->segs.v[j]; }
 
-const as_plive *
-as_problem_live_next(const as_problem *p, const as_plive *l)
+/* The sum of V over the segments a point L holds (its chains' last segments). */
+static double
+chains(const as_plive *l, const double *v)
 {
-    return l->seg != AS_NO_SEG ? &p->segs.v[l->seg] : NULL;
+    double sum = l->seg != AS_NO_SEG ? v[l->seg] : 0;
+    int i;
+
+    for (i = 0; i < AS_LIVE_MORE; i++)
+        if (l->more[i] != AS_NO_SEG)
+            sum += v[l->more[i]];
+    return sum;
+}
+
+const as_plive *
+as_plive_begin(as_plive_iter *it, const as_problem *p, const as_plive *l)
+{
+    int i;
+
+    it->p = p;
+    it->e = l;
+    it->nnext = 0;
+    for (i = AS_LIVE_MORE; i-- > 0;)
+        if (l->more[i] != AS_NO_SEG)
+            it->next[it->nnext++] = l->more[i];
+    return l;
+}
+
+const as_plive *
+as_plive_next(as_plive_iter *it)
+{
+    size_t j = it->e->seg;
+
+    if (j == AS_NO_SEG && it->nnext > 0) /* the end of a chain: the next one */
+        j = it->next[--it->nnext];
+    it->e = j != AS_NO_SEG ? &it->p->segs.v[j] : NULL;
+    return it->e;
 }
 
 double *
@@ -266,7 +314,7 @@ double
 as_problem_live_bytes(const as_problem *p, size_t t, const double *segs, const size_t *x)
 {
     const as_plive *l = &p->live.v[t];
-    double sum = l->resident + (l->seg != AS_NO_SEG ? segs[l->seg] : 0);
+    double sum = l->resident + chains(l, segs);
     size_t i;
 
     for (i = 0; i < l->n; i++)
@@ -342,7 +390,13 @@ as_problem_clone(const as_problem *p)
         if (i < p->segs.n)
             as_problem_add_live_seg(q, l->nodes, m, l->n, l->seg, NULL, NULL);
         else
-            as_problem_add_liveness_seg(q, l->nodes, m, l->n, l->resident, l->seg, NULL);
+        {
+            size_t segs[1 + AS_LIVE_MORE];
+            segs[0] = l->seg;
+            memcpy(segs + 1, l->more, sizeof l->more);
+            as_problem_add_liveness_seg(q, l->nodes, m, l->n, l->resident, segs,
+                                        1 + AS_LIVE_MORE, NULL);
+        }
         free(m);
     }
     for (i = 0; i < p->aliases.n; i++)
@@ -611,7 +665,7 @@ as_problem_peak_lower_bound(const as_problem *p)
 
     for (t = 0; t < p->live.n; t++) {
         const as_plive *l = &p->live.v[t];
-        sum = l->resident + (l->seg != AS_NO_SEG ? p->seg_lo.v[l->seg] : 0);
+        sum = l->resident + chains(l, p->seg_lo.v);
         for (i = 0; i < l->n; i++) {
             lo = INFINITY;
             for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
@@ -866,11 +920,12 @@ out:
 }
 
 /* Liveness point or segment WHAT ("liveness[3]", "segments[2]") with explicit memory
-   vectors: "m": [[...], ...], one per entry.  SEG: a segment (PARENT), else a point in
-   segment PARENT. */
+   vectors: "m": [[...], ...], one per entry.  SEG: a segment (parent SEGS[0]), else a point
+   in segments SEGS[0..1 + AS_LIVE_MORE). */
 static int
 parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double resident,
-             size_t parent, const char *what, int seg, const char *file, as_err *err)
+             const size_t *segs, const char *what, int seg, const char *file,
+             as_err *err)
 {
     char path[96];
     double **m = as_xcalloc(n + 1, sizeof *m);
@@ -887,9 +942,9 @@ parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double re
         AS_CHECK_GOTO(rc, json_vec(json_array_get(ms, i), p->nodes.v[nodes[i]].k, m[i], 1, file,
                                    path, err), out);
     }
-    rc = seg ? as_problem_add_live_seg(p, nodes, (const double *const *)m, n, parent, NULL, err)
+    rc = seg ? as_problem_add_live_seg(p, nodes, (const double *const *)m, n, segs[0], NULL, err)
              : as_problem_add_liveness_seg(p, nodes, (const double *const *)m, n, resident,
-                                           parent, err);
+                                           segs, 1 + AS_LIVE_MORE, err);
 out:
     for (i = 0; i < n; i++)
         free(m[i]);
@@ -897,15 +952,30 @@ out:
     return rc;
 }
 
-/* One liveness point WHAT, or segment when SEG (no resident bytes; "parent" for "segment"). */
+/* Segment index V (KEY of WHAT) into *OUT: an earlier segment. */
+static int
+json_seg(const as_problem *p, json_t *v, const char *key, const char *what, const char *file,
+         size_t *out, as_err *err)
+{
+    json_int_t j = json_integer_value(v);
+
+    if (!json_is_integer(v) || j < 0 || (size_t)j >= as_problem_nsegs(p))
+        return as_errf(err, AS_EPARSE, "%s: %s.%s: expected the index of an earlier segment "
+                       "(%zu so far)", file, what, key, as_problem_nsegs(p));
+    *out = (size_t)j;
+    return AS_OK;
+}
+
+/* One liveness point WHAT ("segments": [j, ...]), or segment when SEG ("parent": j; no
+   resident bytes). */
 static int
 parse_point(as_problem *p, json_t *l, const char *what, int seg, const char *file, as_err *err)
 {
     char path[96];
     json_t *ns = json_object_get(l, "nodes"), *res = json_object_get(l, "resident");
-    json_t *up = json_object_get(l, seg ? "parent" : "segment");
+    json_t *up = json_object_get(l, seg ? "parent" : "segments");
     double resident = 0;
-    size_t i, *nodes, parent = AS_NO_SEG;
+    size_t i, *nodes, segs[1 + AS_LIVE_MORE];
     int rc = AS_OK;
 
     if (!json_is_array(ns))
@@ -916,14 +986,16 @@ parse_point(as_problem *p, json_t *l, const char *what, int seg, const char *fil
             return as_errf(err, AS_EPARSE, "%s: %s.resident: expected bytes >= 0%s", file, what,
                            seg ? " in a point, not a segment" : "");
     }
-    if (up != NULL) {
-        /* a segment's parent is an earlier segment */
-        json_int_t j = json_integer_value(up);
-        if (!json_is_integer(up) || j < 0 || (size_t)j >= as_problem_nsegs(p))
-            return as_errf(err, AS_EPARSE, "%s: %s.%s: expected the index of %s segment (%zu "
-                           "so far)", file, what, seg ? "parent" : "segment",
-                           seg ? "an earlier" : "a", as_problem_nsegs(p));
-        parent = (size_t)j;
+    for (i = 0; i < 1 + AS_LIVE_MORE; i++)
+        segs[i] = AS_NO_SEG;
+    if (up != NULL && seg)
+        AS_CHECK(json_seg(p, up, "parent", what, file, &segs[0], err));
+    if (up != NULL && !seg) {
+        if (!json_is_array(up) || json_array_size(up) > 1 + AS_LIVE_MORE)
+            return as_errf(err, AS_EPARSE, "%s: %s.segments: expected an array of at most %d "
+                           "segment indices", file, what, 1 + AS_LIVE_MORE);
+        for (i = 0; i < json_array_size(up); i++)
+            AS_CHECK(json_seg(p, json_array_get(up, i), "segments", what, file, &segs[i], err));
     }
     nodes = as_xcalloc(json_array_size(ns) + 1, sizeof *nodes);
     for (i = 0; i < json_array_size(ns); i++) {
@@ -933,12 +1005,12 @@ parse_point(as_problem *p, json_t *l, const char *what, int seg, const char *fil
     }
     if (json_object_get(l, "m") != NULL)
         rc = parse_live_m(p, json_object_get(l, "m"), nodes, json_array_size(ns), resident,
-                          parent, what, seg, file, err);
+                          segs, what, seg, file, err);
     else if (seg)
-        rc = as_problem_add_live_seg(p, nodes, NULL, json_array_size(ns), parent, NULL, err);
+        rc = as_problem_add_live_seg(p, nodes, NULL, json_array_size(ns), segs[0], NULL, err);
     else
-        rc = as_problem_add_liveness_seg(p, nodes, NULL, json_array_size(ns), resident, parent,
-                                         err);
+        rc = as_problem_add_liveness_seg(p, nodes, NULL, json_array_size(ns), resident, segs,
+                                         1 + AS_LIVE_MORE, err);
 out:
     free(nodes);
     return rc;
@@ -1137,8 +1209,16 @@ dump_point(const as_problem *p, const as_plive *l, int seg)
     o = json_pack("{s:o}", "nodes", ns);
     if (!seg)
         json_object_set_new(o, "resident", json_real(l->resident));
-    if (l->seg != AS_NO_SEG)
-        json_object_set_new(o, seg ? "parent" : "segment", json_integer((json_int_t)l->seg));
+    if (seg && l->seg != AS_NO_SEG)
+        json_object_set_new(o, "parent", json_integer((json_int_t)l->seg));
+    if (!seg && l->seg != AS_NO_SEG) {
+        json_t *sg = json_array();
+        json_array_append_new(sg, json_integer((json_int_t)l->seg));
+        for (j = 0; j < AS_LIVE_MORE; j++)
+            if (l->more[j] != AS_NO_SEG)
+                json_array_append_new(sg, json_integer((json_int_t)l->more[j]));
+        json_object_set_new(o, "segments", sg);
+    }
     for (j = 0; j < l->n; j++)
         if (l->m[j] != p->nodes.v[l->nodes[j]].m)
             break;
@@ -1365,7 +1445,7 @@ as_problem_live_binds(const as_problem *p, size_t t)
 {
     const as_plive *l = as_problem_live(p, t);
     double mem = as_problem_memory(p);
-    double worst = l->resident + (l->seg != AS_NO_SEG ? p->seg_hi.v[l->seg] : 0);
+    double worst = l->resident + chains(l, p->seg_hi.v);
     size_t i, s;
 
     if (mem <= 0)

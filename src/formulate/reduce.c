@@ -393,18 +393,19 @@ work_init(work *w, const as_problem *p)
     }
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t), *e;
+        as_plive_iter it;
         size_t cap = 0, ie;
         wrow row = {0};
         if (!as_problem_live_binds(p, t))
             continue;
-        for (e = l; e != NULL; e = as_problem_live_next(p, e))
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it))
             cap += e->n;
         row.node = as_xcalloc(cap + 1, sizeof *row.node);
         row.m = as_xcalloc(cap + 1, sizeof *row.m);
         row.room = as_problem_memory(p) - l->resident;
         row.resident = l->resident;
         /* the point's entries, then its segments' */
-        for (e = l; e != NULL; e = as_problem_live_next(p, e)) {
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it)) {
             for (ie = 0; ie < e->n; ie++) {
                 size_t v0 = e->nodes[ie], L = red->leader[v0], kl = kof(w, L);
                 int nz = 0;

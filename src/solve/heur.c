@@ -154,13 +154,14 @@ build_memory(as_heur *h)
     h->base = as_xcalloc(nt + 1, sizeof *h->base);
     for (t = 0; isfinite(h->cap) && t < nt; t++) {
         const as_plive *l = as_problem_live(p, t), *e;
+        as_plive_iter it;
         size_t b = h->nbind, j;
         if (!as_problem_live_binds(p, t))
             continue;
         h->nbind++;
         h->base[b] = l->resident;
         /* the point's entries, then its segments' */
-        for (e = l; e != NULL; e = as_problem_live_next(p, e)) {
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it)) {
             for (j = 0; j < e->n; j++) {
                 size_t v = e->nodes[j], k;
                 double lo = INFINITY;
