@@ -347,7 +347,7 @@ alias_apply(work *w, size_t i)
 static void
 work_init(work *w, const as_problem *p)
 {
-    size_t n = as_problem_nnodes(p), v, s, t, i, j;
+    size_t n = as_problem_nnodes(p), v, s, t, i, j, *slot, *stamp;
     as_reduction *red = w->red;
 
     w->nodes = as_xcalloc(n, sizeof *w->nodes);
@@ -391,6 +391,8 @@ work_init(work *w, const as_problem *p)
         const as_palias *a = as_problem_alias(p, w->kept_alias.v[i]);
         w->nodes[red->leader[a->a]].pinned = w->nodes[red->leader[a->b]].pinned = 1;
     }
+    slot = as_xcalloc(n + 1, sizeof *slot);   /* L's index in the row being built */
+    stamp = as_xcalloc(n + 1, sizeof *stamp); /* point + 1 that slot[L] is for */
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t), *e;
         as_plive_iter it;
@@ -414,12 +416,13 @@ work_init(work *w, const as_problem *p)
                 if (!nz)
                     continue;
                 w->nodes[L].inmem = 1;
-                for (j = 0; j < row.n && row.node[j] != L; j++)
-                    ;
-                if (j == row.n) {
+                if (stamp[L] != t + 1) { /* L's first entry in this row */
+                    stamp[L] = t + 1;
+                    slot[L] = row.n;
                     row.node[row.n] = L;
                     row.m[row.n++] = as_xcalloc(kl, sizeof **row.m);
                 }
+                j = slot[L];
                 for (s = 0; s < kl; s++)
                     if (w->nodes[L].ok[s])
                         row.m[j][s] += e->m[ie][fmap(red, v0, s)];
@@ -428,6 +431,8 @@ work_init(work *w, const as_problem *p)
         row.alive = 1;
         AS_VEC_PUSH(&w->rows, row);
     }
+    free(slot);
+    free(stamp);
     for (v = 0; as_problem_nnogoods(p) > 0 && v < n; v++)
         w->nodes[v].pinned = 1;
 }
