@@ -742,76 +742,196 @@ has_partial(const as_build_map *map, size_t v)
 }
 
 /*
- * One point (program position OP): resident entries + active tensors.  An
- * output of OP itself also carries the partial result its strategy writes
- * before resolving it (partial_bytes).
+ * Memory vector of active tensor T (node V): with OUT its resolved bytes, with PART the
+ * partial result its producer's strategy writes before resolving it (partial_bytes).  A
+ * malloc'ed vector, or NULL when it is V's own m.
  */
-static int
-add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, size_t nact,
-          const size_t *res, size_t nres, const int32_t *stash, size_t nstash, as_err *err)
+static double *
+entry_vec(const as_build_map *map, int32_t t, size_t v, int out, int part)
 {
-    const as_op *rop = op >= 0 ? as_graph_op(map->g, op) : NULL;
-    size_t ngat = rop != NULL && map->zero >= 3 ? (size_t)rop->nin : 0;
-    size_t n = nres + nact + nstash + ngat, i;
-    size_t *nodes = as_xmalloc((n ? n : 1) * sizeof *nodes);
-    const double **m = as_xcalloc(n ? n : 1, sizeof *m);
-    double **own = as_xcalloc(n ? n : 1, sizeof *own);
-    int rc;
+    const as_strategy_set *set = map->node_set[v];
+    int zero2 = map->zero >= 2 && grad_buffer(as_graph_tensor(map->g, t));
+    int s, o = map->tensor_out[t];
+    const as_shape *sh = &set->out_shape[o];
+    double *vec;
 
-    for (i = 0; i < nres; i++)
-        nodes[i] = res[i];
-    for (i = 0; i < nact; i++) {
-        int32_t t = active[i];
-        size_t v = map->tensor_node[t];
-        const as_strategy_set *set = map->node_set[v];
-        int mine = as_graph_tensor(map->g, t)->producer == op && op >= 0 &&
-                   !partial_deferred(map, t);
-        int zero2 = map->zero >= 2 && grad_buffer(as_graph_tensor(map->g, t));
-        nodes[nres + i] = v;
-        if (set->nout > 1 || (mine && has_partial(map, v)) || zero2) {
-            int s, o = map->tensor_out[t];
-            const as_shape *sh = &set->out_shape[o];
-            own[i] = as_xmalloc((size_t)set->n * sizeof **own);
-            for (s = 0; s < set->n; s++) {
-                own[i][s] = (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], sh)
-                                           : set->s[s].mem) +
-                            (mine ? partial_bytes(map, set, s, o) : 0);
-                /* ZeRO-2: the gradient buffer is reduce-scattered over the data axes its
-                   layout replicates (sim/lower.c lower_grad_buf) */
-                if (zero2)
-                    own[i][s] /= as_spec_zero_parts(&set->s[s].out[o],
-                                                    as_cost_model_mesh(map->cm), map->role);
-            }
-            m[nres + i] = own[i];
+    if (out && !part && set->nout <= 1 && !zero2)
+        return NULL;
+    vec = as_xmalloc((size_t)set->n * sizeof *vec);
+    for (s = 0; s < set->n; s++) {
+        vec[s] = (out ? (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], sh) : set->s[s].mem)
+                      : 0) +
+                 (part ? partial_bytes(map, set, s, o) : 0);
+        /* ZeRO-2: the gradient buffer is reduce-scattered over the data axes its
+           layout replicates (sim/lower.c lower_grad_buf) */
+        if (zero2)
+            vec[s] /= as_spec_zero_parts(&set->s[s].out[o], as_cost_model_mesh(map->cm),
+                                         map->role);
+    }
+    return vec;
+}
+
+/* Does T's producer OP count T's partial result at its point? */
+static int
+counts_partial(const as_build_map *map, int32_t t, int32_t op)
+{
+    return as_graph_tensor(map->g, t)->producer == op && op >= 0 && !partial_deferred(map, t) &&
+           has_partial(map, map->tensor_node[t]);
+}
+
+/* Pending entries of a point at least this many are shared as a new liveness segment. */
+#define SEG_MIN 16
+/* ... if they live at least this many more ops (the others die soon and stay pending). */
+#define SEG_HORIZON 64
+/* Piles of active tensors: one chain of segments each (a point holds one per pile). */
+#define NPILES (1 + AS_LIVE_MORE)
+
+/* A segment of a pile's chain: it and its parents hold the pile's tensors [0, end). */
+typedef struct chain_seg {
+    size_t seg, end;
+} chain_seg;
+
+/* Active tensors, latest end first, the first ones stored in a chain of segments. */
+typedef struct live_pile {
+    AS_VEC(int32_t) act;
+    AS_VEC(chain_seg) chain;
+    size_t root; /**< the segment below the chain, or AS_NO_SEG */
+} live_pile;
+
+/* Tensors of PL stored in its chain. */
+static size_t
+pile_done(const live_pile *pl)
+{
+    return pl->chain.n > 0 ? pl->chain.v[pl->chain.n - 1].end : 0;
+}
+
+/* Where a tensor ending at E goes in PL: after every tensor ending at E or later. */
+static size_t
+pile_pos(const live_pile *pl, int32_t e, const int32_t *end)
+{
+    size_t lo = 0, hi = pl->act.n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (end[pl->act.v[mid]] >= e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Drop the segments of PL's chain that hold tensors at AT or later. */
+static void
+pile_cut(live_pile *pl, size_t at)
+{
+    while (pl->chain.n > 0 && pl->chain.v[pl->chain.n - 1].end > at)
+        pl->chain.n--;
+}
+
+/*
+ * Put tensor T on the pile where it displaces the fewest stored tensors (the first such
+ * pile): tensors die in the order of their END, at a pile's tail, and a tensor put in
+ * among stored ones makes them stored again.  Activations kept for the backward pass,
+ * the weights read there and the gradients made there each fill a pile of their own.
+ */
+static void
+pile_push(live_pile *pile, int32_t t, const int32_t *end, unsigned char *inpath)
+{
+    size_t q, best = 0, bestcost = SIZE_MAX, at = 0, k, done, cost;
+    live_pile *pl;
+
+    for (q = 0; q < NPILES && bestcost > 0; q++) {
+        k = pile_pos(&pile[q], end[t], end);
+        done = pile_done(&pile[q]);
+        cost = done > k ? done - k : 0;
+        if (cost < bestcost) {
+            best = q;
+            bestcost = cost;
+            at = k;
         }
     }
-    /* a pipeline stage: the stashed activations of the M - 1 earlier microbatches in flight */
-    for (i = 0; i < nstash; i++) {
-        size_t j = nres + nact + i, v = map->tensor_node[stash[i]];
-        const as_strategy_set *set = map->node_set[v];
-        int s, o = map->tensor_out[stash[i]];
-        nodes[j] = v;
-        own[nact + i] = as_xmalloc((size_t)set->n * sizeof **own);
-        for (s = 0; s < set->n; s++)
-            own[nact + i][s] = (map->inflight - 1) *
-                               (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o],
-                                                           &set->out_shape[o])
-                                              : set->s[s].mem);
-        m[j] = own[nact + i];
+    pl = &pile[best];
+    pile_cut(pl, at);
+    AS_VEC_PUSH(&pl->act, t);
+    memmove(pl->act.v + at + 1, pl->act.v + at, (pl->act.n - 1 - at) * sizeof *pl->act.v);
+    pl->act.v[at] = t;
+    inpath[t] = 1;
+}
+
+/*
+ * A liveness segment of the active tensors ACT[0..n) (their resolved bytes), below PARENT;
+ * sets *ID.
+ */
+static int
+add_seg(as_build_map *map, as_problem *p, const int32_t *act, size_t n, size_t parent,
+        size_t *id, as_err *err)
+{
+    size_t *nodes = as_xmalloc((n ? n : 1) * sizeof *nodes), i;
+    double **m = as_xcalloc(n ? n : 1, sizeof *m);
+    int rc;
+
+    for (i = 0; i < n; i++) {
+        nodes[i] = map->tensor_node[act[i]];
+        m[i] = entry_vec(map, act[i], nodes[i], 1, 0);
+    }
+    rc = as_problem_add_live_seg(p, nodes, (const double *const *)m, n, parent, id, err);
+    map->st.live_segs++;
+    map->st.live_seg_entries += n;
+    for (i = 0; i < n; i++)
+        free(m[i]);
+    free(m);
+    free(nodes);
+    return rc;
+}
+
+/*
+ * One point (program position OP): the pending active tensors PEND[0..n) and the entries
+ * of segments SEGS[0..NPILES) (the base and the older active tensors).  A tensor OP produces
+ * counts the partial result its strategy writes before resolving it: in its own entry
+ * when pending, else (INSEG: live in a segment) as an entry of its own.
+ */
+static int
+add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *pend, size_t npend,
+          const size_t *segs, const unsigned char *inseg, const unsigned char *inbase,
+          as_err *err)
+{
+    const as_op *o = as_graph_op(map->g, op);
+    size_t ngat = map->zero >= 3 ? (size_t)o->nin : 0;
+    size_t cap = npend + (size_t)o->nout + ngat + 1, n = 0, i;
+    size_t *nodes = as_xmalloc(cap * sizeof *nodes);
+    double **m = as_xcalloc(cap, sizeof *m);
+    int rc, k;
+
+    for (i = 0; i < npend; i++) {
+        nodes[n] = map->tensor_node[pend[i]];
+        m[n] = entry_vec(map, pend[i], nodes[n], 1, counts_partial(map, pend[i], op));
+        n++;
+    }
+    for (k = 0; k < o->nout; k++) {
+        int32_t t = o->out[k];
+        if ((inseg[t] || inbase[t]) && counts_partial(map, t, op)) {
+            for (i = 0; i < npend && pend[i] != t; i++)
+                ;
+            if (i < npend)
+                continue; /* pending: counted above */
+            nodes[n] = map->tensor_node[t];
+            m[n] = entry_vec(map, t, nodes[n], 0, 1);
+            n++;
+        }
     }
     /* ZeRO-3: the whole-layout copy of each parameter the op reads, gathered for it
        (sim/lower.c lower_gather) */
-    n = nres + nact + nstash;
     for (i = 0; i < ngat; i++) {
-        int32_t t = rop->in[i];
+        int32_t t = o->in[i];
         const as_tensor *tt = as_graph_tensor(map->g, t);
         const as_strategy_set *set;
         double *vec;
-        size_t k;
+        size_t j;
         int s;
-        for (k = 0; k < i && rop->in[k] != t; k++)
+        for (j = 0; j < i && o->in[j] != t; j++)
             ;
-        if (k < i || !zero3_reads(map, op, tt))
+        if (j < i || !zero3_reads(map, op, tt))
             continue;
         set = map->node_set[map->tensor_node[t]];
         vec = as_xmalloc((size_t)set->n * sizeof *vec);
@@ -820,17 +940,16 @@ add_point(as_build_map *map, as_problem *p, int32_t op, const int32_t *active, s
                 as_spec_zero_parts(&set->s[s].out[0], as_cost_model_mesh(map->cm), map->role) > 1
                     ? spec_bytes(map, &set->s[s].out[0], &tt->shape)
                     : 0;
-        own[n - nres] = vec;
         m[n] = vec;
         nodes[n++] = map->tensor_node[t];
     }
-    rc = as_problem_add_liveness_m(p, nodes, m, n, 0, err);
+    rc = as_problem_add_liveness_seg(p, nodes, (const double *const *)m, n, 0, segs, NPILES,
+                                     err);
     AS_VEC_PUSH(&map->point_op, op);
     map->st.live_points++;
     map->st.live_entries += n;
-    for (i = 0; i < n - nres; i++)
-        free(own[i]);
-    free(own);
+    for (i = 0; i < n; i++)
+        free(m[i]);
     free(m);
     free(nodes);
     return rc;
@@ -847,6 +966,59 @@ zero3_gathers(const as_build_map *map, int32_t o)
         if (zero3_reads(map, o, as_graph_tensor(map->g, op->in[j])))
             return 1;
     return 0;
+}
+
+/*
+ * The liveness base, the root segment (*ROOT; AS_NO_SEG when empty): what every point
+ * holds -- the resident entries RES, the tensors INBASE marks (live from the first op to
+ * the last) and, in a pipeline stage, the stashed activations of the M - 1 earlier
+ * microbatches in flight.
+ */
+static int
+add_base(as_build_map *map, as_problem *p, const size_t *res, size_t nres,
+         const unsigned char *inbase, const int32_t *stash, size_t nstash, size_t *root,
+         as_err *err)
+{
+    int32_t nt = as_graph_ntensors(map->g), t;
+    AS_VEC(size_t) nodes = {0};
+    AS_VEC(double *) m = {0};
+    size_t i;
+    int rc = AS_OK;
+
+    for (i = 0; i < nres; i++) {
+        AS_VEC_PUSH(&nodes, res[i]);
+        AS_VEC_PUSH(&m, NULL);
+    }
+    for (t = 0; t < nt; t++)
+        if (inbase[t]) {
+            size_t v = map->tensor_node[t];
+            AS_VEC_PUSH(&nodes, v);
+            AS_VEC_PUSH(&m, entry_vec(map, t, v, 1, 0));
+        }
+    for (i = 0; i < nstash; i++) {
+        size_t v = map->tensor_node[stash[i]];
+        const as_strategy_set *set = map->node_set[v];
+        int s, o = map->tensor_out[stash[i]];
+        double *vec = as_xmalloc((size_t)set->n * sizeof *vec);
+        for (s = 0; s < set->n; s++)
+            vec[s] = (map->inflight - 1) *
+                     (set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], &set->out_shape[o])
+                                    : set->s[s].mem);
+        AS_VEC_PUSH(&nodes, v);
+        AS_VEC_PUSH(&m, vec);
+    }
+    *root = AS_NO_SEG;
+    if (nodes.n > 0) {
+        rc = as_problem_add_live_seg(p, nodes.v, (const double *const *)m.v, nodes.n, AS_NO_SEG,
+                                     root, err);
+        map->st.live_segs++;
+        map->st.live_seg_entries += nodes.n;
+    }
+    for (i = 0; i < m.n; i++)
+        free(m.v[i]);
+    AS_VEC_FREE(&nodes);
+    AS_VEC_FREE(&m);
+    return rc;
 }
 
 /*
@@ -875,13 +1047,19 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
     int32_t *first = as_xmalloc((size_t)(nt + 1) * sizeof *first);
     int32_t *births = as_xcalloc((size_t)nops + 1, sizeof *births);
     int32_t *deaths = as_xcalloc((size_t)nops + 1, sizeof *deaths);
-    AS_VEC(int32_t) active = {0};
+    unsigned char *inbase = as_xcalloc((size_t)nt + 1, 1);
+    unsigned char *inpath = as_xcalloc((size_t)nt + 1, 1);
+    live_pile pile[NPILES];
+    AS_VEC(int32_t) pend = {0};
     AS_VEC(size_t) res = {0};
     AS_VEC(int32_t) stash = {0};
-    size_t a;
+    size_t a, b;
     int rc, prev_kept = 0;
     int32_t lastfwd = -1, firstbwd = -1;
 
+    memset(pile, 0, sizeof pile);
+    for (i = 0; i < NPILES; i++)
+        pile[i].root = AS_NO_SEG;
     AS_CHECK_GOTO(rc, as_graph_liveness(g, def, last, err), out);
     for (i = 0; i < nops && map->inflight > 1; i++)
         if (!(as_graph_op(g, i)->flags & (AS_OF_BACKWARD | AS_OF_OPTIMIZER)))
@@ -922,39 +1100,65 @@ add_liveness(as_build_map *map, as_problem *p, as_err *err)
             end[t] = start[t];
         births[start[t]]++;
         deaths[end[t]]++;
+        /* live at every point: stored once, in the base */
+        inbase[t] = start[t] == 0 && end[t] == nops - 1;
     }
-    /* Sweep program order, keeping the active set in an array (swap-remove). */
+    if (nops > 0)
+        AS_CHECK_GOTO(rc, add_base(map, p, res.v, res.n, inbase, stash.v, stash.n,
+                                   &pile[0].root, err), out);
+    /*
+     * Sweep program order, keeping the active tensors outside the base on piles (pile_push),
+     * each sorted by the op that ends them, latest first: they die at a pile's tail.  A
+     * pile's first tensors are stored in a chain of segments (pile 0's below the base); a
+     * point holds the piles' last segments and the tensors after them, so each tensor is
+     * stored a few times, not once per point.
+     */
     for (i = 0; i < nops; i++) {
-        int keep;
+        int keep, q;
+        size_t top[NPILES];
         if ((i & 63) == 0)
             AS_CHECK_GOTO(rc, build_timeout(map, "liveness", i, nops, err), out);
         if (i == 0)
             for (t = 0; t < nt; t++)
-                if (start[t] == 0)
-                    AS_VEC_PUSH(&active, t);
+                if (start[t] == 0 && !inbase[t])
+                    pile_push(pile, t, end, inpath);
         keep = (!(deaths[i] == 0 && i + 1 < nops) && !(births[i] == 0 && i > 0 && prev_kept)) ||
                (births[i] > 0 && has_partial(map, map->op_node[i])) || zero3_gathers(map, i);
-        if (keep)
-            AS_CHECK_GOTO(rc, add_point(map, p, i, active.v, active.n, res.v, res.n, stash.v,
-                                        stash.n, err), out);
-        else
-            map->st.points_dropped++;
-        prev_kept = keep;
-        /* retire tensors ending at i, admit those starting at i + 1 */
-        for (a = 0; a < active.n;) {
-            int32_t x = active.v[a];
-            if (end[x] == i) {
-                active.v[a] = active.v[--active.n];
-            } else {
-                a++;
+        if (keep) {
+            pend.n = 0;
+            for (q = 0; q < NPILES; q++) {
+                live_pile *pl = &pile[q];
+                size_t done = pile_done(pl), upto = pile_pos(pl, i + SEG_HORIZON, end);
+                top[q] = pl->chain.n > 0 ? pl->chain.v[pl->chain.n - 1].seg : pl->root;
+                if (upto >= done + SEG_MIN) { /* the long-lived pending tensors */
+                    AS_CHECK_GOTO(rc, add_seg(map, p, pl->act.v + done, upto - done, top[q],
+                                              &top[q], err), out);
+                    AS_VEC_PUSH(&pl->chain, ((chain_seg){top[q], upto}));
+                    done = upto;
+                }
+                for (a = done; a < pl->act.n; a++)
+                    AS_VEC_PUSH(&pend, pl->act.v[a]);
             }
+            AS_CHECK_GOTO(rc, add_point(map, p, i, pend.v, pend.n, top, inpath, inbase, err),
+                          out);
+        } else {
+            map->st.points_dropped++;
+        }
+        prev_kept = keep;
+        /* retire tensors ending at i (each pile's tail), admit those starting at i + 1 */
+        for (q = 0; q < NPILES && deaths[i] > 0; q++) {
+            live_pile *pl = &pile[q];
+            for (b = pl->act.n; b > 0 && end[pl->act.v[b - 1]] <= i; b--)
+                inpath[pl->act.v[b - 1]] = 0;
+            pile_cut(pl, b);
+            pl->act.n = b;
         }
         if (i + 1 < nops) {
             const as_op *op = as_graph_op(g, i + 1);
             int k;
             for (k = 0; k < op->nout; k++)
-                if (start[op->out[k]] == i + 1)
-                    AS_VEC_PUSH(&active, op->out[k]);
+                if (start[op->out[k]] == i + 1 && !inbase[op->out[k]])
+                    pile_push(pile, op->out[k], end, inpath);
         }
     }
     rc = AS_OK;
@@ -966,7 +1170,13 @@ out:
     free(first);
     free(births);
     free(deaths);
-    AS_VEC_FREE(&active);
+    free(inbase);
+    free(inpath);
+    for (i = 0; i < NPILES; i++) {
+        AS_VEC_FREE(&pile[i].act);
+        AS_VEC_FREE(&pile[i].chain);
+    }
+    AS_VEC_FREE(&pend);
     AS_VEC_FREE(&res);
     AS_VEC_FREE(&stash);
     return rc;
@@ -1055,7 +1265,11 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
                 AS_VEC_PUSH(&nodes, l->nodes[e]);
                 AS_VEC_PUSH(&m, l->m[e]);
             }
-            rc = as_problem_add_liveness_m(p, nodes.v, m.v, nodes.n, l->resident, err);
+            size_t segs[1 + AS_LIVE_MORE];
+            segs[0] = l->seg;
+            memcpy(segs + 1, l->more, sizeof l->more);
+            rc = as_problem_add_liveness_seg(p, nodes.v, m.v, nodes.n, l->resident, segs,
+                                             1 + AS_LIVE_MORE, err);
             nadd++;
         }
         for (e = 0; e < own.n; e++)

@@ -65,6 +65,7 @@ typedef struct as_build_map as_build_map;
 /** Sizes of a built problem, for reports and benchmarks. */
 typedef struct as_build_stats {
     size_t nodes, edges, live_points, live_entries, aliases;
+    size_t live_segs, live_seg_entries; /**< liveness segments (entries shared by points) */
     size_t points_dropped;     /**< liveness points contained in another */
     double strategies;         /**< sum of k over nodes */
     double matrix_entries;     /**< sum of k_u * k_v over edges */

@@ -25,6 +25,11 @@ typedef struct eblock {
     const size_t *rc, *cc;  /**< class of each strategy of u / v (arena) */
 } eblock;
 
+/* The seg_<j> row of a liveness segment: column COL = the triplets [t0, t1) but COL's own. */
+typedef struct segrow {
+    size_t col, t0, t1;
+} segrow;
+
 typedef struct term {
     int col;
     double val;
@@ -47,6 +52,8 @@ struct as_ilp {
     const size_t *k;        /**< strategies per node (borrowed from the build) */
     size_t *kk;
     AS_VEC(eblock) eb;      /**< e columns of each non-constant edge */
+    size_t *segcol;         /**< mseg_<j> column of each liveness segment, or SIZE_MAX */
+    AS_VEC(segrow) segrows; /**< the seg_<j> rows, parents first */
 };
 
 /* Format a column or row name into the local NAME. */
@@ -250,6 +257,88 @@ build_edges(as_ilp *ilp, const as_problem *p)
     free(rc);
 }
 
+/* Segment C (0: as_plive.seg, then as_plive.more) of point L, or AS_NO_SEG. */
+static size_t
+point_seg(const as_plive *l, int c)
+{
+    return c == 0 ? l->seg : l->more[c - 1];
+}
+
+/*
+ * The liveness segments that get a column: those of a memory row that can bind and their
+ * parents (USED[j] = 1, nsegs entries); returns how many.  None without a budget.
+ */
+static size_t
+seg_used(const as_problem *p, unsigned char *used)
+{
+    size_t t, j, n = 0;
+
+    for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
+        const as_plive *l = as_problem_live(p, t);
+        if (!as_problem_live_binds(p, t))
+            continue;
+        int c;
+        for (c = 0; c <= AS_LIVE_MORE; c++)
+            if (point_seg(l, c) != AS_NO_SEG)
+                used[point_seg(l, c)] = 1;
+    }
+    for (j = as_problem_nsegs(p); j-- > 0;)
+        if (used[j]) {
+            size_t up = as_problem_live_seg(p, j)->seg;
+            n++;
+            if (up != AS_NO_SEG)
+                used[up] = 1;
+        }
+    return n;
+}
+
+/*
+ * mseg_<j> columns and seg_<j> rows: the bytes of liveness segment j (its parent's
+ * included), once, in units of the budget: mseg_<j> = its entries + mseg_<parent>.  A
+ * memory row adds the column of its segment instead of repeating the entries.
+ */
+static void
+build_segs(as_ilp *ilp, const as_problem *p)
+{
+    char name[64];
+    size_t ns = as_problem_nsegs(p), j, i, s;
+    unsigned char *used = as_xcalloc(ns + 1, 1);
+    double mem = as_problem_memory(p), *hi = as_xcalloc(ns + 1, sizeof *hi), mx;
+
+    ilp->segcol = as_xmalloc((ns + 1) * sizeof *ilp->segcol);
+    for (j = 0; j < ns; j++)
+        ilp->segcol[j] = SIZE_MAX;
+    for (j = 0, ns = seg_used(p, used) > 0 ? ns : 0; j < ns; j++) {
+        const as_plive *g = as_problem_live_seg(p, j);
+        segrow r;
+        hi[j] = g->seg != AS_NO_SEG ? hi[g->seg] : 0;
+        for (i = 0; i < g->n; i++) {
+            mx = 0;
+            for (s = 0; s < ilp->kk[g->nodes[i]]; s++)
+                mx = fmax(mx, g->m[i][s] / mem);
+            hi[j] += mx;
+        }
+        if (!used[j])
+            continue;
+        ilp->segcol[j] = r.col = ilp->obj.n;
+        NAMEF(ilp, "mseg_%zu", j);
+        add_col(ilp, name, 0.0, hi[j] * (1 + 1e-9) + 1e-12, 0);
+        for (i = 0; i < g->n; i++)
+            for (s = 0; s < ilp->kk[g->nodes[i]]; s++)
+                row_add(ilp, ilp->scol[g->nodes[i]] + s, g->m[i][s] / mem);
+        if (g->seg != AS_NO_SEG)
+            row_add(ilp, ilp->segcol[g->seg], 1.0);
+        row_add(ilp, r.col, -1.0);
+        r.t0 = ilp->tv.n;
+        NAMEF(ilp, "seg_%zu", j);
+        row_end(ilp, name, 0.0, 0.0);
+        r.t1 = ilp->tv.n;
+        AS_VEC_PUSH(&ilp->segrows, r);
+    }
+    free(used);
+    free(hi);
+}
+
 /* Memory, alias, follow and no-good rows. */
 static void
 build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
@@ -257,7 +346,9 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
     char name[96];
     size_t t, i, s, q, v;
     double mem = as_problem_memory(p);
+    int c;
 
+    build_segs(ilp, p);
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
         if (!as_problem_live_binds(p, t))
@@ -266,6 +357,9 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
         for (i = 0; i < l->n; i++)
             for (s = 0; s < ilp->kk[l->nodes[i]]; s++)
                 row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s] / mem);
+        for (c = 0; c <= AS_LIVE_MORE; c++)
+            if (point_seg(l, c) != AS_NO_SEG)
+                row_add(ilp, ilp->segcol[point_seg(l, c)], 1.0);
         NAMEF(ilp, "mem_%zu", t);
         row_end(ilp, name, -HUGE_VAL, (mem - l->resident) / mem);
     }
@@ -494,14 +588,41 @@ edge_ptr_cmp(const void *a, const void *b)
     return (x->j > y->j) - (x->j < y->j);
 }
 
+/* Non-zeros of the entries of L in one row (ACC, TOUCHED: scratch over the s columns). */
+static size_t
+count_entries(const as_problem *p, const as_plive *l, const size_t *scol, double *acc,
+              size_t *touched)
+{
+    double mem = as_problem_memory(p);
+    size_t i, s, ntouched = 0, nnz = 0;
+
+    for (i = 0; i < l->n; i++) {
+        size_t u = l->nodes[i];
+        for (s = 0; s < as_problem_node(p, u)->k; s++) {
+            double x = l->m[i][s] / mem;
+            if (x == 0)
+                continue;
+            if (acc[scol[u] + s] == 0)
+                touched[ntouched++] = scol[u] + s;
+            acc[scol[u] + s] += x;
+        }
+    }
+    for (i = 0; i < ntouched; i++) {
+        nnz += acc[touched[i]] != 0;
+        acc[touched[i]] = 0;
+    }
+    return nnz;
+}
+
 int
 as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
 {
     size_t n = as_problem_nnodes(p), v, j, t, i, s, q, kmax = 1, ks = 0, nr = 1, nc = 1;
     size_t lku = 0, lkv = 0;
     edge_ptr *ord;
-    size_t *scol, *rep, *touched, ntouched;
+    size_t *scol, *rep, *touched;
     double mem = as_problem_memory(p), *acc;
+    unsigned char *used;
     hrow *h;
 
     if (ilp_estimate(p) > (double)INT_MAX / 2)
@@ -550,29 +671,30 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
     free(h);
     free(rep);
     free(ord);
-    /* mem_<t>: the coefficients per s column, summed (a node live twice adds up) */
+    /* seg_<j> and mem_<t>: the coefficients per s column, summed (a node live twice adds up) */
     acc = as_xcalloc(ks + 1, sizeof *acc);
     touched = as_xcalloc(ks + 1, sizeof *touched);
+    used = as_xcalloc(as_problem_nsegs(p) + 1, 1);
+    seg_used(p, used);
+    for (j = 0; j < as_problem_nsegs(p); j++)
+        if (used[j]) { /* mseg_<j>, seg_<j> */
+            const as_plive *g = as_problem_live_seg(p, j);
+            st->cols++;
+            st->rows++;
+            st->nnz += count_entries(p, g, scol, acc, touched) + (g->seg != AS_NO_SEG) + 1;
+        }
+    free(used);
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
+        int c, d;
         if (!as_problem_live_binds(p, t))
             continue;
         st->rows++;
-        ntouched = 0;
-        for (i = 0; i < l->n; i++) {
-            size_t u = l->nodes[i];
-            for (s = 0; s < as_problem_node(p, u)->k; s++) {
-                double x = l->m[i][s] / mem;
-                if (x == 0)
-                    continue;
-                if (acc[scol[u] + s] == 0)
-                    touched[ntouched++] = scol[u] + s;
-                acc[scol[u] + s] += x;
-            }
-        }
-        for (i = 0; i < ntouched; i++) {
-            st->nnz += acc[touched[i]] != 0;
-            acc[touched[i]] = 0;
+        st->nnz += count_entries(p, l, scol, acc, touched);
+        for (c = 0; c <= AS_LIVE_MORE; c++) { /* distinct segment columns */
+            for (d = 0; d < c && point_seg(l, d) != point_seg(l, c); d++)
+                ;
+            st->nnz += point_seg(l, c) != AS_NO_SEG && d == c;
         }
     }
     free(acc);
@@ -610,6 +732,8 @@ as_ilp_free(as_ilp *ilp)
     AS_VEC_FREE(&ilp->cub);
     AS_VEC_FREE(&ilp->cint);
     AS_VEC_FREE(&ilp->eb);
+    AS_VEC_FREE(&ilp->segrows);
+    free(ilp->segcol);
     AS_VEC_FREE(&ilp->cname);
     AS_VEC_FREE(&ilp->rlb);
     AS_VEC_FREE(&ilp->rub);
@@ -689,6 +813,13 @@ as_ilp_point(const as_ilp *ilp, const size_t *choice, double *x)
     for (j = 0; j < ilp->eb.n; j++) {
         const eblock *b = &ilp->eb.v[j];
         x[b->first + b->rc[choice[b->u]] * b->nc + b->cc[choice[b->v]]] = 1;
+    }
+    for (j = 0; j < ilp->segrows.n; j++) { /* parents first */
+        const segrow *r = &ilp->segrows.v[j];
+        size_t i;
+        for (i = r->t0; i < r->t1; i++)
+            if ((size_t)ilp->tj.v[i] != r->col)
+                x[r->col] += ilp->tv.v[i] * x[ilp->tj.v[i]];
     }
 }
 

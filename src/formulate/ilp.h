@@ -3,9 +3,12 @@
  *
  * Columns: s_<id>_<p> (binary, node id, strategy p) for every node, then
  * e_<j>_<p>_<q> (continuous in [0,1], integral whenever the s are) for every
- * edge j with a non-constant matrix.  Rows: one_<id> (sum s = 1),
- * eu_<j>_<p> / ev_<j>_<q> (edge marginals equal the node variables),
- * mem_<t> (memory at liveness point t), alias_<i>_<p>_<q>, fol_<id>_<p>
+ * edge j with a non-constant matrix, then under a budget mseg_<j> (continuous:
+ * the bytes of liveness segment j, its parents' included, in units of the budget)
+ * for every segment a memory row uses.  Rows: one_<id> (sum s = 1),
+ * eu_<j>_<p> / ev_<j>_<q> (edge marginals equal the node variables), seg_<j>
+ * (mseg_<j> = its entries + mseg_<parent>), mem_<t> (memory at liveness point t:
+ * its entries + its segments' mseg columns), alias_<i>_<p>_<q>, fol_<id>_<p>
  * (unmerged follow links), cut_<i> (no-goods).  Arrays are 0-based; row
  * bounds use -HUGE_VAL / HUGE_VAL for a free side.  Everything returned is
  * owned by the ILP and valid until as_ilp_free().  Each backend converts to

@@ -22,6 +22,9 @@ struct as_problem {
     AS_VEC(as_pnode) nodes;
     AS_VEC(as_pedge) edges;
     AS_VEC(as_plive) live;
+    AS_VEC(as_plive) segs;           /**< liveness segments (seg = parent), parents first */
+    AS_VEC(double) seg_lo, seg_hi;   /**< each segment's smallest / largest bytes, its
+                                          parents' included */
     AS_VEC(as_palias) aliases;
     AS_VEC(size_t *) nogoods;
     as_strmap names;  /**< node name -> index */
@@ -49,6 +52,9 @@ as_problem_free(as_problem *p)
     AS_VEC_FREE(&p->nodes);
     AS_VEC_FREE(&p->edges);
     AS_VEC_FREE(&p->live);
+    AS_VEC_FREE(&p->segs);
+    AS_VEC_FREE(&p->seg_lo);
+    AS_VEC_FREE(&p->seg_hi);
     AS_VEC_FREE(&p->aliases);
     AS_VEC_FREE(&p->nogoods);
     as_strmap_destroy(&p->names);
@@ -142,30 +148,70 @@ as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, as_e
     return AS_OK;
 }
 
-int
-as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
-                          double resident, as_err *err)
+/* Entries NODES[0..n) with vectors M (NULL: the nodes' own) copied into P's arena as L. */
+static int
+make_entries(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
+             const char *what, size_t idx, as_plive *l, as_err *err)
 {
-    as_plive l;
     size_t i, *nv;
     const double **mv;
 
+    for (i = 0; i < n; i++)
+        if (nodes[i] >= p->nodes.n)
+            return as_errf(err, AS_EUSAGE, "%s %zu: node index %zu out of range", what, idx,
+                           nodes[i]);
     nv = as_arena_calloc(p->arena, n ? n : 1, sizeof *nv);
     mv = as_arena_calloc(p->arena, n ? n : 1, sizeof *mv);
     for (i = 0; i < n; i++) {
-        if (nodes[i] >= p->nodes.n)
-            return as_errf(err, AS_EUSAGE, "liveness point %zu: node index %zu out of range",
-                           p->live.n, nodes[i]);
         nv[i] = nodes[i];
         mv[i] = m != NULL && m[i] != NULL ? dup_vec(p->arena, m[i], p->nodes.v[nodes[i]].k)
                                           : p->nodes.v[nodes[i]].m;
     }
-    l.n = n;
-    l.nodes = nv;
-    l.m = mv;
+    l->n = n;
+    l->nodes = nv;
+    l->m = mv;
+    l->resident = 0;
+    l->seg = AS_NO_SEG;
+    for (i = 0; i < AS_LIVE_MORE; i++)
+        l->more[i] = AS_NO_SEG;
+    return AS_OK;
+}
+
+int
+as_problem_add_liveness_seg(as_problem *p, const size_t *nodes, const double *const *m,
+                            size_t n, double resident, const size_t *seg, size_t nseg,
+                            as_err *err)
+{
+    as_plive l;
+    size_t i, k = 0;
+
+    for (i = 0; i < nseg; i++)
+        if (seg[i] != AS_NO_SEG && seg[i] >= p->segs.n)
+            return as_errf(err, AS_EUSAGE, "liveness point %zu: segment %zu out of range",
+                           p->live.n, seg[i]);
+    AS_CHECK(make_entries(p, nodes, m, n, "liveness point", p->live.n, &l, err));
     l.resident = resident;
+    for (i = 0; i < nseg; i++) {
+        if (seg[i] == AS_NO_SEG)
+            continue;
+        if (k > AS_LIVE_MORE)
+            return as_errf(err, AS_EUSAGE, "liveness point %zu: more than %d segments",
+                           p->live.n, AS_LIVE_MORE + 1);
+        if (k == 0)
+            l.seg = seg[i];
+        else
+            l.more[k - 1] = seg[i];
+        k++;
+    }
     AS_VEC_PUSH(&p->live, l);
     return AS_OK;
+}
+
+int
+as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
+                          double resident, as_err *err)
+{
+    return as_problem_add_liveness_seg(p, nodes, m, n, resident, NULL, 0, err);
 }
 
 int
@@ -173,6 +219,107 @@ as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double res
                         as_err *err)
 {
     return as_problem_add_liveness_m(p, nodes, NULL, n, resident, err);
+}
+
+int
+as_problem_add_live_seg(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
+                        size_t parent, size_t *id, as_err *err)
+{
+    as_plive l;
+    double lo, hi, mn, mx;
+    size_t i, s;
+
+    if (parent != AS_NO_SEG && parent >= p->segs.n)
+        return as_errf(err, AS_EUSAGE, "liveness segment %zu: parent %zu is not an earlier "
+                       "segment", p->segs.n, parent);
+    AS_CHECK(make_entries(p, nodes, m, n, "liveness segment", p->segs.n, &l, err));
+    l.seg = parent;
+    lo = parent != AS_NO_SEG ? p->seg_lo.v[parent] : 0;
+    hi = parent != AS_NO_SEG ? p->seg_hi.v[parent] : 0;
+    for (i = 0; i < n; i++) {
+        mn = INFINITY;
+        mx = 0;
+        for (s = 0; s < p->nodes.v[l.nodes[i]].k; s++) {
+            mn = fmin(mn, l.m[i][s]);
+            mx = fmax(mx, l.m[i][s]);
+        }
+        lo += mn;
+        hi += mx;
+    }
+    if (id != NULL)
+        *id = p->segs.n;
+    AS_VEC_PUSH(&p->segs, l);
+    AS_VEC_PUSH(&p->seg_lo, lo);
+    AS_VEC_PUSH(&p->seg_hi, hi);
+    return AS_OK;
+}
+
+size_t as_problem_nsegs(const as_problem *p) { return p->segs.n; }
+const as_plive *as_problem_live_seg(const as_problem *p, size_t j) { return &p->segs.v[j]; }
+
+/* The sum of V over the segments a point L holds (its chains' last segments). */
+static double
+chains(const as_plive *l, const double *v)
+{
+    double sum = l->seg != AS_NO_SEG ? v[l->seg] : 0;
+    int i;
+
+    for (i = 0; i < AS_LIVE_MORE; i++)
+        if (l->more[i] != AS_NO_SEG)
+            sum += v[l->more[i]];
+    return sum;
+}
+
+const as_plive *
+as_plive_begin(as_plive_iter *it, const as_problem *p, const as_plive *l)
+{
+    int i;
+
+    it->p = p;
+    it->e = l;
+    it->nnext = 0;
+    for (i = AS_LIVE_MORE; i-- > 0;)
+        if (l->more[i] != AS_NO_SEG)
+            it->next[it->nnext++] = l->more[i];
+    return l;
+}
+
+const as_plive *
+as_plive_next(as_plive_iter *it)
+{
+    size_t j = it->e->seg;
+
+    if (j == AS_NO_SEG && it->nnext > 0) /* the end of a chain: the next one */
+        j = it->next[--it->nnext];
+    it->e = j != AS_NO_SEG ? &it->p->segs.v[j] : NULL;
+    return it->e;
+}
+
+double *
+as_problem_seg_bytes(const as_problem *p, const size_t *x)
+{
+    double *sum = as_xcalloc(p->segs.n + 1, sizeof *sum);
+    size_t j, i;
+
+    for (j = 0; j < p->segs.n; j++) {
+        const as_plive *l = &p->segs.v[j];
+        sum[j] = l->seg != AS_NO_SEG ? sum[l->seg] : 0;
+        for (i = 0; i < l->n; i++)
+            sum[j] += l->m[i][x[l->nodes[i]]];
+    }
+    return sum;
+}
+
+double
+as_problem_live_bytes(const as_problem *p, size_t t, const double *segs, const size_t *x)
+{
+    const as_plive *l = &p->live.v[t];
+    double sum = l->resident + chains(l, segs);
+    size_t i;
+
+    for (i = 0; i < l->n; i++)
+        sum += l->m[i][x[l->nodes[i]]];
+    return sum;
 }
 
 int
@@ -235,12 +382,21 @@ as_problem_clone(const as_problem *p)
     }
     for (i = 0; i < p->edges.n; i++)
         as_problem_add_edge(q, p->edges.v[i].u, p->edges.v[i].v, p->edges.v[i].r, NULL);
-    for (i = 0; i < p->live.n; i++) {
-        const as_plive *l = &p->live.v[i];
+    for (i = 0; i < p->segs.n + p->live.n; i++) { /* segments first: points refer to them */
+        const as_plive *l = i < p->segs.n ? &p->segs.v[i] : &p->live.v[i - p->segs.n];
         const double **m = as_xcalloc(l->n + 1, sizeof *m);
         for (s = 0; s < l->n; s++) /* NULL: the node's own vector, as in P */
             m[s] = l->m[s] == p->nodes.v[l->nodes[s]].m ? NULL : l->m[s];
-        as_problem_add_liveness_m(q, l->nodes, m, l->n, l->resident, NULL);
+        if (i < p->segs.n)
+            as_problem_add_live_seg(q, l->nodes, m, l->n, l->seg, NULL, NULL);
+        else
+        {
+            size_t segs[1 + AS_LIVE_MORE];
+            segs[0] = l->seg;
+            memcpy(segs + 1, l->more, sizeof l->more);
+            as_problem_add_liveness_seg(q, l->nodes, m, l->n, l->resident, segs,
+                                        1 + AS_LIVE_MORE, NULL);
+        }
         free(m);
     }
     for (i = 0; i < p->aliases.n; i++)
@@ -458,6 +614,14 @@ as_problem_validate(const as_problem *p, as_err *err)
                     return as_errf(err, AS_EPARSE, "liveness point %zu: memory of '%s' invalid",
                                    t, p->nodes.v[l->nodes[i]].name);
     }
+    for (t = 0; t < p->segs.n; t++) {
+        const as_plive *l = &p->segs.v[t];
+        for (i = 0; i < l->n; i++)
+            for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
+                if (!isfinite(l->m[i][s]) || l->m[i][s] < 0)
+                    return as_errf(err, AS_EPARSE, "liveness segment %zu: memory of '%s' "
+                                   "invalid", t, p->nodes.v[l->nodes[i]].name);
+    }
     return AS_OK;
 }
 
@@ -481,16 +645,15 @@ as_problem_eval(const as_problem *p, const size_t *x)
 double
 as_problem_peak(const as_problem *p, const size_t *x)
 {
-    double peak = 0, sum;
-    size_t t, i;
+    double peak = 0, sum, *segs = as_problem_seg_bytes(p, x);
+    size_t t;
 
     for (t = 0; t < p->live.n; t++) {
-        sum = p->live.v[t].resident;
-        for (i = 0; i < p->live.v[t].n; i++)
-            sum += p->live.v[t].m[i][x[p->live.v[t].nodes[i]]];
+        sum = as_problem_live_bytes(p, t, segs, x);
         if (sum > peak)
             peak = sum;
     }
+    free(segs);
     return peak;
 }
 
@@ -502,7 +665,7 @@ as_problem_peak_lower_bound(const as_problem *p)
 
     for (t = 0; t < p->live.n; t++) {
         const as_plive *l = &p->live.v[t];
-        sum = l->resident;
+        sum = l->resident + chains(l, p->seg_lo.v);
         for (i = 0; i < l->n; i++) {
             lo = INFINITY;
             for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
@@ -525,12 +688,12 @@ check_rows(const as_problem *p, const size_t *x, as_err *err)
 {
     size_t t, i, j;
     char b1[32], b2[32];
+    double *segs = p->memory > 0 ? as_problem_seg_bytes(p, x) : NULL;
 
     for (t = 0; p->memory > 0 && t < p->live.n; t++) {
-        double sum = p->live.v[t].resident;
-        for (i = 0; i < p->live.v[t].n; i++)
-            sum += p->live.v[t].m[i][x[p->live.v[t].nodes[i]]];
+        double sum = as_problem_live_bytes(p, t, segs, x);
         if (sum > as_problem_memory_cap(p)) {
+            free(segs);
             as_fmt_bytes(sum, b1, sizeof b1);
             as_fmt_bytes(p->memory, b2, sizeof b2);
             if (strcmp(b1, b2) == 0) { /* 976.56 KiB and 976.56 KiB: tell them apart */
@@ -541,6 +704,7 @@ check_rows(const as_problem *p, const size_t *x, as_err *err)
                            b1, b2);
         }
     }
+    free(segs);
     for (i = 0; i < p->aliases.n; i++) {
         const as_palias *a = &p->aliases.v[i];
         if (a->bad[x[a->a] * p->nodes.v[a->b].k + x[a->b]])
@@ -755,27 +919,32 @@ out:
     return rc;
 }
 
-/* Liveness point T with explicit memory vectors: "m": [[...], ...], one per entry. */
+/* Liveness point or segment WHAT ("liveness[3]", "segments[2]") with explicit memory
+   vectors: "m": [[...], ...], one per entry.  SEG: a segment (parent SEGS[0]), else a point
+   in segments SEGS[0..1 + AS_LIVE_MORE). */
 static int
-parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double resident, size_t t,
-             const char *file, as_err *err)
+parse_live_m(as_problem *p, json_t *ms, const size_t *nodes, size_t n, double resident,
+             const size_t *segs, const char *what, int seg, const char *file,
+             as_err *err)
 {
-    char path[64];
+    char path[96];
     double **m = as_xcalloc(n + 1, sizeof *m);
     size_t i;
     int rc = AS_OK;
 
     if (!json_is_array(ms) || json_array_size(ms) != n) {
-        rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].m: expected %zu vectors", file, t, n);
+        rc = as_errf(err, AS_EPARSE, "%s: %s.m: expected %zu vectors", file, what, n);
         goto out;
     }
     for (i = 0; i < n; i++) {
         m[i] = as_xcalloc(p->nodes.v[nodes[i]].k, sizeof **m);
-        snprintf(path, sizeof path, "liveness[%zu].m[%zu]", t, i);
+        snprintf(path, sizeof path, "%s.m[%zu]", what, i);
         AS_CHECK_GOTO(rc, json_vec(json_array_get(ms, i), p->nodes.v[nodes[i]].k, m[i], 1, file,
                                    path, err), out);
     }
-    as_problem_add_liveness_m(p, nodes, (const double *const *)m, n, resident, err);
+    rc = seg ? as_problem_add_live_seg(p, nodes, (const double *const *)m, n, segs[0], NULL, err)
+             : as_problem_add_liveness_seg(p, nodes, (const double *const *)m, n, resident,
+                                           segs, 1 + AS_LIVE_MORE, err);
 out:
     for (i = 0; i < n; i++)
         free(m[i]);
@@ -783,47 +952,90 @@ out:
     return rc;
 }
 
+/* Segment index V (KEY of WHAT) into *OUT: an earlier segment. */
 static int
-parse_live(as_problem *p, json_t *arr, const char *file, as_err *err)
+json_seg(const as_problem *p, json_t *v, const char *key, const char *what, const char *file,
+         size_t *out, as_err *err)
 {
-    char path[64];
-    size_t t, i, *nodes = NULL;
+    json_int_t j = json_integer_value(v);
+
+    if (!json_is_integer(v) || j < 0 || (size_t)j >= as_problem_nsegs(p))
+        return as_errf(err, AS_EPARSE, "%s: %s.%s: expected the index of an earlier segment "
+                       "(%zu so far)", file, what, key, as_problem_nsegs(p));
+    *out = (size_t)j;
+    return AS_OK;
+}
+
+/* One liveness point WHAT ("segments": [j, ...]), or segment when SEG ("parent": j; no
+   resident bytes). */
+static int
+parse_point(as_problem *p, json_t *l, const char *what, int seg, const char *file, as_err *err)
+{
+    char path[96];
+    json_t *ns = json_object_get(l, "nodes"), *res = json_object_get(l, "resident");
+    json_t *up = json_object_get(l, seg ? "parent" : "segments");
+    double resident = 0;
+    size_t i, *nodes, segs[1 + AS_LIVE_MORE];
     int rc = AS_OK;
 
-    if (arr != NULL && !json_is_array(arr))
-        return as_errf(err, AS_EPARSE, "%s: liveness: expected an array", file);
-    for (t = 0; t < json_array_size(arr); t++) {
-        json_t *l = json_array_get(arr, t), *ns = json_object_get(l, "nodes");
-        json_t *res = json_object_get(l, "resident");
-        double resident = 0;
-        if (!json_is_array(ns)) {
-            rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].nodes: expected an array", file, t);
-            break;
-        }
-        if (res != NULL) {
-            resident = json_number_value(res);
-            if (!json_is_number(res) || resident < 0) {
-                rc = as_errf(err, AS_EPARSE, "%s: liveness[%zu].resident: expected bytes >= 0",
-                             file, t);
-                break;
-            }
-        }
-        nodes = as_xreallocarray(nodes, json_array_size(ns) + 1, sizeof *nodes);
-        for (i = 0; i < json_array_size(ns); i++) {
-            snprintf(path, sizeof path, "liveness[%zu].nodes[%zu]", t, i);
-            AS_CHECK_GOTO(rc, json_index(json_array_get(ns, i), p->nodes.n, &nodes[i], file, path,
-                                         err), out);
-        }
-        if (json_object_get(l, "m") != NULL) {
-            AS_CHECK_GOTO(rc, parse_live_m(p, json_object_get(l, "m"), nodes,
-                                           json_array_size(ns), resident, t, file, err), out);
-            continue;
-        }
-        as_problem_add_liveness(p, nodes, json_array_size(ns), resident, err);
+    if (!json_is_array(ns))
+        return as_errf(err, AS_EPARSE, "%s: %s.nodes: expected an array", file, what);
+    if (res != NULL) {
+        resident = json_number_value(res);
+        if (!json_is_number(res) || resident < 0 || seg)
+            return as_errf(err, AS_EPARSE, "%s: %s.resident: expected bytes >= 0%s", file, what,
+                           seg ? " in a point, not a segment" : "");
     }
+    for (i = 0; i < 1 + AS_LIVE_MORE; i++)
+        segs[i] = AS_NO_SEG;
+    if (up != NULL && seg)
+        AS_CHECK(json_seg(p, up, "parent", what, file, &segs[0], err));
+    if (up != NULL && !seg) {
+        if (!json_is_array(up) || json_array_size(up) > 1 + AS_LIVE_MORE)
+            return as_errf(err, AS_EPARSE, "%s: %s.segments: expected an array of at most %d "
+                           "segment indices", file, what, 1 + AS_LIVE_MORE);
+        for (i = 0; i < json_array_size(up); i++)
+            AS_CHECK(json_seg(p, json_array_get(up, i), "segments", what, file, &segs[i], err));
+    }
+    nodes = as_xcalloc(json_array_size(ns) + 1, sizeof *nodes);
+    for (i = 0; i < json_array_size(ns); i++) {
+        snprintf(path, sizeof path, "%s.nodes[%zu]", what, i);
+        AS_CHECK_GOTO(rc, json_index(json_array_get(ns, i), p->nodes.n, &nodes[i], file, path,
+                                     err), out);
+    }
+    if (json_object_get(l, "m") != NULL)
+        rc = parse_live_m(p, json_object_get(l, "m"), nodes, json_array_size(ns), resident,
+                          segs, what, seg, file, err);
+    else if (seg)
+        rc = as_problem_add_live_seg(p, nodes, NULL, json_array_size(ns), segs[0], NULL, err);
+    else
+        rc = as_problem_add_liveness_seg(p, nodes, NULL, json_array_size(ns), resident, segs,
+                                         1 + AS_LIVE_MORE, err);
 out:
     free(nodes);
     return rc;
+}
+
+/* The segments SEGS (each after its parent), then the liveness points ARR. */
+static int
+parse_live(as_problem *p, json_t *arr, json_t *segs, const char *file, as_err *err)
+{
+    char what[64];
+    size_t t;
+
+    if (arr != NULL && !json_is_array(arr))
+        return as_errf(err, AS_EPARSE, "%s: liveness: expected an array", file);
+    if (segs != NULL && !json_is_array(segs))
+        return as_errf(err, AS_EPARSE, "%s: segments: expected an array", file);
+    for (t = 0; t < json_array_size(segs); t++) {
+        snprintf(what, sizeof what, "segments[%zu]", t);
+        AS_CHECK(parse_point(p, json_array_get(segs, t), what, 1, file, err));
+    }
+    for (t = 0; t < json_array_size(arr); t++) {
+        snprintf(what, sizeof what, "liveness[%zu]", t);
+        AS_CHECK(parse_point(p, json_array_get(arr, t), what, 0, file, err));
+    }
+    return AS_OK;
 }
 
 static int
@@ -886,7 +1098,8 @@ parse_root(as_problem *p, json_t *root, const char *file, as_err *err)
     AS_CHECK(parse_nodes(p, json_object_get(root, "nodes"), file, err));
     AS_CHECK(parse_follow(p, json_object_get(root, "nodes"), file, err));
     AS_CHECK(parse_edges(p, json_object_get(root, "edges"), file, err));
-    AS_CHECK(parse_live(p, json_object_get(root, "liveness"), file, err));
+    AS_CHECK(parse_live(p, json_object_get(root, "liveness"), json_object_get(root, "segments"),
+                         file, err));
     AS_CHECK(parse_aliases(p, json_object_get(root, "aliases"), file, err));
     return AS_OK;
 }
@@ -983,10 +1196,45 @@ dump_nodes(const as_problem *p)
     return arr;
 }
 
+/* One liveness point as {"nodes": [...], "resident": R[, "segment": J][, "m": [...]]}, or
+   segment (SEG) as {"nodes": [...][, "parent": J][, "m": [...]]}. */
+static json_t *
+dump_point(const as_problem *p, const as_plive *l, int seg)
+{
+    json_t *ns = json_array(), *o;
+    size_t j;
+
+    for (j = 0; j < l->n; j++)
+        json_array_append_new(ns, json_integer((json_int_t)l->nodes[j]));
+    o = json_pack("{s:o}", "nodes", ns);
+    if (!seg)
+        json_object_set_new(o, "resident", json_real(l->resident));
+    if (seg && l->seg != AS_NO_SEG)
+        json_object_set_new(o, "parent", json_integer((json_int_t)l->seg));
+    if (!seg && l->seg != AS_NO_SEG) {
+        json_t *sg = json_array();
+        json_array_append_new(sg, json_integer((json_int_t)l->seg));
+        for (j = 0; j < AS_LIVE_MORE; j++)
+            if (l->more[j] != AS_NO_SEG)
+                json_array_append_new(sg, json_integer((json_int_t)l->more[j]));
+        json_object_set_new(o, "segments", sg);
+    }
+    for (j = 0; j < l->n; j++)
+        if (l->m[j] != p->nodes.v[l->nodes[j]].m)
+            break;
+    if (j < l->n) { /* explicit memory vectors (e.g. a reduced problem) */
+        json_t *ms = json_array();
+        for (j = 0; j < l->n; j++)
+            json_array_append_new(ms, jvec(l->m[j], p->nodes.v[l->nodes[j]].k));
+        json_object_set_new(o, "m", ms);
+    }
+    return o;
+}
+
 static json_t *
 dump_rest(const as_problem *p, json_t *root)
 {
-    json_t *arr, *o, *ns;
+    json_t *arr, *o;
     size_t i, j, s;
     double *x;
 
@@ -998,24 +1246,15 @@ dump_rest(const as_problem *p, json_t *root)
         json_array_append_new(arr, o);
     }
     json_object_set_new(root, "edges", arr);
-    arr = json_array();
-    for (i = 0; i < p->live.n; i++) {
-        ns = json_array();
-        for (j = 0; j < p->live.v[i].n; j++)
-            json_array_append_new(ns, json_integer((json_int_t)p->live.v[i].nodes[j]));
-        o = json_pack("{s:o,s:f}", "nodes", ns, "resident", p->live.v[i].resident);
-        for (j = 0; j < p->live.v[i].n; j++)
-            if (p->live.v[i].m[j] != p->nodes.v[p->live.v[i].nodes[j]].m)
-                break;
-        if (j < p->live.v[i].n) { /* explicit memory vectors (e.g. a reduced problem) */
-            json_t *ms = json_array();
-            for (j = 0; j < p->live.v[i].n; j++)
-                json_array_append_new(ms, jvec(p->live.v[i].m[j],
-                                               p->nodes.v[p->live.v[i].nodes[j]].k));
-            json_object_set_new(o, "m", ms);
-        }
-        json_array_append_new(arr, o);
+    if (p->segs.n > 0) {
+        arr = json_array();
+        for (i = 0; i < p->segs.n; i++)
+            json_array_append_new(arr, dump_point(p, &p->segs.v[i], 1));
+        json_object_set_new(root, "segments", arr);
     }
+    arr = json_array();
+    for (i = 0; i < p->live.n; i++)
+        json_array_append_new(arr, dump_point(p, &p->live.v[i], 0));
     json_object_set_new(root, "liveness", arr);
     arr = json_array();
     for (i = 0; i < p->aliases.n; i++) {
@@ -1205,7 +1444,8 @@ int
 as_problem_live_binds(const as_problem *p, size_t t)
 {
     const as_plive *l = as_problem_live(p, t);
-    double mem = as_problem_memory(p), worst = l->resident;
+    double mem = as_problem_memory(p);
+    double worst = l->resident + chains(l, p->seg_hi.v);
     size_t i, s;
 
     if (mem <= 0)

@@ -39,13 +39,30 @@ typedef struct as_pedge {
     const double *r;   /**< k_u x k_v row-major, r[p * k_v + q], seconds */
 } as_pedge;
 
-/** The nodes live at one point of the schedule; read-only view. */
+#define AS_NO_SEG ((size_t)-1)
+/** Segment chains a point may hold besides its first (as_plive.more). */
+#define AS_LIVE_MORE 3
+
+/** The nodes live at one point of the schedule, or a liveness segment (entries shared by
+    many points, as_problem_add_live_seg); read-only view. */
 typedef struct as_plive {
     size_t n;                /**< number of entries */
     const size_t *nodes;     /**< node of each entry */
     const double *const *m;  /**< memory vector of each entry (k_node), bytes per device */
     double resident;         /**< constant bytes per device (params, grads, optimizer state) */
+    size_t seg;              /**< the segment whose entries (its parents' included) are live
+                                  here too, or AS_NO_SEG; of a segment: its parent */
+    size_t more[AS_LIVE_MORE]; /**< a point's further segments (further chains), or
+                                    AS_NO_SEG; all AS_NO_SEG in a segment */
 } as_plive;
+
+/** Walks the parts of a point: the point, its segment chain, its second chain. */
+typedef struct as_plive_iter {
+    const as_problem *p;
+    const as_plive *e;
+    size_t next[AS_LIVE_MORE]; /**< the chains still to walk */
+    int nnext;
+} as_plive_iter;
 
 /** Alias pair: bad[p * k_b + q] != 0 forbids s_a = p together with s_b = q. */
 typedef struct as_palias {
@@ -86,6 +103,23 @@ int as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double
     node's own m) per entry. */
 int as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m,
                               size_t n, double resident, as_err *err);
+/**
+ * Liveness segments: entries shared by many points, stored once (the parameters and
+ * gradient buffers live at every point, the activations kept for the backward pass).  A
+ * segment holds its own entries and those of its PARENT (an earlier segment, or
+ * AS_NO_SEG); a point holds its own entries and those of its segments (as_plive.seg and
+ * as_plive.more: one chain each).
+ * Every reader of points adds the segment chain (as_problem_seg_bytes,
+ * as_problem_live_bytes).  Appends a segment of NODES[0..n) with memory vectors M[i]
+ * (M or M[i] NULL: the node's own m); sets *ID (may be NULL) to its index.
+ */
+int as_problem_add_live_seg(as_problem *p, const size_t *nodes, const double *const *m,
+                            size_t n, size_t parent, size_t *id, as_err *err);
+/** Like as_problem_add_liveness_m, the point holding the entries of segments SEG[0..NSEG)
+    too (NSEG <= 1 + AS_LIVE_MORE; AS_NO_SEG entries are skipped), with their parents'. */
+int as_problem_add_liveness_seg(as_problem *p, const size_t *nodes, const double *const *m,
+                                size_t n, double resident, const size_t *seg, size_t nseg,
+                                as_err *err);
 /** Add an alias pair; BAD is k_a x k_b row-major 0/1 (copied). */
 int as_problem_add_alias(as_problem *p, size_t a, size_t b, const unsigned char *bad,
                          as_err *err);
@@ -106,6 +140,21 @@ const as_pnode *as_problem_node(const as_problem *p, size_t v);
 const as_pedge *as_problem_edge(const as_problem *p, size_t j);
 const as_plive *as_problem_live(const as_problem *p, size_t t);
 const as_palias *as_problem_alias(const as_problem *p, size_t i);
+size_t as_problem_nsegs(const as_problem *p);
+/** Segment J: its own entries; seg is its parent (AS_NO_SEG: none), resident 0. */
+const as_plive *as_problem_live_seg(const as_problem *p, size_t j);
+/** The parts of point L, for (e = as_plive_begin(&it, p, l); e != NULL; e =
+    as_plive_next(&it)): L itself, the chain of L->seg, the chains of L->more (a segment
+    in two chains is visited twice, and counts twice). */
+const as_plive *as_plive_begin(as_plive_iter *it, const as_problem *p, const as_plive *l);
+const as_plive *as_plive_next(as_plive_iter *it);
+/** Bytes per device of every segment, its parents' included, under CHOICE: a malloc'ed
+    array of as_problem_nsegs entries (at least one). */
+double *as_problem_seg_bytes(const as_problem *p, const size_t *choice);
+/** Bytes per device at liveness point T under CHOICE: its resident bytes, its segments'
+    (SEGS from as_problem_seg_bytes) and its own entries, in that order. */
+double as_problem_live_bytes(const as_problem *p, size_t t, const double *segs,
+                            const size_t *choice);
 /** No-good I: an array of n_nodes strategy indices. */
 const size_t *as_problem_nogood(const as_problem *p, size_t i);
 double as_problem_memory(const as_problem *p);

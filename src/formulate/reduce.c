@@ -362,7 +362,7 @@ alias_apply(work *w, size_t i)
 static void
 work_init(work *w, const as_problem *p)
 {
-    size_t n = as_problem_nnodes(p), v, s, t, i, j;
+    size_t n = as_problem_nnodes(p), v, s, t, i, j, *slot, *stamp;
     as_reduction *red = w->red;
 
     w->nodes = as_xcalloc(n, sizeof *w->nodes);
@@ -406,36 +406,48 @@ work_init(work *w, const as_problem *p)
         const as_palias *a = as_problem_alias(p, w->kept_alias.v[i]);
         w->nodes[red->leader[a->a]].pinned = w->nodes[red->leader[a->b]].pinned = 1;
     }
+    slot = as_xcalloc(n + 1, sizeof *slot);   /* L's index in the row being built */
+    stamp = as_xcalloc(n + 1, sizeof *stamp); /* point + 1 that slot[L] is for */
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
-        const as_plive *l = as_problem_live(p, t);
+        const as_plive *l = as_problem_live(p, t), *e;
+        as_plive_iter it;
+        size_t cap = 0, ie;
         wrow row = {0};
         if (!as_problem_live_binds(p, t))
             continue;
-        row.node = as_xcalloc(l->n + 1, sizeof *row.node);
-        row.m = as_xcalloc(l->n + 1, sizeof *row.m);
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it))
+            cap += e->n;
+        row.node = as_xcalloc(cap + 1, sizeof *row.node);
+        row.m = as_xcalloc(cap + 1, sizeof *row.m);
         row.room = as_problem_memory(p) - l->resident;
         row.resident = l->resident;
-        for (i = 0; i < l->n; i++) {
-            size_t v0 = l->nodes[i], L = red->leader[v0], kl = kof(w, L);
-            int nz = 0;
-            for (s = 0; s < kof(w, v0); s++)
-                nz |= l->m[i][s] != 0;
-            if (!nz)
-                continue;
-            w->nodes[L].inmem = 1;
-            for (j = 0; j < row.n && row.node[j] != L; j++)
-                ;
-            if (j == row.n) {
-                row.node[row.n] = L;
-                row.m[row.n++] = as_xcalloc(kl, sizeof **row.m);
+        /* the point's entries, then its segments' */
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it)) {
+            for (ie = 0; ie < e->n; ie++) {
+                size_t v0 = e->nodes[ie], L = red->leader[v0], kl = kof(w, L);
+                int nz = 0;
+                for (s = 0; s < kof(w, v0); s++)
+                    nz |= e->m[ie][s] != 0;
+                if (!nz)
+                    continue;
+                w->nodes[L].inmem = 1;
+                if (stamp[L] != t + 1) { /* L's first entry in this row */
+                    stamp[L] = t + 1;
+                    slot[L] = row.n;
+                    row.node[row.n] = L;
+                    row.m[row.n++] = as_xcalloc(kl, sizeof **row.m);
+                }
+                j = slot[L];
+                for (s = 0; s < kl; s++)
+                    if (w->nodes[L].ok[s])
+                        row.m[j][s] += e->m[ie][fmap(red, v0, s)];
             }
-            for (s = 0; s < kl; s++)
-                if (w->nodes[L].ok[s])
-                    row.m[j][s] += l->m[i][fmap(red, v0, s)];
         }
         row.alive = 1;
         AS_VEC_PUSH(&w->rows, row);
     }
+    free(slot);
+    free(stamp);
     for (v = 0; as_problem_nnogoods(p) > 0 && v < n; v++)
         w->nodes[v].pinned = 1;
 }

@@ -153,35 +153,39 @@ build_memory(as_heur *h)
     h->cap = as_problem_memory_cap(p);
     h->base = as_xcalloc(nt + 1, sizeof *h->base);
     for (t = 0; isfinite(h->cap) && t < nt; t++) {
-        const as_plive *l = as_problem_live(p, t);
-        size_t b = h->nbind;
+        const as_plive *l = as_problem_live(p, t), *e;
+        as_plive_iter it;
+        size_t b = h->nbind, j;
         if (!as_problem_live_binds(p, t))
             continue;
         h->nbind++;
         h->base[b] = l->resident;
-        for (i = 0; i < l->n; i++) {
-            size_t v = l->nodes[i], k;
-            double lo = INFINITY;
-            hm_tmp *x;
-            u = h->unit[v];
-            k = h->k[u];
-            for (s = 0; s < k; s++)
-                lo = fmin(lo, l->m[i][s]);
-            h->base[b] += lo;
-            if (stamp[u] != b + 1) {
-                if (nh == hcap) {
-                    hcap = hcap ? 2 * hcap : 64;
-                    tmp = as_xreallocarray(tmp, hcap, sizeof *tmp);
+        /* the point's entries, then its segments' */
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it)) {
+            for (j = 0; j < e->n; j++) {
+                size_t v = e->nodes[j], k;
+                double lo = INFINITY;
+                hm_tmp *x;
+                u = h->unit[v];
+                k = h->k[u];
+                for (s = 0; s < k; s++)
+                    lo = fmin(lo, e->m[j][s]);
+                h->base[b] += lo;
+                if (stamp[u] != b + 1) {
+                    if (nh == hcap) {
+                        hcap = hcap ? 2 * hcap : 64;
+                        tmp = as_xreallocarray(tmp, hcap, sizeof *tmp);
+                    }
+                    tmp[nh].unit = u;
+                    tmp[nh].point = b;
+                    tmp[nh].dm = as_xcalloc(k, sizeof *tmp[nh].dm);
+                    stamp[u] = b + 1;
+                    slot[u] = nh++;
                 }
-                tmp[nh].unit = u;
-                tmp[nh].point = b;
-                tmp[nh].dm = as_xcalloc(k, sizeof *tmp[nh].dm);
-                stamp[u] = b + 1;
-                slot[u] = nh++;
+                x = &tmp[slot[u]];
+                for (s = 0; s < k; s++)
+                    x->dm[s] += e->m[j][s] - lo;
             }
-            x = &tmp[slot[u]];
-            for (s = 0; s < k; s++)
-                x->dm[s] += l->m[i][s] - lo;
         }
     }
     h->hstart = as_xcalloc(h->nu + 2, sizeof *h->hstart);

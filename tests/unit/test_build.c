@@ -641,6 +641,178 @@ test_group(void)
     }
 }
 
+/* P with every point's segments expanded into its own entries: no segments. */
+static as_problem *
+expand_segments(const as_problem *p)
+{
+    as_problem *q = as_problem_new();
+    size_t v, j, t;
+
+    for (v = 0; v < as_problem_nnodes(p); v++) {
+        const as_pnode *nd = as_problem_node(p, v);
+        as_problem_add_node(q, nd->name, nd->k, nd->c, nd->d, nd->m, NULL, NULL);
+    }
+    for (v = 0; v < as_problem_nnodes(p); v++)
+        if (as_problem_node(p, v)->follow != AS_NO_FOLLOW)
+            as_problem_set_follow(q, v, as_problem_node(p, v)->follow, NULL);
+    for (j = 0; j < as_problem_nedges(p); j++)
+        as_problem_add_edge(q, as_problem_edge(p, j)->u, as_problem_edge(p, j)->v,
+                            as_problem_edge(p, j)->r, NULL);
+    for (j = 0; j < as_problem_naliases(p); j++)
+        as_problem_add_alias(q, as_problem_alias(p, j)->a, as_problem_alias(p, j)->b,
+                             as_problem_alias(p, j)->bad, NULL);
+    for (t = 0; t < as_problem_nlive(p); t++) {
+        const as_plive *l = as_problem_live(p, t), *e;
+        as_plive_iter it;
+        AS_VEC(size_t) nodes = {0};
+        AS_VEC(const double *) m = {0};
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it))
+            for (j = 0; j < e->n; j++) {
+                AS_VEC_PUSH(&nodes, e->nodes[j]);
+                AS_VEC_PUSH(&m, e->m[j]);
+            }
+        as_problem_add_liveness_m(q, nodes.v, m.v, nodes.n, l->resident, NULL);
+        AS_VEC_FREE(&nodes);
+        AS_VEC_FREE(&m);
+    }
+    as_problem_set_memory(q, as_problem_memory(p));
+    as_problem_set_offset(q, as_problem_offset(p));
+    return q;
+}
+
+/* A and B agree within a relative 1e-12 (sums of the same bytes in another order). */
+static int
+near(double a, double b)
+{
+    return fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+}
+
+/*
+ * Liveness segments (problem.h): a training step's points share the base and the
+ * activations kept for the backward pass as segments; every reader of points sees the
+ * same bytes as with each point's entries written out: peaks of random plans, the
+ * lower bound, which rows can bind, the plan check, the ILP's memory rows (with the
+ * segments' columns) at random plans, the optimum under a binding budget, the heuristics'
+ * plans, and a cost-graph file round trip.
+ */
+static void
+test_segments(int layers, int solve)
+{
+    as_graph_setup su = {.mesh = "2"};
+    as_graph_problem gp;
+    as_problem *x, *rt = NULL;
+    as_ilp *ilp = NULL;
+    as_err err = {0};
+    as_ilp_stats a, b;
+    size_t n, t, r, v, *choice, bad = 0, binds = 0, nb = 0;
+    double obj_s, obj_x, lo;
+    char *json;
+    const char *heur[] = {"beam", "mcts"};
+
+    as_build_opts_init(&su.build);
+    if (as_graph_problem_init(&gp, tiny_gpt(layers), &su, &err) != AS_OK) {
+        ok(0, "segments: problem: %s", err.msg);
+        return;
+    }
+    x = expand_segments(gp.p);
+    n = as_problem_nnodes(gp.p);
+    ok(as_problem_nsegs(gp.p) > (layers > 2 ? 1u : 0u) && as_problem_nsegs(x) == 0,
+       "segments, %d layers: %zu segments, %zu points", layers, as_problem_nsegs(gp.p),
+       as_problem_nlive(gp.p));
+    choice = calloc(n + 1, sizeof *choice);
+    srand(7);
+    for (r = 0; r < 200; r++) {
+        for (v = 0; v < n; v++)
+            choice[v] = r == 0 ? 0 : (size_t)rand() % as_problem_node(gp.p, v)->k;
+        bad += !near(as_problem_peak(gp.p, choice), as_problem_peak(x, choice));
+    }
+    ok(bad == 0, "segments: the peak of 200 random plans = with the points written out (%zu "
+       "differ)", bad);
+    lo = as_problem_peak_lower_bound(gp.p);
+    ok(near(lo, as_problem_peak_lower_bound(x)), "segments: lower bound %.0f = %.0f", lo,
+       as_problem_peak_lower_bound(x));
+    /* a binding budget: halfway from the lower bound to the all-replicated plan's peak */
+    memset(choice, 0, (n + 1) * sizeof *choice);
+    as_problem_set_memory(gp.p, 0.5 * (lo + as_problem_peak(gp.p, choice)));
+    as_problem_set_memory(x, as_problem_memory(gp.p));
+    for (t = 0; t < as_problem_nlive(gp.p); t++) {
+        binds += as_problem_live_binds(gp.p, t) != as_problem_live_binds(x, t);
+        nb += (size_t)as_problem_live_binds(gp.p, t);
+    }
+    ok(binds == 0 && nb > 0, "segments: the same %zu points can bind", nb);
+    ok(as_problem_check(gp.p, choice, NULL, NULL, NULL) ==
+           as_problem_check(x, choice, NULL, NULL, NULL),
+       "segments: the plan check agrees");
+    if (as_ilp_count(gp.p, &a, &err) == AS_OK && as_ilp_count(x, &b, &err) == AS_OK)
+        ok(a.nnz < b.nnz, "segments: the ILP has %zu non-zeros, %zu written out", a.nnz, b.nnz);
+    /* the ILP's memory rows at random plans: mem_<t> with the mseg columns = the bytes */
+    if (as_ilp_build(gp.p, NULL, &ilp, &err) == AS_OK) {
+        const as_ilp_view *iv = as_ilp_data(ilp);
+        double *xv = calloc(iv->ncols + 1, sizeof *xv), *act = calloc(iv->nrows + 1, sizeof *act);
+        double *segs;
+        size_t nrow = 0, i;
+        bad = 0;
+        for (r = 0; r < 20; r++) {
+            for (v = 0; v < n; v++)
+                choice[v] = (size_t)rand() % as_problem_node(gp.p, v)->k;
+            as_ilp_point(ilp, choice, xv);
+            memset(act, 0, (iv->nrows + 1) * sizeof *act);
+            for (i = 0; i < iv->nnz; i++)
+                act[iv->ti[i]] += iv->tv[i] * xv[iv->tj[i]];
+            segs = as_problem_seg_bytes(x, choice);
+            for (i = 0; i < iv->nrows; i++) {
+                if (sscanf(iv->row_name[i], "mem_%zu", &t) != 1)
+                    continue;
+                nrow++;
+                bad += fabs(act[i] * as_problem_memory(x) + as_problem_live(x, t)->resident -
+                            as_problem_live_bytes(x, t, segs, choice)) >
+                       1e-9 * as_problem_memory(x);
+            }
+            free(segs);
+        }
+        ok(bad == 0 && nrow > 0, "segments: %zu ILP memory rows at 20 random plans = the bytes "
+           "written out (%zu differ)", nrow, bad);
+        free(xv);
+        free(act);
+    } else {
+        ok(0, "segments: ILP: %s", err.msg);
+    }
+    as_ilp_free(ilp);
+    for (r = 0; r < 2 && solve; r++) { /* glpk needs minutes on the larger ones */
+        as_solve_opts o;
+        as_solve_result rs, rx;
+        as_solve_opts_init(&o);
+        o.solver = heur[r];
+        o.reduce = 0;
+        if (as_solve_problem(gp.p, &o, &rs, &err) == AS_OK &&
+            as_solve_problem(x, &o, &rx, &err) == AS_OK && rs.nplans > 0 && rx.nplans > 0)
+            ok(rs.plans[0].objective == rx.plans[0].objective &&
+                   near(rs.plans[0].peak, rx.plans[0].peak),
+               "segments: %s finds the same plan (%.12g, peak %.0f)", heur[r],
+               rs.plans[0].objective, rs.plans[0].peak);
+        else
+            ok(0, "segments: %s: %s", heur[r], err.msg);
+        as_solve_result_free(&rs);
+        as_solve_result_free(&rx);
+    }
+    obj_x = solve ? solve_obj(x, "glpk", AS_REDUCE_ALL) : 0;
+    obj_s = solve ? solve_obj(gp.p, "glpk", AS_REDUCE_ALL) : 0;
+    if (solve)
+        ok(isfinite(obj_s) && fabs(obj_s - obj_x) <= 1e-6 * fabs(obj_x),
+           "segments: reduced optimum %.12g = %.12g", obj_s, obj_x);
+    json = as_problem_dumps(gp.p);
+    if (as_problem_parse(json, strlen(json), "seg.json", &rt, &err) != AS_OK)
+        diag("segments: %s", err.msg);
+    ok(rt != NULL && as_problem_nsegs(rt) == as_problem_nsegs(gp.p) &&
+           as_problem_peak(rt, choice) == as_problem_peak(gp.p, choice),
+       "segments: a cost-graph file keeps them");
+    free(json);
+    as_problem_free(rt);
+    free(choice);
+    as_problem_free(x);
+    as_graph_problem_free(&gp);
+}
+
 /* as_ilp_count == the built ILP's size (one truth: the report's "ILP before" line). */
 static int
 count_matches(const as_problem *p, const char *what)
@@ -727,6 +899,8 @@ main(void)
     test_alpa_patterns();
     test_group();
     test_ilp_count();
+    test_segments(6, 0);
+    test_segments(2, 1);
     as_rules_reset();
     return done_testing();
 }
