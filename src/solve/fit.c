@@ -13,6 +13,10 @@ typedef struct rep_index {
     size_t *root;                /* follow root of every node */
     size_t *gstart, *gmem;       /* members of the group of root r: gmem[gstart[r]..gstart[r+1]) */
     size_t *rstart, *rrow, *rent; /* (row, entry) of node v: [rstart[v], rstart[v+1]) */
+    /* the rows' entries, a point's liveness segments included (formulate/problem.h):
+       row t's are [lstart[t], lstart[t+1]) of lnode (node) and lm (memory vector) */
+    size_t *lstart, *lnode;
+    const double **lm;
     size_t *estart, *eidx;       /* edges of node v */
     size_t *astart, *aidx;       /* aliases of node v */
 } rep_index;
@@ -57,18 +61,32 @@ rep_index_init(rep_index *ix, const as_problem *p)
         val[v] = v;
     csr(n, ix->root, val, n, &ix->gstart, &ix->gmem);
     free(val);
-    for (t = 0; t < nl; t++)
-        m += as_problem_live(p, t)->n;
+    ix->lstart = as_xcalloc(nl + 1, sizeof *ix->lstart);
+    for (t = 0; t < nl; t++) {
+        const as_plive *q;
+        as_plive_iter it;
+        for (q = as_plive_begin(&it, p, as_problem_live(p, t)); q != NULL; q = as_plive_next(&it))
+            m += q->n;
+        ix->lstart[t + 1] = m;
+    }
+    ix->lnode = as_xcalloc(m + 1, sizeof *ix->lnode);
+    ix->lm = as_xcalloc(m + 1, sizeof *ix->lm);
     key = as_xcalloc(m + 1, sizeof *key);
     val = as_xcalloc(m + 1, sizeof *val);
     ent = as_xcalloc(m + 1, sizeof *ent);
     for (t = 0, i = 0; t < nl; t++) {
-        const as_plive *l = as_problem_live(p, t);
-        for (e = 0; e < l->n; e++, i++) {
-            key[i] = l->nodes[e];
-            val[i] = t;
-            ent[i] = e;
-        }
+        const as_plive *q;
+        as_plive_iter it;
+        for (q = as_plive_begin(&it, p, as_problem_live(p, t)); q != NULL;
+             q = as_plive_next(&it))
+            for (e = 0; e < q->n; e++, i++) {
+                ix->lnode[i] = q->nodes[e];
+                ix->lm[i] = q->m != NULL && q->m[e] != NULL ? q->m[e]
+                                                            : as_problem_node(p, q->nodes[e])->m;
+                key[i] = q->nodes[e];
+                val[i] = t;
+                ent[i] = i;
+            }
     }
     csr(n, key, val, m, &ix->rstart, &ix->rrow);
     free(ix->rstart);
@@ -113,6 +131,9 @@ rep_index_free(rep_index *ix)
     free(ix->eidx);
     free(ix->astart);
     free(ix->aidx);
+    free(ix->lstart);
+    free(ix->lnode);
+    free(ix->lm);
 }
 
 /* Scratch of one move's evaluation. */
@@ -162,7 +183,7 @@ rep_eval(const as_problem *p, const rep_index *ix, rep_work *w, const double *su
         }
         for (i = ix->rstart[v]; i < ix->rstart[v + 1]; i++) {
             size_t t = ix->rrow[i];
-            const double *m = as_problem_live(p, t)->m[ix->rent[i]];
+            const double *m = ix->lm[ix->rent[i]];
             if (w->rstamp[t] != w->stamp) {
                 w->rstamp[t] = w->stamp;
                 w->delta[t] = 0;
@@ -273,10 +294,9 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend)
     gstamp = as_xcalloc(n + 1, sizeof *gstamp);
     sum = as_xcalloc(ix.nl + 1, sizeof *sum);
     for (t = 0; t < ix.nl; t++) {
-        const as_plive *l = as_problem_live(p, t);
-        sum[t] = l->resident;
-        for (e = 0; e < l->n; e++)
-            sum[t] += l->m[e][x[l->nodes[e]]];
+        sum[t] = as_problem_live(p, t)->resident;
+        for (e = ix.lstart[t]; e < ix.lstart[t + 1]; e++)
+            sum[t] += ix.lm[e][x[ix.lnode[e]]];
         excess += fmax(0, sum[t] - budget);
     }
     cand = as_xcalloc(n + 1, sizeof *cand);
@@ -286,23 +306,23 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend)
             break;
         /* every group with bytes in a row above the budget: its best move */
         for (t = 0; t < ix.nl; t++) {
-            const as_plive *l = as_problem_live(p, t);
             if (sum[t] <= budget)
                 continue;
-            for (e = 0; e < l->n; e++) {
-                size_t v = l->nodes[e], g = ix.root[v], k = as_problem_node(p, g)->k;
+            for (e = ix.lstart[t]; e < ix.lstart[t + 1]; e++) {
+                const double *lme = ix.lm[e];
+                size_t v = ix.lnode[e], g = ix.root[v], k = as_problem_node(p, g)->k;
                 rep_move best = {HUGE_VAL, 0, 0, 0};
-                if (gstamp[g] == steps + 1 || !(l->m[e][x[v]] > 0))
+                if (gstamp[g] == steps + 1 || !(lme[x[v]] > 0))
                     continue;
                 gstamp[g] = (unsigned)steps + 1;
                 /* the REP_TRY strategies that lower this entry most (a scan of every
                    strategy of every group in gpt3-13b's rows with copies took seconds) */
                 for (q = 0, nq = 0; q < k; q++) {
                     size_t j;
-                    if (q == x[g] || !(l->m[e][q] < l->m[e][x[v]]))
+                    if (q == x[g] || !(lme[q] < lme[x[v]]))
                         continue;
                     for (j = nq < REP_TRY ? nq++ : REP_TRY;
-                         j > 0 && l->m[e][try[j - 1]] > l->m[e][q]; j--)
+                         j > 0 && lme[try[j - 1]] > lme[q]; j--)
                         if (j < REP_TRY)
                             try[j] = try[j - 1];
                     if (j < REP_TRY)

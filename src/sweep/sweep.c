@@ -508,9 +508,17 @@ problem_dominates(const as_problem *a, const as_problem *b)
                 0)
             return 0;
     }
-    for (t = 0; t < as_problem_nlive(a); t++) {
-        const as_plive *x = as_problem_live(a, t), *y = as_problem_live(b, t);
-        if (x->n != y->n || x->resident < y->resident)
+    if (as_problem_nsegs(a) != as_problem_nsegs(b))
+        return 0;
+    /* points, then liveness segments (shared entries, formulate/problem.h): the same
+       structure, A's bytes at least B's entry by entry */
+    for (t = 0; t < as_problem_nlive(a) + as_problem_nsegs(a); t++) {
+        int seg = t >= as_problem_nlive(a);
+        size_t jj = seg ? t - as_problem_nlive(a) : t;
+        const as_plive *x = seg ? as_problem_live_seg(a, jj) : as_problem_live(a, jj);
+        const as_plive *y = seg ? as_problem_live_seg(b, jj) : as_problem_live(b, jj);
+        if (x->n != y->n || x->resident < y->resident || x->seg != y->seg ||
+            memcmp(x->more, y->more, sizeof x->more) != 0)
             return 0;
         for (i = 0; i < x->n; i++) {
             if (x->nodes[i] != y->nodes[i])
@@ -737,18 +745,24 @@ peak_lower_bound(const as_problem *p)
     size_t t, i, s;
 
     for (t = 0; t < as_problem_nlive(p); t++) {
-        const as_plive *l = as_problem_live(p, t);
+        const as_plive *l = as_problem_live(p, t), *e;
+        as_plive_iter it;
         double sum = l->resident;
-        for (i = 0; i < l->n; i++) {
-            size_t k = as_problem_node(p, l->nodes[i])->k;
-            double lo = INFINITY, any = INFINITY;
-            for (s = 0; s < k; s++) {
-                any = fmin(any, l->m[i][s]);
-                if (allowed(p, l->nodes[i], s))
-                    lo = fmin(lo, l->m[i][s]);
+        /* the point's own entries and those of its liveness segments */
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it))
+            for (i = 0; i < e->n; i++) {
+                size_t k = as_problem_node(p, e->nodes[i])->k;
+                double lo = INFINITY, any = INFINITY;
+                for (s = 0; s < k; s++) {
+                    double v = e->m != NULL && e->m[i] != NULL
+                                   ? e->m[i][s]
+                                   : as_problem_node(p, e->nodes[i])->m[s];
+                    any = fmin(any, v);
+                    if (allowed(p, e->nodes[i], s))
+                        lo = fmin(lo, v);
+                }
+                sum += isfinite(lo) ? lo : any;
             }
-            sum += isfinite(lo) ? lo : any;
-        }
         peak = fmax(peak, sum);
     }
     return peak;
