@@ -1288,6 +1288,134 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
 
 /* ---- entry point ---- */
 
+/* ---- axis images (the heuristics' axis-map move, problem.h as_problem_set_axis_image) ---- */
+
+/* The non-identity permutations of NAXES (<= 3) axes into PERM, in lexicographic order. */
+static size_t
+axis_perms(int naxes, int perm[AS_AXIS_PERM_MAX][AS_MESH_MAX_AXES])
+{
+    static const int p3[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    size_t n = 0;
+    int i, a;
+
+    if (naxes == 2) {
+        perm[0][0] = 1;
+        perm[0][1] = 0;
+        return 1;
+    }
+    if (naxes != 3)
+        return 0;
+    for (i = 1; i < 6; i++, n++)
+        for (a = 0; a < 3; a++)
+            perm[n][a] = p3[i][a];
+    return n;
+}
+
+/* SP with mesh axis a moved to PERM[a]. */
+static as_spec
+spec_permuted(const as_spec *sp, const int *perm, int naxes)
+{
+    as_spec q = *sp;
+    int a;
+
+    for (a = 0; a < naxes; a++) {
+        q.axis[perm[a]] = sp->axis[a];
+        q.partial[perm[a]] = sp->partial[a];
+    }
+    return q;
+}
+
+static int
+spec_same(const as_spec *a, const as_spec *b, int naxes)
+{
+    int k;
+
+    if (a->rank != b->rank)
+        return 0;
+    for (k = 0; k < naxes; k++)
+        if (a->axis[k] != b->axis[k] || a->partial[k] != b->partial[k])
+            return 0;
+    return 1;
+}
+
+/* IMG[j * n + s]: the strategy of SET whose specs are those of s under permutation j
+   (else the cheapest whose input specs are; else AS_NO_IMAGE). */
+static void
+set_images(const as_strategy_set *set, int perm[AS_AXIS_PERM_MAX][AS_MESH_MAX_AXES],
+           size_t nperm, int naxes, size_t *img)
+{
+    size_t j, n = (size_t)set->n, nio = (size_t)(set->nin + set->nout);
+    as_spec *want = as_xcalloc(nio + 1, sizeof *want);
+    size_t s, t, i;
+
+    for (j = 0; j < nperm; j++)
+        for (s = 0; s < n; s++) {
+            const as_strategy *a = &set->s[s];
+            size_t best = AS_NO_IMAGE;
+            img[j * n + s] = AS_NO_IMAGE;
+            for (i = 0; i < nio; i++)
+                want[i] = spec_permuted(i < (size_t)set->nin ? &a->in[i] : &a->out[i - set->nin],
+                                        perm[j], naxes);
+            for (t = 0; t < n; t++) {
+                const as_strategy *b = &set->s[t];
+                for (i = 0; i < nio; i++)
+                    if (!spec_same(&want[i], i < (size_t)set->nin ? &b->in[i] : &b->out[i - set->nin],
+                                   naxes))
+                        break;
+                if (i == nio) {
+                    img[j * n + s] = t;
+                    break;
+                }
+            }
+            /* none with every spec: the cheapest with the inputs' (an op whose output the
+               permutation leaves without its layout: a reduce-scatter becomes an
+               all-reduce) */
+            for (t = 0; img[j * n + s] == AS_NO_IMAGE && set->nin > 0 && t < n; t++) {
+                const as_strategy *b = &set->s[t];
+                for (i = 0; i < (size_t)set->nin; i++)
+                    if (!spec_same(&want[i], &b->in[i], naxes))
+                        break;
+                if (i == (size_t)set->nin && (best == AS_NO_IMAGE ||
+                                              b->compute + b->comm < set->s[best].compute +
+                                                                         set->s[best].comm))
+                    best = t;
+            }
+            if (img[j * n + s] == AS_NO_IMAGE)
+                img[j * n + s] = best;
+        }
+    free(want);
+}
+
+/* Every node's axis images, computed once per strategy set. */
+static void
+add_axis_images(as_build_map *map, as_problem *p)
+{
+    int perm[AS_AXIS_PERM_MAX][AS_MESH_MAX_AXES];
+    int naxes = as_mesh_naxes(as_cost_model_mesh(map->cm));
+    size_t nperm = axis_perms(naxes, perm), v, nsets = 0;
+    size_t **cache = NULL;
+
+    if (nperm == 0)
+        return;
+    for (v = 0; v < map->nnodes; v++)
+        if (map->node_set[v] != NULL && (size_t)map->node_set[v]->id + 1 > nsets)
+            nsets = (size_t)map->node_set[v]->id + 1;
+    cache = as_xcalloc(nsets + 1, sizeof *cache);
+    for (v = 0; v < map->nnodes; v++) {
+        const as_strategy_set *set = map->node_set[v];
+        if (set == NULL)
+            continue;
+        if (cache[set->id] == NULL) {
+            cache[set->id] = as_xcalloc(nperm * (size_t)set->n + 1, sizeof **cache);
+            set_images(set, perm, nperm, naxes, cache[set->id]);
+        }
+        as_problem_set_axis_image(p, v, nperm, cache[set->id], NULL);
+    }
+    for (v = 0; v < nsets; v++)
+        free(cache[v]);
+    free(cache);
+}
+
 int
 as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_model *cm,
                       const as_build_opts *o, as_problem **out, as_build_map **mapp, as_err *err)
@@ -1351,6 +1479,7 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     else
         as_problem_set_memory(p, o->memory);
     map->st.nodes = map->nnodes;
+    add_axis_images(map, p);
 out:
     as_progress_end(&map->pg);
     if (rc != AS_OK) {

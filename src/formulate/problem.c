@@ -30,6 +30,7 @@ struct as_problem {
     as_strmap names;  /**< node name -> index */
     double memory;    /**< bytes per device, 0 = none */
     double offset;    /**< seconds */
+    size_t nperm;     /**< axis permutations of the nodes' images (0: none) */
 };
 
 #define MEM_TOL(x) (1e-9 * fabs(x) + 1e-6)
@@ -113,6 +114,34 @@ as_problem_set_strategy_name(as_problem *p, size_t v, size_t s, const char *name
     names = (const char **)nd->snames;
     names[s] = as_arena_strdup(p->arena, name);
     return AS_OK;
+}
+
+int
+as_problem_set_axis_image(as_problem *p, size_t v, size_t nperm, const size_t *img, as_err *err)
+{
+    as_pnode *nd;
+    size_t *dst, i;
+
+    if (v >= p->nodes.n || nperm == 0 || nperm > AS_AXIS_PERM_MAX ||
+        (p->nperm != 0 && p->nperm != nperm))
+        return as_errf(err, AS_EUSAGE, "axis image: node %zu or %zu permutations out of range", v,
+                       nperm);
+    nd = &p->nodes.v[v];
+    for (i = 0; i < nperm * nd->k; i++)
+        if (img[i] != AS_NO_IMAGE && img[i] >= nd->k)
+            return as_errf(err, AS_EUSAGE, "axis image: node %zu: strategy %zu out of range", v,
+                           img[i]);
+    dst = as_arena_calloc(p->arena, nperm * nd->k, sizeof *dst);
+    memcpy(dst, img, nperm * nd->k * sizeof *dst);
+    nd->img = dst;
+    p->nperm = nperm;
+    return AS_OK;
+}
+
+size_t
+as_problem_axis_perms(const as_problem *p)
+{
+    return p->nperm;
 }
 
 int
@@ -379,6 +408,8 @@ as_problem_clone(const as_problem *p)
         for (s = 0; nd->snames != NULL && s < nd->k; s++)
             if (nd->snames[s] != NULL)
                 as_problem_set_strategy_name(q, i, s, nd->snames[s], NULL);
+        if (nd->img != NULL)
+            as_problem_set_axis_image(q, i, p->nperm, nd->img, NULL);
     }
     for (i = 0; i < p->edges.n; i++)
         as_problem_add_edge(q, p->edges.v[i].u, p->edges.v[i].v, p->edges.v[i].r, NULL);

@@ -31,7 +31,13 @@ typedef struct as_pnode {
     const double *m;           /**< memory per strategy, bytes per device */
     size_t follow;             /**< node whose strategy index this one copies, or AS_NO_FOLLOW */
     const char *const *snames; /**< strategy names (k entries) or NULL: "S<i>" */
+    const size_t *img;         /**< axis images (as_problem_set_axis_image): nperm x k, or NULL */
 } as_pnode;
+
+/** No image of a strategy under an axis permutation. */
+#define AS_NO_IMAGE ((size_t)-1)
+/** Non-identity permutations of up to 3 mesh axes (2-D: 1, 3-D: 5). */
+#define AS_AXIS_PERM_MAX 5
 
 /** An edge u -> v with its resharding matrix; read-only view. */
 typedef struct as_pedge {
@@ -86,6 +92,18 @@ int as_problem_add_node(as_problem *p, const char *name, size_t k, const double 
 /** Name strategy S of node V (copied).  AS_EUSAGE if out of range. */
 int as_problem_set_strategy_name(as_problem *p, size_t v, size_t s, const char *name,
                                  as_err *err);
+/**
+ * Axis images: the problem's mesh axes permuted NPERM ways (the builder's non-identity
+ * permutations, as_problem_axis_perms), IMG[j * k + s] is the strategy of node V whose
+ * input and output specs are those of S with the axes permuted the j-th way, or
+ * AS_NO_IMAGE (copied).  What the heuristics' axis-map move reads (solve/heur.h); a
+ * problem without them (a cost-graph file) has no such move.  The first call fixes NPERM
+ * (<= AS_AXIS_PERM_MAX); AS_EUSAGE on another NPERM, or V, an image out of range.
+ */
+int as_problem_set_axis_image(as_problem *p, size_t v, size_t nperm, const size_t *img,
+                              as_err *err);
+/** NPERM of as_problem_set_axis_image, 0 if no node has images. */
+size_t as_problem_axis_perms(const as_problem *p);
 /** Node V copies the strategy index of LEADER (Alpa's s_follow); checked by validate. */
 int as_problem_set_follow(as_problem *p, size_t v, size_t leader, as_err *err);
 /** Add edge U -> V with the k_u x k_v row-major matrix R (copied). */

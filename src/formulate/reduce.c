@@ -1765,6 +1765,19 @@ work_output(work *w)
         for (s = 0; nd->snames != NULL && s < kk; s++)
             if (nd->snames[red->sub[id][s]] != NULL)
                 as_problem_set_strategy_name(q, id, s, nd->snames[red->sub[id][s]], NULL);
+        if (nd->img != NULL) { /* the images among the strategies kept */
+            size_t np = as_problem_axis_perms(p), *im = as_xcalloc(np * kk + 1, sizeof *im), t;
+            for (j = 0; j < np; j++)
+                for (s = 0; s < kk; s++) {
+                    size_t o = nd->img[j * nd->k + red->sub[id][s]];
+                    im[j * kk + s] = AS_NO_IMAGE;
+                    for (t = 0; o != AS_NO_IMAGE && t < kk; t++)
+                        if (red->sub[id][t] == o)
+                            im[j * kk + s] = t;
+                }
+            as_problem_set_axis_image(q, id, np, im, NULL);
+            free(im);
+        }
         newidx[v] = id;
         red->origin[id] = v;
         red->stats.strategies += kk;

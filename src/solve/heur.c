@@ -1626,3 +1626,74 @@ out:
     free(y);
     return moved;
 }
+
+/* ---- axis-map moves ---- */
+
+/* Strategy of unit U that S becomes under axis permutation J, or S (no image, or the image
+   forbidden by an alias inside the unit). */
+static size_t
+unit_image(const as_heur *h, size_t u, size_t s, size_t j)
+{
+    const as_pnode *nd = as_problem_node(h->p, h->mem[h->mstart[u]]);
+    size_t t;
+
+    if (nd->img == NULL || nd->k != h->k[u])
+        return s;
+    t = nd->img[j * nd->k + s];
+    return t != AS_NO_IMAGE && isfinite(h->cost[u][t]) ? t : s;
+}
+
+int
+as_heur_axismap(const as_heur *h, size_t *x, double deadline)
+{
+    size_t np = as_problem_axis_perms(h->p), j, u, moved_units;
+    size_t *y, *z;
+    double *tot, best, v, v0;
+    int moved = 0, form;
+
+    if (np == 0 || h->nu == 0)
+        return 0;
+    y = as_xcalloc(h->nu + 1, sizeof *y);
+    z = as_xcalloc(h->nu + 1, sizeof *z);
+    tot = as_xcalloc(h->nbind + 2, sizeof *tot);
+    best = as_heur_eval(h, x, tot);
+    if (!isfinite(best))
+        goto out;
+    memcpy(z, x, h->nu * sizeof *z); /* every permutation maps the plan as it came */
+    for (j = 0; j < np; j++)
+        for (form = 0; form < 2; form++) {
+            if (deadline > 0 && as_now() > deadline)
+                goto out;
+            /* form 0: every unit mapped; form 1: only the units whose own cost (compute and
+               communication, links aside: the neighbours move too) falls */
+            moved_units = 0;
+            for (u = 0; u < h->nu; u++) {
+                size_t t = unit_image(h, u, z[u], j);
+                y[u] = z[u];
+                if (t == z[u])
+                    continue;
+                if (form == 1 && !(h->cost[u][t] < h->cost[u][z[u]]))
+                    continue;
+                y[u] = t;
+                moved_units++;
+            }
+            if (moved_units == 0)
+                continue;
+            v0 = as_heur_eval(h, y, tot);
+            as_heur_improve(h, y, 50);
+            as_heur_chain(h, y, 5);
+            v = as_heur_eval(h, y, tot);
+            as_debug("axis map %zu%s: %zu units, %.9g as it is, %.9g settled (plan %.9g)", j,
+                     form ? " (where cheaper)" : "", moved_units, v0, v, best);
+            if (isfinite(v) && v < best - 1e-12 * fabs(best)) {
+                best = v;
+                memcpy(x, y, h->nu * sizeof *x);
+                moved = 1;
+            }
+        }
+out:
+    free(tot);
+    free(y);
+    free(z);
+    return moved;
+}

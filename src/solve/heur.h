@@ -172,6 +172,17 @@ int as_hls_block(as_hls *q, size_t units, int max_rounds, double deadline);
  */
 int as_heur_relabel(const as_heur *h, size_t *x, double deadline);
 
+/**
+ * Axis-map moves: for each permutation of the mesh axes the problem's builder gave images
+ * for (as_problem_set_axis_image: 2-D the swap, 3-D the 5 non-identity ones), every unit of
+ * X takes the strategy whose input and output specs are its own with the axes permuted
+ * (a unit without an image keeps its strategy) -- the whole plan re-mapped at once; then
+ * only the units whose own cost falls so.  Each is settled by single, pair and chain moves
+ * and the best kept if the plan is cheaper and fits.  Nothing on a problem without images
+ * (a cost-graph file, a 1-D mesh).  1 if X changed.
+ */
+int as_heur_axismap(const as_heur *h, size_t *x, double deadline);
+
 /** Expand a unit assignment X into a node assignment CHOICE (n entries). */
 void as_heur_expand(const as_heur *h, const size_t *x, size_t *choice);
 

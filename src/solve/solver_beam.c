@@ -633,6 +633,12 @@ block_polish(const as_problem *p, const as_limits *lim, double t0, as_keeper *kp
         as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
                       lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
     }
+    /* and axis-map moves: every unit's specs with the mesh axes permuted at once */
+    if (as_heur_axismap(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
+        moved = 1;
+        as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                      lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
+    }
     if (moved) {
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK)

@@ -419,6 +419,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         if (as_heur_relabel(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
             as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
+        /* and axis-map moves: every unit's specs with the mesh axes permuted at once */
+        if (as_heur_axismap(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
+            as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
+                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK)
             as_keeper_offer(&kp, lim, choice, obj);

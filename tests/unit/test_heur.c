@@ -546,6 +546,65 @@ test_relabel(void)
     as_problem_free(p);
 }
 
+/*
+ * Axis-map moves: the ring of test_relabel with strategy names of its own at every unit
+ * ("r<u>[x]", "r<u>[y]": no name shared, so no relabel), the two each other's image under
+ * the swap of the mesh axes (as a builder gives them, as_problem_set_axis_image).  All
+ * "[x]" is stuck for single, pair, chain, block and relabel moves; the axis map swaps every
+ * unit at once and reaches the optimum.  A clone keeps the images.
+ */
+static void
+test_axismap(void)
+{
+    as_problem *p = as_problem_new(), *q;
+    as_err err = {0};
+    as_heur h;
+    double r[4] = {0, 10, 10, 0}, c[2] = {0.1, 0}, v0, v;
+    size_t x[RING_N], u, id, img[2] = {1, 0};
+    int ok_build = 1, all1 = 1, stuck;
+
+    for (u = 0; u < RING_N; u++) {
+        char name[16], sn[32];
+        snprintf(name, sizeof name, "r%zu", u);
+        ok_build &= as_problem_add_node(p, name, 2, c, NULL, NULL, &id, &err) == AS_OK;
+        snprintf(sn, sizeof sn, "r%zu[x]", u);
+        ok_build &= as_problem_set_strategy_name(p, id, 0, sn, &err) == AS_OK;
+        snprintf(sn, sizeof sn, "r%zu[y]", u);
+        ok_build &= as_problem_set_strategy_name(p, id, 1, sn, &err) == AS_OK;
+        ok_build &= as_problem_set_axis_image(p, id, 1, img, &err) == AS_OK;
+        if (u > 0)
+            ok_build &= as_problem_add_edge(p, u - 1, u, r, &err) == AS_OK;
+    }
+    ok_build &= as_problem_add_edge(p, 0, RING_N - 1, r, &err) == AS_OK;
+    ok_build &= as_problem_validate(p, &err) == AS_OK;
+    ok(ok_build, "axis map: ring instance builds (%s)", err.msg);
+    ok(as_problem_set_axis_image(p, 0, 2, img, NULL) != AS_OK &&
+           as_problem_set_axis_image(p, 0, 1, (size_t[]){2, 0}, NULL) != AS_OK,
+       "axis map: another permutation count or an image out of range is refused");
+    as_heur_init(&h, p);
+    for (u = 0; u < RING_N; u++)
+        x[u] = 0;
+    v0 = as_heur_eval(&h, x, NULL);
+    stuck = !as_heur_improve(&h, x, 20) && !as_heur_chain(&h, x, 10) &&
+            !as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3, 0) && !as_heur_relabel(&h, x, 0);
+    ok(stuck && as_heur_eval(&h, x, NULL) == v0,
+       "axis map: single, pair, chain, block and relabel moves are stuck at %g", v0);
+    ok(as_heur_axismap(&h, x, 0), "axis map: the axis-map move moves");
+    v = as_heur_eval(&h, x, NULL);
+    for (u = 0; u < RING_N; u++)
+        all1 &= x[u] == 1;
+    ok(all1 && fabs(v - (v0 - 0.1 * RING_N)) <= 1e-9,
+       "axis map: every unit at \"[y]\", the optimum %g (%g)", v0 - 0.1 * RING_N, v);
+    ok(!as_heur_axismap(&h, x, 0), "axis map: nothing more at the optimum");
+    as_heur_free(&h);
+    q = as_problem_clone(p);
+    ok(as_problem_axis_perms(q) == 1 && as_problem_node(q, 7)->img != NULL &&
+           as_problem_node(q, 7)->img[0] == 1 && as_problem_node(q, 7)->img[1] == 0,
+       "axis map: a clone keeps the images");
+    as_problem_free(q);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -567,5 +626,6 @@ main(void)
     test_block();
     test_keeper();
     test_relabel();
+    test_axismap();
     return done_testing();
 }
