@@ -40,6 +40,23 @@ csr(size_t n, const size_t *key, const size_t *val, size_t m, size_t **start, si
     free(at);
 }
 
+/* Edges (ALIASES 0) or alias pairs (1) of P, M of them, per node: CSR START/IDX over N nodes. */
+static void
+pairs_csr(const as_problem *p, size_t n, size_t m, int aliases, size_t **start, size_t **idx)
+{
+    size_t *key = as_xcalloc(2 * m + 1, sizeof *key), *val = as_xcalloc(2 * m + 1, sizeof *val);
+    size_t e;
+
+    for (e = 0; e < m; e++) {
+        key[2 * e] = aliases ? as_problem_alias(p, e)->a : as_problem_edge(p, e)->u;
+        key[2 * e + 1] = aliases ? as_problem_alias(p, e)->b : as_problem_edge(p, e)->v;
+        val[2 * e] = val[2 * e + 1] = e;
+    }
+    csr(n, key, val, 2 * m, start, idx);
+    free(key);
+    free(val);
+}
+
 static void
 rep_index_init(rep_index *ix, const as_problem *p)
 {
@@ -94,28 +111,8 @@ rep_index_init(rep_index *ix, const as_problem *p)
     free(key);
     free(val);
     free(ent);
-    m = as_problem_nedges(p);
-    key = as_xcalloc(2 * m + 1, sizeof *key);
-    val = as_xcalloc(2 * m + 1, sizeof *val);
-    for (e = 0; e < m; e++) {
-        key[2 * e] = as_problem_edge(p, e)->u;
-        key[2 * e + 1] = as_problem_edge(p, e)->v;
-        val[2 * e] = val[2 * e + 1] = e;
-    }
-    csr(n, key, val, 2 * m, &ix->estart, &ix->eidx);
-    free(key);
-    free(val);
-    m = as_problem_naliases(p);
-    key = as_xcalloc(2 * m + 1, sizeof *key);
-    val = as_xcalloc(2 * m + 1, sizeof *val);
-    for (e = 0; e < m; e++) {
-        key[2 * e] = as_problem_alias(p, e)->a;
-        key[2 * e + 1] = as_problem_alias(p, e)->b;
-        val[2 * e] = val[2 * e + 1] = e;
-    }
-    csr(n, key, val, 2 * m, &ix->astart, &ix->aidx);
-    free(key);
-    free(val);
+    pairs_csr(p, n, as_problem_nedges(p), 0, &ix->estart, &ix->eidx);
+    pairs_csr(p, n, as_problem_naliases(p), 1, &ix->astart, &ix->aidx);
 }
 
 static void

@@ -437,10 +437,16 @@ as_heur_eval(const as_heur *h, const size_t *x, double *tot)
     }
     if (!isfinite(c) || h->nbind == 0)
         return c;
-    memory_of(h, x, tot);
-    for (i = 0; i < h->nbind; i++)
-        if (tot[i] > h->cap)
-            return INFINITY;
+    {
+        /* TOT may be NULL: scratch of our own (a budget binds here) */
+        double *mine = tot == NULL ? as_xmalloc(h->nbind * sizeof *mine) : NULL;
+        double *use = tot != NULL ? tot : mine;
+        memory_of(h, x, use);
+        for (i = 0; i < h->nbind && isfinite(c); i++)
+            if (use[i] > h->cap)
+                c = INFINITY;
+        free(mine);
+    }
     return c;
 }
 

@@ -108,8 +108,8 @@ int as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pair
 /**
  * The objective of the complete assignment X as the units see it (own costs plus every
  * link once; the problem's constant not included), or INFINITY if an alias forbids it or
- * a binding liveness point exceeds the budget.  TOT: nbind doubles of scratch (may be
- * NULL without a budget).  O(units + links + memory entries): cheaper than
+ * a binding liveness point exceeds the budget.  TOT: nbind doubles of scratch, or NULL
+ * (then allocated here).  O(units + links + memory entries): cheaper than
  * as_problem_check on the expanded plan, which it agrees with up to the constant.
  */
 double as_heur_eval(const as_heur *h, const size_t *x, double *tot);
