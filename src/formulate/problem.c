@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "formulate/ilp.h"
 #include "formulate/problem.h"
 
 struct as_problem {
@@ -23,8 +24,8 @@ struct as_problem {
     AS_VEC(as_pedge) edges;
     AS_VEC(as_plive) live;
     AS_VEC(as_plive) segs;           /**< liveness segments (seg = parent), parents first */
-    AS_VEC(double) seg_lo, seg_hi;   /**< each segment's smallest / largest bytes, its
-                                          parents' included */
+    AS_VEC(double) seg_hi;           /**< each segment's largest bytes, its parents'
+                                          included */
     AS_VEC(as_palias) aliases;
     AS_VEC(size_t *) nogoods;
     as_strmap names;  /**< node name -> index */
@@ -54,7 +55,6 @@ as_problem_free(as_problem *p)
     AS_VEC_FREE(&p->edges);
     AS_VEC_FREE(&p->live);
     AS_VEC_FREE(&p->segs);
-    AS_VEC_FREE(&p->seg_lo);
     AS_VEC_FREE(&p->seg_hi);
     AS_VEC_FREE(&p->aliases);
     AS_VEC_FREE(&p->nogoods);
@@ -255,7 +255,7 @@ as_problem_add_live_seg(as_problem *p, const size_t *nodes, const double *const 
                         size_t parent, size_t *id, as_err *err)
 {
     as_plive l;
-    double lo, hi, mn, mx;
+    double hi, mx;
     size_t i, s;
 
     if (parent != AS_NO_SEG && parent >= p->segs.n)
@@ -263,22 +263,16 @@ as_problem_add_live_seg(as_problem *p, const size_t *nodes, const double *const 
                        "segment", p->segs.n, parent);
     AS_CHECK(make_entries(p, nodes, m, n, "liveness segment", p->segs.n, &l, err));
     l.seg = parent;
-    lo = parent != AS_NO_SEG ? p->seg_lo.v[parent] : 0;
     hi = parent != AS_NO_SEG ? p->seg_hi.v[parent] : 0;
     for (i = 0; i < n; i++) {
-        mn = INFINITY;
         mx = 0;
-        for (s = 0; s < p->nodes.v[l.nodes[i]].k; s++) {
-            mn = fmin(mn, l.m[i][s]);
+        for (s = 0; s < p->nodes.v[l.nodes[i]].k; s++)
             mx = fmax(mx, l.m[i][s]);
-        }
-        lo += mn;
         hi += mx;
     }
     if (id != NULL)
         *id = p->segs.n;
     AS_VEC_PUSH(&p->segs, l);
-    AS_VEC_PUSH(&p->seg_lo, lo);
     AS_VEC_PUSH(&p->seg_hi, hi);
     return AS_OK;
 }
@@ -688,23 +682,61 @@ as_problem_peak(const as_problem *p, const size_t *x)
     return peak;
 }
 
+/* Strategy S of node V can be in a plan: neither it nor the strategy of the
+ * same index on its follow chain costs AS_ILP_FORBIDDEN_COST or more (what the
+ * ILP forbids: strategies an axis role rules out). */
+static int
+allowed(const as_problem *p, size_t v, size_t s)
+{
+    size_t hops;
+
+    for (hops = 0; hops <= p->nodes.n; hops++) {
+        const as_pnode *nd = &p->nodes.v[v];
+        if (!(nd->c[s] + nd->d[s] < AS_ILP_FORBIDDEN_COST))
+            return 0;
+        if (nd->follow == AS_NO_FOLLOW)
+            return 1;
+        v = nd->follow;
+    }
+    return 1;
+}
+
+/* The smallest bytes of entry I of L over the strategies a plan may hold
+ * (over all of them when none is allowed: no plan then, the bound stays finite). */
+static double
+entry_lo(const as_problem *p, const as_plive *l, size_t i)
+{
+    double lo = INFINITY, any = INFINITY;
+    size_t s;
+
+    for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++) {
+        any = fmin(any, l->m[i][s]);
+        if (l->m[i][s] < lo && allowed(p, l->nodes[i], s))
+            lo = l->m[i][s];
+    }
+    return isfinite(lo) ? lo : any;
+}
+
 double
 as_problem_peak_lower_bound(const as_problem *p)
 {
-    double peak = 0, sum, lo;
-    size_t t, i, s;
+    double peak = 0, sum, *seg = as_xmalloc((p->segs.n + 1) * sizeof *seg);
+    size_t t, i;
 
+    for (t = 0; t < p->segs.n; t++) { /* parents come first */
+        const as_plive *l = &p->segs.v[t];
+        seg[t] = l->seg != AS_NO_SEG ? seg[l->seg] : 0;
+        for (i = 0; i < l->n; i++)
+            seg[t] += entry_lo(p, l, i);
+    }
     for (t = 0; t < p->live.n; t++) {
         const as_plive *l = &p->live.v[t];
-        sum = l->resident + chains(l, p->seg_lo.v);
-        for (i = 0; i < l->n; i++) {
-            lo = INFINITY;
-            for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++)
-                lo = fmin(lo, l->m[i][s]);
-            sum += lo;
-        }
+        sum = l->resident + chains(l, seg);
+        for (i = 0; i < l->n; i++)
+            sum += entry_lo(p, l, i);
         peak = fmax(peak, sum);
     }
+    free(seg);
     return peak;
 }
 

@@ -206,7 +206,13 @@ double as_problem_peak(const as_problem *p, const size_t *choice);
  * left out of the ILP and does not stop reductions (exact).  0 without a budget.
  */
 int as_problem_live_binds(const as_problem *p, size_t t);
-/** Smallest peak any plan could reach (per point minimum; a lower bound), bytes per device. */
+/**
+ * Smallest peak any plan could reach, bytes per device (a lower bound): the
+ * largest over liveness points of resident bytes plus each entry's smallest
+ * memory over the strategies a plan may hold (costs under
+ * AS_ILP_FORBIDDEN_COST along the follow chain: an axis role's forbidden
+ * layouts do not count).  solve's hopeless-budget check and sweep's pruning.
+ */
 double as_problem_peak_lower_bound(const as_problem *p);
 /**
  * Check that CHOICE is a valid plan: indices in range, follows respected,

@@ -709,65 +709,6 @@ merge_sim(const sweep_ctx *x, const as_sweep_cfg *c, const as_graph *g, eval *E,
 }
 
 /* Build, prune, solve, fit and simulate configuration C; AS_OK or the error (E->status). */
-/* May node V take strategy S in an ILP plan?  Not when its cost is forbidden (the axis
-   roles' AS_STRAT_INFINITY_COST: the ILP fixes such a column at 0) or, for a node that
-   follows another, when the leader's is. */
-static int
-allowed(const as_problem *p, size_t v, size_t s)
-{
-    size_t hops;
-
-    for (hops = 0; hops <= as_problem_nnodes(p); hops++) {
-        const as_pnode *nd = as_problem_node(p, v);
-        if (!(nd->c[s] + nd->d[s] < AS_ILP_FORBIDDEN_COST))
-            return 0;
-        if (nd->follow == AS_NO_FOLLOW)
-            return 1;
-        v = nd->follow;
-    }
-    return 1;
-}
-
-/*
- * The memory lower bound that prunes a configuration: as_problem_peak_lower_bound (the
- * fullest liveness point's resident bytes plus every live node's smallest memory), the
- * minimum taken over the strategies an ILP plan may hold.  Under --role data,tensor the
- * smallest layout of a parameter splits it over the data axis, a strategy the roles forbid;
- * its allowed layouts split it over the tensor and auto axes only (and the data axes under
- * ZeRO, whose memory the problem already divides).  A node without an allowed strategy
- * takes its smallest over all (no plan then; the bound stays finite).  Equal to
- * as_problem_peak_lower_bound without forbidden strategies (tests/cli/sweep_results.sh).
- */
-static double
-peak_lower_bound(const as_problem *p)
-{
-    double peak = 0;
-    size_t t, i, s;
-
-    for (t = 0; t < as_problem_nlive(p); t++) {
-        const as_plive *l = as_problem_live(p, t), *e;
-        as_plive_iter it;
-        double sum = l->resident;
-        /* the point's own entries and those of its liveness segments */
-        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it))
-            for (i = 0; i < e->n; i++) {
-                size_t k = as_problem_node(p, e->nodes[i])->k;
-                double lo = INFINITY, any = INFINITY;
-                for (s = 0; s < k; s++) {
-                    double v = e->m != NULL && e->m[i] != NULL
-                                   ? e->m[i][s]
-                                   : as_problem_node(p, e->nodes[i])->m[s];
-                    any = fmin(any, v);
-                    if (allowed(p, e->nodes[i], s))
-                        lo = fmin(lo, v);
-                }
-                sum += isfinite(lo) ? lo : any;
-            }
-        peak = fmax(peak, sum);
-    }
-    return peak;
-}
-
 static int
 eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
 {
@@ -830,7 +771,7 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
             return err->code;
         E->budget[s] = E->rb[s] = as_problem_memory(E->gp[s].p);
         E->budget_max = fmax(E->budget_max, E->budget[s]);
-        lb = peak_lower_bound(E->gp[s].p);
+        lb = as_problem_peak_lower_bound(E->gp[s].p);
         E->lb = fmax(E->lb, lb);
         if (E->budget[s] > 0 && lb > E->budget[s] * (1 + 1e-9)) {
             E->status = "pruned";
@@ -1020,7 +961,7 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "mfu", x->peak_flops > 0 ? json_real(tf * 1e12 / x->peak_flops)
                                                         : json_null());
         json_object_set_new(j, "peak_memory", json_real(E.plan->peak));
-        /* the memory lower bound of the stage problems (peak_lower_bound): no plan below it */
+        /* the stages' memory lower bound (as_problem_peak_lower_bound): no plan below it */
         json_object_set_new(j, "lower_bound", json_real(E.lb));
         json_object_set_new(j, "capacity", json_real(E.sim->capacity));
         json_object_set_new(j, "oom", json_boolean(oom));

@@ -110,10 +110,13 @@ lbof() { jq -r "select(.mesh == \"$2\") | .lower_bound" "$1"; }
 as sweep $Z -o "$T/r.jsonl"
 ok $rc "sweep --role data,tensor on 4 devices (each line has its lower_bound)"
 B=$(lbof "$T/r.jsonl" 2x2)
-as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory 1
+as solve "$T/g.asg" --mesh 2x2 --memory 1
 old=$(sed -n 's/.*every plan needs at least \([0-9.]* [KMG]iB\).*/\1/p' "$T/err")
-check "the bound with roles ($(mib "$B")) is above the roles-blind one ($old)" \
+check "the bound with roles ($(mib "$B")) is above the one without roles ($old)" \
     awk -v b="$B" -v o="${old% MiB}" 'BEGIN { exit !(b > o * 1048576 * 1.2) }'
+as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory 1
+check "one truth: solve --role data,tensor rejects the budget with the sweep's bound ($(mib "$B"))" \
+    sh -c "[ $rc -eq 3 ] && grep -q 'at least $(mib "$B") ' '$T/err'"
 as solve "$T/g.asg" --mesh 2x2 --role data,tensor --memory $((${B%.*} - 1))
 check "a true lower bound: the ILP proves 1 B below it infeasible (exit 3)" \
     sh -c "[ $rc -eq 3 ] && grep -q 'no plan fits' '$T/err'"
