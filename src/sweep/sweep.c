@@ -738,33 +738,89 @@ allowed(const as_problem *p, size_t v, size_t s)
  * takes its smallest over all (no plan then; the bound stays finite).  Equal to
  * as_problem_peak_lower_bound without forbidden strategies (tests/cli/sweep_results.sh).
  */
+/* Smallest memory of a liveness entry over the strategies an ILP plan may hold (over all
+   when none is: no plan then, the bound stays finite), from its memory figures M (k of
+   them); OK[s]: allowed(p, node, s). */
+static double
+entry_min(const double *m, const unsigned char *ok, size_t k)
+{
+    double lo = INFINITY, any = INFINITY;
+    size_t s;
+
+    for (s = 0; s < k; s++) {
+        any = m[s] < any ? m[s] : any;
+        if (ok[s] && m[s] < lo)
+            lo = m[s];
+    }
+    return isfinite(lo) ? lo : any;
+}
+
+/* The entries of liveness part E (a point or a segment, its parents not included): the sum
+   of their smallest allowed memory; NMIN caches a node's own figure (NAN: not yet). */
+static double
+part_min(const as_problem *p, const as_plive *e, const unsigned char *ok, const size_t *okoff,
+         double *nmin)
+{
+    double sum = 0;
+    size_t i, v;
+
+    for (i = 0; i < e->n; i++) {
+        const as_pnode *nd = as_problem_node(p, v = e->nodes[i]);
+        if (e->m != NULL && e->m[i] != NULL) {
+            sum += entry_min(e->m[i], ok + okoff[v], nd->k);
+        } else {
+            if (isnan(nmin[v]))
+                nmin[v] = entry_min(nd->m, ok + okoff[v], nd->k);
+            sum += nmin[v];
+        }
+    }
+    return sum;
+}
+
 static double
 peak_lower_bound(const as_problem *p)
 {
-    double peak = 0;
-    size_t t, i, s;
+    size_t n = as_problem_nnodes(p), nseg = as_problem_nsegs(p), t, s, v, j, tot = 0;
+    double peak = 0, *nmin = as_xmalloc((n + 1) * sizeof *nmin);
+    double *smin = as_xmalloc((nseg + 1) * sizeof *smin);
+    size_t *okoff = as_xmalloc((n + 1) * sizeof *okoff);
+    unsigned char *ok;
 
+    /* once per node: which strategies are allowed (and, lazily, its smallest memory); once
+       per segment: the sum over its own entries, shared by every point whose chains hold it
+       (memory figures are whole bytes, so the sums do not depend on the grouping) */
+    for (v = 0; v < n; v++) {
+        okoff[v] = tot;
+        tot += as_problem_node(p, v)->k;
+        nmin[v] = NAN;
+    }
+    ok = as_xmalloc(tot + 1);
+    for (v = 0; v < n; v++)
+        for (s = 0; s < as_problem_node(p, v)->k; s++)
+            ok[okoff[v] + s] = (unsigned char)allowed(p, v, s);
+    for (j = 0; j < nseg; j++)
+        smin[j] = NAN;
     for (t = 0; t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t), *e;
         as_plive_iter it;
         double sum = l->resident;
         /* the point's own entries and those of its liveness segments */
-        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it))
-            for (i = 0; i < e->n; i++) {
-                size_t k = as_problem_node(p, e->nodes[i])->k;
-                double lo = INFINITY, any = INFINITY;
-                for (s = 0; s < k; s++) {
-                    double v = e->m != NULL && e->m[i] != NULL
-                                   ? e->m[i][s]
-                                   : as_problem_node(p, e->nodes[i])->m[s];
-                    any = fmin(any, v);
-                    if (allowed(p, e->nodes[i], s))
-                        lo = fmin(lo, v);
-                }
-                sum += isfinite(lo) ? lo : any;
+        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it)) {
+            if (e == l) {
+                sum += part_min(p, e, ok, okoff, nmin);
+                continue;
             }
+            j = (size_t)(e - as_problem_live_seg(p, 0));
+            if (isnan(smin[j]))
+                smin[j] = part_min(p, e, ok, okoff, nmin);
+            sum += smin[j];
+        }
         peak = fmax(peak, sum);
     }
+    free(nmin);
+    free(smin);
+    free(okoff);
+    free(ok);
     return peak;
 }
 
