@@ -11,8 +11,9 @@
 #
 # No recomputation by default: DistSim profiles and predicts Megatron-LM runs, and
 # Megatron-LM recomputes only when asked (--checkpoint-activations, later
-# --recompute-activations; its BERT example scripts do not pass it).  DistSim's paper
-# does not say it turned recomputation on.  RECOMPUTE=full is the other setting.
+# --recompute-activations; its BERT example scripts do not pass it), and the part of
+# DistSim's paper we could read (its abstract) does not say it turned recomputation on.
+# `bench/distsim_bert.sh 64 60 full` runs the other setting.
 # The device memory is the profile's usable figure: 23028 MiB as the driver reports an
 # A10 less 1 GiB reserved (CUDA context, NCCL buffers, cuBLAS/cuDNN workspaces,
 # allocator), 21.49 GiB; MEMORY=22GiB sets another usable figure (reserved_memory = 0).
