@@ -763,6 +763,13 @@ as_hw_print(const as_hw *hw, FILE *fp)
     }
 }
 
+/* Bytes as a JSON integer, or a real past int64 (a file may set up to 1e24 B). */
+static json_t *
+hw_json_bytes(double v)
+{
+    return v == floor(v) && fabs(v) < 9e18 ? json_integer((json_int_t)v) : json_real(v);
+}
+
 json_t *
 as_hw_to_json(const as_hw *hw)
 {
@@ -787,13 +794,11 @@ as_hw_to_json(const as_hw *hw)
         else if (k->kind == HW_COUNT)
             json_object_set_new(dst, key, json_integer(*(const int *)(const void *)field));
         else if (k->kind == HW_BYTES || k->kind == HW_BYTES0)
-            json_object_set_new(dst, key,
-                                json_integer((json_int_t)*(const double *)(const void *)field));
+            json_object_set_new(dst, key, hw_json_bytes(*(const double *)(const void *)field));
         else if (*(const double *)(const void *)field != 0 || k->kind != HW_POS)
             json_object_set_new(dst, key, json_real(*(const double *)(const void *)field));
         if (strcmp(k->key, "reserved_memory") == 0) /* derived, for readers */
-            json_object_set_new(o, "usable_memory",
-                                json_integer((json_int_t)as_hw_usable_memory(hw)));
+            json_object_set_new(o, "usable_memory", hw_json_bytes(as_hw_usable_memory(hw)));
         if (strcmp(k->key, "desc") == 0)
             json_object_set_new(o, "peak_flops", peak); /* keep the file's key order */
     }

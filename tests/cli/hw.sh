@@ -82,6 +82,10 @@ expect_fail 2 "small.hw:3:19: 'reserved_memory' must be >= 0 (got -1)" "negative
 as hw show "$D/my-gpu.hw"
 ok $([ $rc -eq 0 ] && grep -q '^reserved_memory *= 0 ' "$T/out"; echo $?) \
     "a file without base reserves nothing unless it says so"
+printf 'base = a100-dgx\nname = big\nmemory = 1e24\n' >"$T/big.hw"
+as hw show "$T/big.hw" --json
+ok $([ $rc -eq 0 ] && grep -q '"memory": 1e24,' "$T/out" && grep -q '"usable_memory": 1e24,' "$T/out"
+     echo $?) "hw show --json: a memory past int64 is a JSON real (no overflowing cast)"
 as hw show b200
 expect_fail 2 \
     "^autoshard: unknown hardware profile 'b200' (known: a10-pcie, a100-dgx, h100-dgx, v100-dgx2)$"\
