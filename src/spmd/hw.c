@@ -143,7 +143,8 @@ static const as_hw hw_builtin[] = {
         .hbm_bandwidth = 900e9,   /* V100 datasheet: HBM2 900 GB/s */
         /* "32GB" HBM2: nvidia-smi on a V100-SXM3-32GB (driver 470) prints 32510MiB; PyTorch
          * reports "31.74 GiB total capacity" (github.com/liucongg/ChatGLM-Finetuning/issues/73).
-         * (Drivers from 525 on print 32768MiB in nvidia-smi; CUDA still gets the smaller.) */
+         * (Newer drivers print 32768MiB in nvidia-smi; PyTorch's total_memory stays near
+         * 32500 MiB, e.g. "Tesla V100-SXM2-32GB, 32494MiB" in a YOLOv5 log.) */
         .memory = 32510 * MIB,
         .reserved_memory = RESERVED,
         .kernel_overhead = KERNEL_OVERHEAD,
