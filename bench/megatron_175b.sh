@@ -1,6 +1,7 @@
 #!/bin/sh
 # megatron_175b.sh -- issue 14 item 8, Megatron-LM (Narayanan et al. 2021, Table 1):
-# GPT-3 175B on 1024 A100s (a100-dgx: nodes of 8, 80 GB), global batch 1536; Megatron
+# GPT-3 175B on 1024 A100s (a100-dgx: nodes of 8, 80 GiB of which 79 usable: 1 GiB
+# reserved for the CUDA context and workspaces, docs/hw.md), global batch 1536; Megatron
 # runs t = 8 tensor x p = 16 pipeline x d = 8 data, microbatch size 1, full activation
 # recomputation, at ~140 TFLOP/s per GPU (138 in Table 1; their count includes the
 # recomputed forward).
@@ -9,8 +10,8 @@
 # with tensor parallelism inside a node (--tp-max 8 bounds the tensor axis only),
 # microbatch size 1 (--microbatch-size 1: K = 1536 / D), full recomputation, and the
 # pipeline degrees Megatron can run: P dividing the 96 layers with the model state fitting
-# 80 GB -- 16 bytes per parameter (bf16 weights and gradients, fp32 master and Adam
-# moments) x 174.6e9 / (8 x P) <= 80 GB needs P >= 5 (P = 4: 87 GB), and 96 / P whole:
+# 79 GiB -- 16 bytes per parameter (bf16 weights and gradients, fp32 master and Adam
+# moments) x 174.6e9 / (8 x P) <= 79 GiB (84.8 GB) needs P >= 5 (P = 4: 87 GB), and 96 / P whole:
 # P in {8, 16, 32} (P = 64 splits 96 layers unevenly).  12 configurations, 6 of them
 # pruned by the sweep's memory lower bound (roles-aware since the second round of
 # 2026-11-27 b): t = 1, t <= 2 at P = 16, t <= 4 at P = 8.  The same bound prunes all

@@ -51,7 +51,7 @@ const struct as_cmd as_cmd_export = {
             "  --no-reduce          export the plain ILP (no follow merging, no elimination);\n"
             "                       pass the same flag to `solve --solution`\n"
             "  --memory BYTES|auto  per-device budget to write into the model (suffixes as\n"
-            "                       for solve; auto = the profile's; 0 = none)\n"
+            "                       for solve; auto = the profile's usable memory; 0 = none)\n"
             "  -o FILE              output file (default '-': stdout)\n"
             "\nVariables are named s_<node>_<strategy> and e_<edge>_<p>_<q> (docs/ilp.md).\n",
     .exec = export_exec,

@@ -67,7 +67,7 @@ const struct as_cmd as_cmd_rank = {
             "                       simulate`\n"
             "  --no-overlap         communication does not overlap computation\n"
             "  --capacity BYTES     memory per device for the fit check (default: the\n"
-            "                       profile's)\n"
+            "                       profile's usable memory: memory - reserved_memory)\n"
             "  --json               the result as one JSON object on stdout\n"
             "\nPrints the solver's order (objective) and the simulator's (iteration time,\n"
             "plans that fit first) side by side, Spearman's rho and Kendall's tau between\n"

@@ -59,7 +59,7 @@ typedef struct solve_cli {
     int zero;                            /**< --zero (as_build_opts.zero) */
     as_graph_setup setup;
     double memory;                       /**< bytes, < 0 = the file's / none for graphs */
-    int memory_auto;                     /**< --memory auto: the profile's capacity */
+    int memory_auto;                     /**< --memory auto: the profile's usable memory */
     int all;                             /**< --all: every op in the table */
     int simulate;                        /**< --simulate: lower and simulate the plans */
     int no_tie;                          /**< --no-tie: repeated layers solved apart */
@@ -121,7 +121,8 @@ const struct as_cmd as_cmd_solve = {
             "  --seed S             mcts: random seed (default 1); one seed, one plan\n"
             "  --memory BYTES|auto  per-device budget (suffixes K M G T = 1000^n,\n"
             "                       Ki Mi Gi Ti = 1024^n, optional B); auto = the\n"
-            "                       profile's device memory; 0 = none (graph default)\n"
+            "                       profile's usable memory (memory - reserved_memory,\n"
+            "                       `hw show`); 0 = none (graph default)\n"
             "  --time-limit S       seconds from the start: building, reductions and every\n"
             "                       solve (all --top plans, re-solves for memory)\n"
             "  --gap G              a plan within relative gap G of the bound is optimal\n"

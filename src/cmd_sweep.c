@@ -89,7 +89,7 @@ const struct as_cmd as_cmd_sweep = {
             "                       ranks 1..R-1 and writes the JSONL --jobs 1 writes\n"
 #endif
             "  --list               print the configurations, one a line, and stop\n"
-            "\nConfigurations whose memory lower bound exceeds the device memory are pruned\n"
+            "\nConfigurations whose memory lower bound exceeds the usable memory are pruned\n"
             "before any solve and counted.  Exit 2 for bad options or a JSONL written by\n"
             "another command line (graph, devices, hw, batch).\n",
     .exec = sweep_exec,

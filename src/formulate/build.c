@@ -1475,7 +1475,7 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     if (o->liveness)
         AS_CHECK_GOTO(rc, add_liveness(map, p, err), out);
     if (o->memory < 0)
-        as_problem_set_memory(p, as_cost_model_hw(cm)->memory);
+        as_problem_set_memory(p, as_hw_usable_memory(as_cost_model_hw(cm)));
     else
         as_problem_set_memory(p, o->memory);
     map->st.nodes = map->nnodes;

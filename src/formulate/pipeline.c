@@ -354,11 +354,67 @@ as_pipe_subgraph(const as_graph *g, const int *stage, int s, const int *batch_di
     return AS_OK;
 }
 
+/* Name -> index maps of every stage plan's tensors and ops (the first of a name wins, as
+   as_shard_plan_tensor / _op find it): the merge looks every graph tensor and op up once. */
+typedef struct {
+    as_strmap *tensors, *ops;
+    int p;
+} merge_index;
+
+static void
+merge_index_init(merge_index *ix, as_shard_plan *const *sp, int p)
+{
+    size_t i;
+    int s;
+
+    ix->p = p;
+    ix->tensors = as_xcalloc((size_t)p + 1, sizeof *ix->tensors);
+    ix->ops = as_xcalloc((size_t)p + 1, sizeof *ix->ops);
+    for (s = 0; s < p; s++) {
+        as_strmap_init(&ix->tensors[s]);
+        as_strmap_init(&ix->ops[s]);
+        for (i = sp[s]->ntensors; i-- > 0;)
+            as_strmap_put(&ix->tensors[s], sp[s]->tensors[i].name, (int64_t)i);
+        for (i = sp[s]->nops; i-- > 0;)
+            as_strmap_put(&ix->ops[s], sp[s]->ops[i].name, (int64_t)i);
+    }
+}
+
+static void
+merge_index_free(merge_index *ix)
+{
+    int s;
+
+    for (s = 0; s < ix->p; s++) {
+        as_strmap_destroy(&ix->tensors[s]);
+        as_strmap_destroy(&ix->ops[s]);
+    }
+    free(ix->tensors);
+    free(ix->ops);
+}
+
+static const as_plan_tensor *
+merge_tensor(const merge_index *ix, as_shard_plan *const *sp, int s, const char *name)
+{
+    int64_t i;
+
+    return as_strmap_get(&ix->tensors[s], name, (size_t)-1, &i) ? &sp[s]->tensors[i] : NULL;
+}
+
+static const as_plan_op *
+merge_op(const merge_index *ix, as_shard_plan *const *sp, int s, const char *name)
+{
+    int64_t i;
+
+    return as_strmap_get(&ix->ops[s], name, (size_t)-1, &i) ? &sp[s]->ops[i] : NULL;
+}
+
 int
 as_pipe_merge(const as_graph *g, const int *stage, const int *tstage,
               as_shard_plan *const *sp, int p, as_shard_plan **out, as_err *err)
 {
     as_shard_plan *pl = NULL;
+    merge_index ix;
     int32_t t, o;
     int rc, s;
 
@@ -375,13 +431,14 @@ as_pipe_merge(const as_graph *g, const int *stage, const int *tstage,
     for (s = 0; s < p; s++)
         if (strcmp(sp[s]->status, pl->status) != 0) /* the weakest: "feasible" over "optimal" */
             pl->status = as_shard_plan_strdup(pl, sp[s]->status);
+    merge_index_init(&ix, sp, p);
     for (t = 0; t < as_graph_ntensors(g); t++) {
         const as_tensor *gt = as_graph_tensor(g, t);
-        const as_plan_tensor *pt = as_shard_plan_tensor(sp[tstage[t]], gt->name);
+        const as_plan_tensor *pt = merge_tensor(&ix, sp, tstage[t], gt->name);
         if (pt == NULL) {
             /* a declared tensor no forward op reads: the first stage plan that has it */
             for (s = 0; s < p && pt == NULL; s++)
-                pt = as_shard_plan_tensor(sp[s], gt->name);
+                pt = merge_tensor(&ix, sp, s, gt->name);
         }
         if (pt == NULL) {
             rc = as_errf(err, AS_EUSAGE, "pipeline: no stage plans tensor '%s'", gt->name);
@@ -393,7 +450,7 @@ as_pipe_merge(const as_graph *g, const int *stage, const int *tstage,
     }
     for (o = 0; o < as_graph_nops(g); o++) {
         const as_op *op = as_graph_op(g, o);
-        const as_plan_op *po = as_shard_plan_op(sp[stage[o]], op->name);
+        const as_plan_op *po = merge_op(&ix, sp, stage[o], op->name);
         if (po == NULL) {
             rc = as_errf(err, AS_EUSAGE, "pipeline: stage %d does not plan op '%s'", stage[o],
                          op->name);
@@ -401,9 +458,11 @@ as_pipe_merge(const as_graph *g, const int *stage, const int *tstage,
         }
         as_shard_plan_add_op(pl, op->name, op->def->name, po->strategy, po->index);
     }
+    merge_index_free(&ix);
     *out = pl;
     return AS_OK;
 fail:
+    merge_index_free(&ix);
     as_shard_plan_free(pl);
     return rc;
 }

@@ -701,17 +701,19 @@ allowed(const as_problem *p, size_t v, size_t s)
     return 1;
 }
 
-/* The smallest bytes of entry I of L over the strategies a plan may hold
- * (over all of them when none is allowed: no plan then, the bound stays finite). */
+/* The smallest bytes of entry I of L over the strategies a plan may hold,
+ * OK[OFF[node] + s] (over all of them when none is allowed: no plan then, the
+ * bound stays finite). */
 static double
-entry_lo(const as_problem *p, const as_plive *l, size_t i)
+entry_lo(const as_problem *p, const as_plive *l, size_t i, const unsigned char *ok,
+         const size_t *off)
 {
     double lo = INFINITY, any = INFINITY;
-    size_t s;
+    size_t s, v = l->nodes[i];
 
-    for (s = 0; s < p->nodes.v[l->nodes[i]].k; s++) {
+    for (s = 0; s < p->nodes.v[v].k; s++) {
         any = fmin(any, l->m[i][s]);
-        if (l->m[i][s] < lo && allowed(p, l->nodes[i], s))
+        if (ok[off[v] + s] && l->m[i][s] < lo)
             lo = l->m[i][s];
     }
     return isfinite(lo) ? lo : any;
@@ -721,22 +723,35 @@ double
 as_problem_peak_lower_bound(const as_problem *p)
 {
     double peak = 0, sum, *seg = as_xmalloc((p->segs.n + 1) * sizeof *seg);
-    size_t t, i;
+    size_t t, i, s, tot = 0, *off = as_xmalloc((p->nodes.n + 1) * sizeof *off);
+    unsigned char *ok;
 
-    for (t = 0; t < p->segs.n; t++) { /* parents come first */
+    /* which strategies a plan may hold: once per node */
+    for (t = 0; t < p->nodes.n; t++) {
+        off[t] = tot;
+        tot += p->nodes.v[t].k;
+    }
+    ok = as_xmalloc(tot + 1);
+    for (t = 0; t < p->nodes.n; t++)
+        for (s = 0; s < p->nodes.v[t].k; s++)
+            ok[off[t] + s] = (unsigned char)allowed(p, t, s);
+    /* once per segment (parents come first), shared by every point holding it */
+    for (t = 0; t < p->segs.n; t++) {
         const as_plive *l = &p->segs.v[t];
         seg[t] = l->seg != AS_NO_SEG ? seg[l->seg] : 0;
         for (i = 0; i < l->n; i++)
-            seg[t] += entry_lo(p, l, i);
+            seg[t] += entry_lo(p, l, i, ok, off);
     }
     for (t = 0; t < p->live.n; t++) {
         const as_plive *l = &p->live.v[t];
         sum = l->resident + chains(l, seg);
         for (i = 0; i < l->n; i++)
-            sum += entry_lo(p, l, i);
+            sum += entry_lo(p, l, i, ok, off);
         peak = fmax(peak, sum);
     }
     free(seg);
+    free(off);
+    free(ok);
     return peak;
 }
 

@@ -550,7 +550,7 @@ as_sim_run(const as_sim_prog *p, const as_sim_opts *o0, as_sim_result **out, as_
         if (r->end[e] > r->time)
             r->time = r->end[e];
     r->throughput = p->batch > 0 && r->time > 0 ? p->batch / r->time : 0;
-    r->capacity = o.capacity > 0 ? o.capacity : as_cost_model_hw(g.cm)->memory;
+    r->capacity = o.capacity > 0 ? o.capacity : as_hw_usable_memory(as_cost_model_hw(g.cm));
     r->cost_hits = g.hits;
     r->cost_misses = g.misses;
     snprintf(r->hw, sizeof r->hw, "%s", as_cost_model_hw(g.cm)->name);

@@ -150,6 +150,7 @@ as_solve_opts_init(as_solve_opts *o)
     as_limits_init(&o->lim);
     o->reduce = AS_REDUCE_ALL;
     o->top = 1;
+    o->count_before = 1;
 }
 
 const as_solver_ops *
@@ -849,7 +850,9 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
     }
     /* the sizes of the unreduced ILP are only reported: under a time limit they are counted
        at the end, when time is left (as_ilp_count reads every matrix entry) */
-    if (o->lim.time_limit_s <= 0)
+    if (!o->count_before)
+        res->before.uncounted = 1;
+    else if (o->lim.time_limit_s <= 0)
         AS_CHECK(ilp_stats_of(p, &res->before, err));
     if (getenv("AS_DEBUG_REDUCE") != NULL)
         fprintf(stderr, "solve: ILP before %.3f s\n", as_now() - t0);
@@ -889,7 +892,7 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
         rc = solve_trivial(p, rp, red, res, err);
     else
         rc = solve_loop(p, rp, red, o, t0, res, err); /* the limit covers the reductions */
-    if (rc == AS_OK && o->lim.time_limit_s > 0) {
+    if (rc == AS_OK && o->lim.time_limit_s > 0 && o->count_before) {
         if (count_in_time(p, o, t0))
             rc = ilp_stats_of(p, &res->before, err);
         else

@@ -30,6 +30,18 @@
 #include "hw.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+/* Device memory is the total the driver reports (nvidia-smi's memory.total, NVML's
+ * nvmlDeviceGetMemoryInfo), not the marketing "GB": an A10 "24 GB" is 23028 MiB and an
+ * H100 "80GB" 81559 MiB.  A training process cannot put tensors in all of it: the CUDA
+ * context with the framework's kernels takes several hundred MiB as soon as a process
+ * touches the device (PyTorch: 781 MB in nvidia-smi before any tensor,
+ * github.com/pytorch/pytorch/issues/34323), NCCL its per-peer buffers (NCCL_BUFFSIZE,
+ * 4 MiB per channel), cuBLAS/cuDNN their workspaces, and the caching allocator leaves
+ * fragments.  RESERVED is that share, 1 GiB on every built-in profile; the usable budget
+ * is memory - reserved_memory (as_hw_usable_memory). */
+#define RESERVED (1.0 * GIB)
 
 /* Launch overhead charged per kernel: CUDA launch-to-start latency is a few
  * microseconds on all four GPUs (e.g. SuperBench's kernel-launch benchmark
@@ -54,7 +66,11 @@ static const as_hw hw_builtin[] = {
         /* GA102 runs FP64 at 1/64 of the FP32 rate (NVIDIA Ampere GA102 whitepaper). */
         .peak_flops[AS_DT_F64] = 31.2e12 / 64,
         .hbm_bandwidth = 600e9,   /* A10 datasheet: 24 GB GDDR6, 600 GB/s */
-        .memory = 24 * GIB,       /* 24 GB GDDR6 */
+        /* "24 GB" GDDR6 = 24146608128 B = 23028 MiB as the driver reports it (NVML total,
+         * github.com/mayooot/detect-gpu/issues/3; nvidia-smi 23028MiB,
+         * github.com/modal-labs/modal-client/pull/2797). */
+        .memory = 23028 * MIB,
+        .reserved_memory = RESERVED,
         .kernel_overhead = KERNEL_OVERHEAD,
         .devices_per_node = 4,    /* a common 4-GPU A10 server (no NVLink on A10) */
         .intra_node_bandwidth = 32e9, /* PCIe 4.0 x16: 64 GB/s bidirectional, 32 per direction */
@@ -78,7 +94,9 @@ static const as_hw hw_builtin[] = {
         .peak_flops[AS_DT_F64] = 19.5e12,
         .peak_flops[AS_DT_I8] = 624e12,
         .hbm_bandwidth = 2039e9,  /* A100 80GB SXM datasheet: HBM2e 2,039 GB/s */
-        .memory = 80 * GIB,       /* 80 GB HBM2e (81920 MiB) */
+        /* nvidia-smi: 81920MiB (github.com/modal-labs/modal-client/pull/2797) = 80 GiB. */
+        .memory = 81920 * MIB,
+        .reserved_memory = RESERVED,
         .kernel_overhead = KERNEL_OVERHEAD,
         .devices_per_node = 8,    /* DGX A100 */
         .intra_node_bandwidth = 300e9, /* NVLink3 600 GB/s bidirectional per GPU */
@@ -100,7 +118,10 @@ static const as_hw hw_builtin[] = {
         .peak_flops[AS_DT_F64] = 67e12,
         .peak_flops[AS_DT_I8] = 1979e12,
         .hbm_bandwidth = 3.35e12, /* H100 SXM datasheet: HBM3 3.35 TB/s */
-        .memory = 80 * GIB,       /* 80 GB HBM3 */
+        /* "80GB" HBM3: nvidia-smi 81559MiB (github.com/NVIDIA/nccl/issues/1264,
+         * github.com/modal-labs/modal-client/pull/2797), 361 MiB under 80 GiB. */
+        .memory = 81559 * MIB,
+        .reserved_memory = RESERVED,
         .kernel_overhead = KERNEL_OVERHEAD,
         .devices_per_node = 8,    /* DGX H100 */
         .intra_node_bandwidth = 450e9, /* NVLink4 900 GB/s bidirectional per GPU */
@@ -120,7 +141,12 @@ static const as_hw hw_builtin[] = {
         .peak_flops[AS_DT_F16] = 125e12,
         .peak_flops[AS_DT_F64] = 7.8e12,
         .hbm_bandwidth = 900e9,   /* V100 datasheet: HBM2 900 GB/s */
-        .memory = 32 * GIB,       /* 32 GB HBM2 (DGX-2: 512 GB total) */
+        /* "32GB" HBM2: nvidia-smi on a V100-SXM3-32GB (driver 470) prints 32510MiB; PyTorch
+         * reports "31.74 GiB total capacity" (github.com/liucongg/ChatGLM-Finetuning/issues/73).
+         * (Newer drivers print 32768MiB in nvidia-smi; PyTorch's total_memory stays near
+         * 32500 MiB, e.g. "Tesla V100-SXM2-32GB, 32494MiB" in a YOLOv5 log.) */
+        .memory = 32510 * MIB,
+        .reserved_memory = RESERVED,
         .kernel_overhead = KERNEL_OVERHEAD,
         .devices_per_node = 16,   /* DGX-2: 16 GPUs on 12 NVSwitches */
         .intra_node_bandwidth = 150e9, /* 6 NVLink2 links x 25 GB/s per direction */
@@ -142,6 +168,7 @@ enum hw_kind {
     HW_POS,    /* number > 0 */
     HW_NONNEG, /* number >= 0 */
     HW_BYTES,  /* number > 0 with an optional KB/MB/GB/TB or KiB/MiB/GiB/TiB suffix */
+    HW_BYTES0, /* the same, >= 0 */
     HW_COUNT,  /* integer >= 1 */
     HW_BASE    /* name of a built-in profile to start from */
 };
@@ -171,6 +198,7 @@ static const struct hw_key hw_keys[] = {
     {"peak_flops.int8", HW_POS, F(peak_flops[AS_DT_I8]), 0, 0, "OP/s"},
     {"hbm_bandwidth", HW_POS, F(hbm_bandwidth), 0, HW_REQ, "B/s"},
     {"memory", HW_BYTES, F(memory), 0, HW_REQ, "B"},
+    {"reserved_memory", HW_BYTES0, F(reserved_memory), 0, 0, "B"},
     {"kernel_overhead", HW_NONNEG, F(kernel_overhead), 0, HW_REQ, "s"},
     {"devices_per_node", HW_COUNT, F(devices_per_node), 0, HW_REQ, ""},
     {"intra_node_bandwidth", HW_POS, F(intra_node_bandwidth), 0, HW_REQ, "B/s"},
@@ -354,6 +382,7 @@ hw_apply(as_hw *hw, const struct hw_entry *e, const char *path, as_err *err)
         memcpy(field, e->val, strlen(e->val) + 1);
         return AS_OK;
     case HW_BYTES:
+    case HW_BYTES0:
         if (!hw_bytes(e->val, &v))
             return as_errf(err, AS_EPARSE,
                            "%s:%d:%d: bad size '%s' for '%s' (a number, optionally with "
@@ -366,16 +395,19 @@ hw_apply(as_hw *hw, const struct hw_entry *e, const char *path, as_err *err)
                            e->col, e->val, k->key);
         break;
     }
-    if (k->kind == HW_NONNEG && v < 0)
+    if ((k->kind == HW_NONNEG || k->kind == HW_BYTES0) && v < 0)
         return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be >= 0 (got %s)", path, e->line,
                        e->col, k->key, e->val);
-    if (k->kind != HW_NONNEG && v <= 0)
+    if (k->kind != HW_NONNEG && k->kind != HW_BYTES0 && v <= 0)
         return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be > 0 (got %s)", path, e->line,
                        e->col, k->key, e->val);
     /* Rates, sizes and times in a range that keeps every cost finite. */
     if ((k->kind == HW_POS || k->kind == HW_BYTES) && (v < 1 || v > 1e24))
         return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be between 1 and 1e24 %s (got %s)",
                        path, e->line, e->col, k->key, k->unit, e->val);
+    if (k->kind == HW_BYTES0 && v > 1e24)
+        return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be at most 1e24 B (got %s)", path,
+                       e->line, e->col, k->key, e->val);
     if (k->kind == HW_NONNEG && v > 1e3)
         return as_errf(err, AS_EPARSE, "%s:%d:%d: '%s' must be at most 1000 s (got %s)", path,
                        e->line, e->col, k->key, e->val);
@@ -505,6 +537,21 @@ as_hw_parse(const char *path, const char *text, as_hw *out, as_err *err)
     for (i = 0; i < (int)ents.n; i++)
         AS_CHECK_GOTO(rc, hw_apply(&hw, &ents.v[i], path, err), out);
     AS_CHECK_GOTO(rc, hw_check_required(path, lineno, have, base >= 0, err), out);
+    if (hw.reserved_memory >= hw.memory) {
+        /* Point at whichever of the two the file set last. */
+        int k = hw_key_find("reserved_memory"), m = hw_key_find("memory"), at = -1;
+        char b1[32], b2[32];
+
+        for (i = 0; i < (int)ents.n; i++)
+            if (ents.v[i].key == k || ents.v[i].key == m)
+                at = i;
+        rc = as_errf(err, AS_EPARSE,
+                     "%s:%d:%d: reserved_memory (%s) must be less than memory (%s)", path,
+                     at >= 0 ? ents.v[at].line : lineno, at >= 0 ? ents.v[at].col : 1,
+                     as_fmt_bytes(hw.reserved_memory, b1, sizeof b1),
+                     as_fmt_bytes(hw.memory, b2, sizeof b2));
+        goto out;
+    }
     as_hw_derive(&hw);
     *out = hw;
 out:
@@ -606,6 +653,12 @@ as_hw_peak_flops(const as_hw *hw, as_dtype t)
 }
 
 double
+as_hw_usable_memory(const as_hw *hw)
+{
+    return hw->memory - hw->reserved_memory;
+}
+
+double
 as_hw_link_bandwidth(const as_hw *hw, int inter)
 {
     return inter ? hw->inter_node_bandwidth : hw->intra_node_bandwidth;
@@ -622,16 +675,17 @@ as_hw_link_latency(const as_hw *hw, int inter)
 void
 as_hw_list(FILE *fp)
 {
-    char mem[32], bf[32];
+    char mem[32], use[32], bf[32];
     as_hw hw;
     int i;
 
-    fprintf(fp, "%-10s %8s %10s %12s  %s\n", "name", "dev/node", "memory", "peak bf16",
-            "links (intra / inter)");
+    fprintf(fp, "%-10s %8s %10s %10s %12s  %s\n", "name", "dev/node", "memory", "usable",
+            "peak bf16", "links (intra / inter)");
     for (i = 0; i < HW_NBUILTIN; i++) {
         as_hw_builtin(i, &hw);
-        fprintf(fp, "%-10s %8d %10s %10sF/s  %s / %s\n", hw.name, hw.devices_per_node,
+        fprintf(fp, "%-10s %8d %10s %10s %10sF/s  %s / %s\n", hw.name, hw.devices_per_node,
                 as_fmt_bytes(hw.memory, mem, sizeof mem),
+                as_fmt_bytes(as_hw_usable_memory(&hw), use, sizeof use),
                 as_fmt_si(as_hw_peak_flops(&hw, AS_DT_BF16), bf, sizeof bf), hw.intra_node_link,
                 hw.inter_node_link);
     }
@@ -643,7 +697,7 @@ hw_human(const struct hw_key *k, double v, char *buf, size_t n)
 {
     char t[32];
 
-    if (k->kind == HW_BYTES)
+    if (k->kind == HW_BYTES || k->kind == HW_BYTES0)
         return as_fmt_bytes(v, buf, n);
     if (strcmp(k->unit, "s") == 0)
         snprintf(buf, n, "%g us", v * 1e6);
@@ -696,15 +750,25 @@ as_hw_print(const as_hw *hw, FILE *fp)
 
             if (v == 0 && k->kind == HW_POS)
                 break; /* optional and not given */
-            if (k->kind == HW_BYTES && v == floor(v) && v < 1e18)
+            if ((k->kind == HW_BYTES || k->kind == HW_BYTES0) && v == floor(v) && v < 1e18)
                 snprintf(num, sizeof num, "%.0f", v); /* whole bytes read better */
             else
                 hw_fmt_exact(v, num, sizeof num);
             fprintf(fp, "%-28s = %-14s # %s%s\n", k->key, num,
                     hw_human(k, v, h, sizeof h), (k->flags & HW_DERIV) ? " (distir model)" : "");
+            if (k->kind == HW_BYTES0 && strcmp(k->key, "reserved_memory") == 0)
+                fprintf(fp, "# usable: memory - reserved_memory = %s\n",
+                        as_fmt_bytes(as_hw_usable_memory(hw), h, sizeof h));
         }
         }
     }
+}
+
+/* Bytes as a JSON integer, or a real past int64 (a file may set up to 1e24 B). */
+static json_t *
+hw_json_bytes(double v)
+{
+    return v == floor(v) && fabs(v) < 9e18 ? json_integer((json_int_t)v) : json_real(v);
 }
 
 json_t *
@@ -730,11 +794,12 @@ as_hw_to_json(const as_hw *hw)
             json_object_set_new(dst, key, json_string(field));
         else if (k->kind == HW_COUNT)
             json_object_set_new(dst, key, json_integer(*(const int *)(const void *)field));
-        else if (k->kind == HW_BYTES)
-            json_object_set_new(dst, key,
-                                json_integer((json_int_t)*(const double *)(const void *)field));
+        else if (k->kind == HW_BYTES || k->kind == HW_BYTES0)
+            json_object_set_new(dst, key, hw_json_bytes(*(const double *)(const void *)field));
         else if (*(const double *)(const void *)field != 0 || k->kind != HW_POS)
             json_object_set_new(dst, key, json_real(*(const double *)(const void *)field));
+        if (strcmp(k->key, "reserved_memory") == 0) /* derived, for readers */
+            json_object_set_new(o, "usable_memory", hw_json_bytes(as_hw_usable_memory(hw)));
         if (strcmp(k->key, "desc") == 0)
             json_object_set_new(o, "peak_flops", peak); /* keep the file's key order */
     }

@@ -33,7 +33,13 @@ typedef struct as_hw {
     double peak_flops[AS_DT_COUNT];
     double peak_flops_tf32;       /**< FLOP/s of f32 matmuls on TF32 tensor cores, 0 = none */
     double hbm_bandwidth;         /**< bytes/s of device memory */
-    double memory;                /**< bytes of device memory */
+    double memory;                /**< bytes of device memory, as the driver reports it */
+    /**
+     * Bytes of that memory a training process cannot use for tensors: the CUDA
+     * context, NCCL buffers, cuBLAS/cuDNN workspaces and allocator slack.  The
+     * usable budget is memory - reserved_memory (as_hw_usable_memory).
+     */
+    double reserved_memory;
     double kernel_overhead;       /**< seconds added to every kernel */
     int devices_per_node;         /**< devices sharing one node's fast links */
     double intra_node_bandwidth;  /**< bytes/s per device per direction inside a node */
@@ -84,6 +90,12 @@ void as_hw_derive(as_hw *hw);
  * else (not given, or an integer type other than i8) the f32 figure.
  */
 double as_hw_peak_flops(const as_hw *hw, as_dtype t);
+/**
+ * Bytes of device memory a plan may use: memory - reserved_memory.  The one
+ * figure `--memory auto`, the sweep's pruning and the simulator's default OOM
+ * capacity all use.
+ */
+double as_hw_usable_memory(const as_hw *hw);
 /** Bandwidth (bytes/s) and latency (s) of link class INTER (0 intra, 1 inter). */
 double as_hw_link_bandwidth(const as_hw *hw, int inter);
 double as_hw_link_latency(const as_hw *hw, int inter);

@@ -7,8 +7,12 @@ D="$top_srcdir/tests/data/hw"
 as hw list
 n=$(grep -c -E '^(a10-pcie|a100-dgx|h100-dgx|v100-dgx2) ' "$T/out")
 ok $([ $rc -eq 0 ] && [ "$n" -eq 4 ]; echo $?) "hw list: one line per built-in profile"
-ok $(grep -q '^a100-dgx  *8  *80.00 GiB  *312 TF/s  NVSwitch' "$T/out"; echo $?) \
-    "hw list: a100-dgx line has devices/node, memory, bf16 peak, links"
+ok $(grep -q '^a100-dgx  *8  *80.00 GiB  *79.00 GiB  *312 TF/s  NVSwitch' "$T/out"; echo $?) \
+    "hw list: a100-dgx line has devices/node, memory, usable memory, bf16 peak, links"
+ok $(grep -q '^a10-pcie  *4  *22.49 GiB  *21.49 GiB ' "$T/out" &&
+     grep -q '^h100-dgx  *8  *79.65 GiB  *78.65 GiB ' "$T/out" &&
+     grep -q '^v100-dgx2  *16  *31.75 GiB  *30.75 GiB ' "$T/out"; echo $?) \
+    "hw list: memory as the driver reports it (A10 23028 MiB, H100 81559, V100 32510), 1 GiB reserved"
 
 as hw show a100-dgx
 ok $([ $rc -eq 0 ] && grep -q '^peak_flops.bf16  *= 3.12e+14 ' "$T/out" &&
@@ -16,6 +20,9 @@ ok $([ $rc -eq 0 ] && grep -q '^peak_flops.bf16  *= 3.12e+14 ' "$T/out" &&
      echo $?) "hw show a100-dgx: fields with values"
 ok $(grep -q 'intra_node_bandwidth *= 3e+11 *# 300 GB/s' "$T/out"; echo $?) \
     "hw show: units in comments"
+ok $(grep -q '^reserved_memory  *= 1073741824  *# 1.00 GiB$' "$T/out" &&
+     grep -q '^# usable: memory - reserved_memory = 79.00 GiB$' "$T/out"; echo $?) \
+    "hw show: reserved_memory and the usable figure"
 cp "$T/out" "$T/a100.hw"
 as hw show "$T/a100.hw"
 ok $([ $rc -eq 0 ] && cmp -s "$T/out" "$T/a100.hw"; echo $?) \
@@ -23,7 +30,8 @@ ok $([ $rc -eq 0 ] && cmp -s "$T/out" "$T/a100.hw"; echo $?) \
 
 as hw show a100-dgx --json
 ok $([ $rc -eq 0 ] && grep -q '"name": "a100-dgx"' "$T/out" && grep -q '"bf16": 3.12e14' "$T/out" &&
-     grep -q '"memory": 85899345920' "$T/out"; echo $?) "hw show --json"
+     grep -q '"memory": 85899345920' "$T/out" && grep -q '"reserved_memory": 1073741824' "$T/out" &&
+     grep -q '"usable_memory": 84825604096' "$T/out"; echo $?) "hw show --json"
 if command -v python3 >/dev/null 2>&1; then
     py='import json,sys; d=json.load(open(sys.argv[1]))
 sys.exit(d["devices_per_node"] != 8 or d["peak_flops"]["bf16"] != 312e12
@@ -61,6 +69,23 @@ as hw show "$D/bad-base.hw"
 expect_fail 2 "bad-base.hw:1:8: unknown base profile 'b200'" "unknown base profile"
 as hw show "$D/bad-memory.hw"
 expect_fail 2 "bad-memory.hw:3:10: bad size '80 gigs' for 'memory'" "bad memory suffix"
+printf 'base = a100-dgx\nname = small\nmemory = 512MiB\n' >"$T/small.hw"
+as hw show "$T/small.hw"
+expect_fail 2 "small.hw:3:10: reserved_memory (1.00 GiB) must be less than memory (512.00 MiB)" \
+    "memory at or under the inherited reserved_memory"
+printf 'base = a100-dgx\nname = small\nmemory = 512MiB\nreserved_memory = 0\n' >"$T/small.hw"
+as hw show "$T/small.hw"
+ok $([ $rc -eq 0 ] && grep -q '^reserved_memory *= 0 ' "$T/out"; echo $?) "reserved_memory = 0 is allowed"
+printf 'base = a100-dgx\nname = small\nreserved_memory = -1\n' >"$T/small.hw"
+as hw show "$T/small.hw"
+expect_fail 2 "small.hw:3:19: 'reserved_memory' must be >= 0 (got -1)" "negative reserved_memory"
+as hw show "$D/my-gpu.hw"
+ok $([ $rc -eq 0 ] && grep -q '^reserved_memory *= 0 ' "$T/out"; echo $?) \
+    "a file without base reserves nothing unless it says so"
+printf 'base = a100-dgx\nname = big\nmemory = 1e24\n' >"$T/big.hw"
+as hw show "$T/big.hw" --json
+ok $([ $rc -eq 0 ] && grep -q '"memory": 1e24,' "$T/out" && grep -q '"usable_memory": 1e24,' "$T/out"
+     echo $?) "hw show --json: a memory past int64 is a JSON real (no overflowing cast)"
 as hw show b200
 expect_fail 2 \
     "^autoshard: unknown hardware profile 'b200' (known: a10-pcie, a100-dgx, h100-dgx, v100-dgx2)$"\

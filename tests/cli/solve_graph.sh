@@ -77,8 +77,8 @@ as solve "$T/mlp.asg" --mesh 4 --memory 1KiB
 expect_fail 3 "no plan fits in 1.00 KiB per device: every plan needs at least [0-9.]* [KMG]iB" \
     "too small a memory limit exits 3 with what every plan needs"
 as solve "$T/mlp.asg" --mesh 4 --memory auto
-ok $rc "--memory auto (the profile's 80 GB)"
-grep -q "^memory  *80.00 GiB" "$T/out"; ok $? "auto memory is the profile's"
+ok $rc "--memory auto (the profile's usable memory: 80 GiB less 1 GiB reserved)"
+grep -q "^memory  *79.00 GiB" "$T/out"; ok $? "auto memory is the profile's usable memory"
 as solve "$T/mlp.asg" --mesh 4 --memory 3GB
 ok $rc "--memory with a GB suffix"
 as solve "$T/mlp.asg" --mesh 4 --memory lots

@@ -206,7 +206,7 @@ kills 2 4 "$T/kk2.jsonl"
 
 # ---- pruning by the memory lower bound ----
 as hw show a100-dgx
-sed 's/^memory *=.*/memory = 45MiB/; s/^name *=.*/name = small/' "$T/out" >"$T/small.hw"
+sed 's/^memory *=.*/memory = 45MiB/; s/^reserved_memory *=.*/reserved_memory = 0/; s/^name *=.*/name = small/' "$T/out" >"$T/small.hw"
 # P = 4 (one device per stage: a whole layer and the embedding unsharded) cannot fit
 as sweep "$T/g.asg" --devices 4 --pipeline 1,4 --max-axes 1 --hw "$T/small.hw" -q -o "$T/m.jsonl"
 check "45 MiB per device: 1 pruned by the memory lower bound, counted" \

@@ -127,9 +127,34 @@ as sweep "$T/g.asg" --devices 4 --pipeline 1 --max-axes 1 -q -o "$T/n.jsonl"
 as solve "$T/g.asg" --mesh 4 --memory 1
 check "one truth: without roles the sweep's bound is solve's ($(sed -n 's/.*at least \([0-9.]* [KMG]iB\).*/\1/p' "$T/err"))" \
     grep -q "at least $(mib "$(lbof "$T/n.jsonl" 4)") " "$T/err"
-as hw show a100-dgx; sed "s/^memory .*/memory = $(( (${B%.*} + ${B%.*} / 2) / 2 ))/" "$T/out" >"$T/m.hw"
+as hw show a100-dgx
+sed -e "s/^memory .*/memory = $(( (${B%.*} + ${B%.*} / 2) / 2 ))/" -e "s/^reserved_memory .*/reserved_memory = 0/" \
+    "$T/out" >"$T/m.hw"
 as sweep $Z --hw "$T/m.hw" -o "$T/m.jsonl"
 check "with memory between the two bounds, 2x2 is pruned (lower_bound = the bound)" \
     test "$(jq -r 'select(.mesh == "2x2") | .status' "$T/m.jsonl") $(lbof "$T/m.jsonl" 2x2)" = "pruned $B"
+
+# ---- one truth: the usable memory (memory - reserved_memory) in solve, sweep and simulate ----
+as hw show a100-dgx
+sed -e 's/^name .*/name = r/' -e 's/^memory .*/memory = 96MiB/' -e 's/^reserved_memory .*/reserved_memory = 32MiB/' \
+    "$T/out" >"$T/r.hw"
+as solve "$T/g.asg" --mesh 4 --hw "$T/r.hw" --memory auto -o "$T/r.json"
+check "solve --memory auto: the budget is 96 MiB of memory less 32 MiB reserved" \
+    sh -c "[ $rc -eq 0 ] && grep -q '(budget 64.00 MiB' '$T/out'"
+uobj=$(sed -n 's/^objective  *\([0-9.e+-]*\) s.*/\1/p' "$T/out" "$T/err")
+as simulate "$T/g.asg" --plan "$T/r.json" --hw "$T/r.hw" --json
+check "simulate: the OOM capacity is the same 64 MiB" test "$(jq -r .capacity "$T/out")" = 67108864
+as sweep "$T/g.asg" --devices 4 --pipeline 1 --max-axes 1 --hw "$T/r.hw" -q -o "$T/usable.jsonl"
+check "sweep: the line's capacity is the same 64 MiB" \
+    test "$(jq -r 'select(.config) | "\(.capacity) \(.status)"' "$T/usable.jsonl")" = "67108864 ok"
+check "sweep: its objective is solve's ($uobj)" \
+    close "$(jq -r 'select(.config) | .objective' "$T/usable.jsonl")" "$uobj" 1e-6
+L=$(lbof "$T/usable.jsonl" 4)
+sed "s/^memory .*/memory = $(( ${L%.*} + 32 * 1048576 - 1048576 ))/" "$T/r.hw" >"$T/r2.hw"
+as sweep "$T/g.asg" --devices 4 --pipeline 1 --max-axes 1 --hw "$T/r2.hw" -q -o "$T/usable2.jsonl"
+check "sweep: usable 1 MiB under the bound ($(mib "$L")) although memory is above it: pruned" \
+    test "$(jq -r 'select(.config) | .status' "$T/usable2.jsonl")" = pruned
+as solve "$T/g.asg" --mesh 4 --hw "$T/r2.hw" --memory auto
+check "solve --memory auto refuses the same budget (exit 3)" test "$rc" = 3
 
 done_testing

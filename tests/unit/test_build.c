@@ -143,7 +143,10 @@ test_mlp(void)
     as_build_opts_init(&o);
     o.memory = -1;
     is_int(as_problem_from_graph(g, m, cm, &o, &p, &map, &err), AS_OK, "build: %s", err.msg);
-    is_double(as_problem_memory(p), hw.memory, 1e-12, "--memory auto = profile memory");
+    is_double(as_problem_memory(p), hw.memory - hw.reserved_memory, 1e-12,
+              "--memory auto = the profile's memory less its reserved memory");
+    ok(hw.reserved_memory > 0 && as_hw_usable_memory(&hw) == as_problem_memory(p),
+       "--memory auto = as_hw_usable_memory (%.0f B reserved)", hw.reserved_memory);
     check_problem(g, p, map);
     as_build_map_stats(map, &st);
     ok(st.strat.set_hits > 0, "identical signatures reuse sets (%ld hits)", st.strat.set_hits);

@@ -293,7 +293,8 @@ mem_is(const char *val, double want)
     as_hw hw;
     as_err err = {0};
 
-    snprintf(text, sizeof text, "base = a100-dgx\nname = m\nmemory = %s\n", val);
+    snprintf(text, sizeof text, "base = a100-dgx\nname = m\nmemory = %s\nreserved_memory = 0\n",
+             val);
     hw.memory = -1;
     as_hw_parse("m.hw", text, &hw, &err);
     is_double(hw.memory, want, 1e-12, "memory = %s", val);
