@@ -1717,23 +1717,43 @@ auto_cb_unbound(void *ud, int *unbound, as_err *err)
 /* Most switches (after tying) whose settings auto_solve_switches tries one by one. */
 #define AUTO_ENUM_MAX 4
 
+/* Layer J held at setting M of the free switches LEAD (tied layers share one). */
+static int
+auto_on(const as_problem *p, size_t first, size_t j, const size_t *lead, size_t m)
+{
+    size_t f = as_problem_node(p, first + j)->follow, x;
+
+    f = f == AS_NO_FOLLOW ? first + j : f;
+    for (x = 0; lead[x] != f; x++)
+        ;
+    return (int)((m >> x) & 1);
+}
+
 /*
  * Solve GA's problem (--recompute auto) into *RES.  With at most
- * AUTO_ENUM_MAX free switch nodes (tied layers share one), every setting of
- * them is solved apart, the switches and their layers' copies held by
- * alias rows on themselves (so the reductions, which cannot flip a layer's
- * copies one node at a time, see each setting as --recompute none or full
- * of those layers), and the best plan kept: the ILP's optimum, setting by
- * setting.  With more, the ILP as a whole from O->lim.start.  LIMIT (s, 0 =
- * none) counts from T0 and is shared by the settings left.
+ * AUTO_ENUM_MAX free switch nodes (tied layers share one), the settings of
+ * the switches are solved apart (as_build_recompute_hold: the reductions,
+ * which cannot flip a layer's copies one node at a time, then see the step
+ * with those layers recomputed), cheapest bound first, and the best plan
+ * kept: the ILP's optimum, setting by setting.  A setting's bound is the
+ * step's optimum with nothing recomputed and no budget (a copy takes its
+ * original's strategy, so a plan with layers recomputed costs what the same
+ * strategies cost without, plus the copies) plus the least its copies can
+ * cost; a setting whose bound is not below the best plan is not solved (so
+ * when nothing recomputed fits and the budget does not bind, one solve more
+ * settles it).  With more free switches, the ILP as a whole from
+ * O->lim.start.  LIMIT (s, 0 = none) counts from T0 and is shared by the
+ * settings left.
  */
 static int
 auto_solve_switches(as_graph_problem *ga, size_t first, size_t nl, const as_solve_opts *o,
                     double limit, double t0, as_solve_result *res, as_err *err)
 {
-    size_t lead[AUTO_ENUM_MAX], nfree = 0, j, m, nset;
+    size_t lead[AUTO_ENUM_MAX], nfree = 0, j, m, nset, v, s, i, *ord;
+    size_t n = as_problem_nnodes(ga->p);
+    double lb0 = -HUGE_VAL, *lb, *copy_min, budget = as_problem_memory(ga->p);
     as_solve_opts os = *o;
-    int rc = AS_OK;
+    int rc = AS_OK, *on;
 
     memset(res, 0, sizeof *res);
     for (j = 0; j < nl; j++) {
@@ -1747,30 +1767,75 @@ auto_solve_switches(as_graph_problem *ga, size_t first, size_t nl, const as_solv
         lead[nfree++] = l;
     }
     nset = (size_t)1 << nfree;
-    for (m = 0; m < nset && rc == AS_OK; m++) {
+    on = as_xcalloc(nl + 1, sizeof *on);
+    lb = as_xcalloc(nset + 1, sizeof *lb);
+    ord = as_xcalloc(nset + 1, sizeof *ord);
+    copy_min = as_xcalloc(nl + 1, sizeof *copy_min);
+    /* the least each layer's copies cost (run half) */
+    for (v = 0; v < n; v++) {
+        const as_pnode *nd = as_problem_node(ga->p, v);
+        size_t L = as_build_map_copy_layer(ga->map, v);
+        double c = HUGE_VAL;
+        if (L == (size_t)-1)
+            continue;
+        for (s = 0; s < nd->k / 2; s++)
+            c = fmin(c, nd->c[s] + nd->d[s]);
+        copy_min[L] += c;
+    }
+    /* nothing recomputed, no budget: a bound for every setting */
+    if (budget > 0) {
         as_problem *q = NULL;
         as_solve_result r;
-        int *on = as_xcalloc(nl + 1, sizeof *on);
-        for (j = 0; j < nl; j++) {
-            size_t f = as_problem_node(ga->p, first + j)->follow, x;
-            f = f == AS_NO_FOLLOW ? first + j : f;
-            for (x = 0; lead[x] != f; x++)
-                ;
-            on[j] = (int)((m >> x) & 1);
-        }
+        memset(on, 0, (nl + 1) * sizeof *on);
         rc = as_build_recompute_hold(ga->map, ga->p, on, &q, err);
-        free(on);
-        if (rc != AS_OK)
+        if (rc == AS_OK) {
+            as_problem_set_memory(q, 0);
+            os.lim.start = NULL;
+            if (limit > 0)
+                os.lim.time_limit_s = fmax(0.2 * (limit - (as_now() - t0)), 0.01);
+            rc = as_solve_problem(q, &os, &r, err);
+            as_problem_free(q);
+        }
+        if (rc == AS_OK && r.nplans > 0)
+            lb0 = fmin(r.plans[0].bound, r.plans[0].objective);
+        if (rc == AS_OK)
+            as_solve_result_free(&r);
+    }
+    for (m = 0; m < nset; m++) {
+        ord[m] = m;
+        lb[m] = isfinite(lb0) ? lb0 : 0;
+        for (j = 0; j < nl; j++)
+            if (auto_on(ga->p, first, j, lead, m))
+                lb[m] += copy_min[j];
+    }
+    for (m = 1; m < nset; m++) /* cheapest bound first */
+        for (i = m; i > 0 && lb[ord[i - 1]] > lb[ord[i]]; i--) {
+            size_t x = ord[i];
+            ord[i] = ord[i - 1];
+            ord[i - 1] = x;
+        }
+    for (i = 0; i < nset && rc == AS_OK; i++) {
+        as_problem *q = NULL;
+        as_solve_result r;
+        m = ord[i];
+        if (res->nplans > 0 && isfinite(lb0) &&
+            lb[m] >= res->plans[0].objective * (1 - o->lim.gap)) {
+            as_debug("--recompute auto: setting %zu of %zu: bound %.9g s, not below the plan's",
+                     m, nset, lb[m]);
+            continue;
+        }
+        for (j = 0; j < nl; j++)
+            on[j] = auto_on(ga->p, first, j, lead, m);
+        if ((rc = as_build_recompute_hold(ga->map, ga->p, on, &q, err)) != AS_OK)
             break;
         if (limit > 0) {
-            os.lim.time_limit_s = (limit - (as_now() - t0)) / (double)(nset - m);
-            if (as_problem_memory(q) > 0)
+            os.lim.time_limit_s = (limit - (as_now() - t0)) / (double)(nset - i);
+            if (budget > 0)
                 os.lim.time_limit_s *= 0.5; /* leave half for refit rounds */
             os.lim.time_limit_s = fmax(os.lim.time_limit_s, 0.01);
         }
-        os.lim.start = o->lim.start != NULL && m == nset - 1 ? o->lim.start : NULL;
-        if (rc == AS_OK)
-            rc = as_solve_problem(q, &os, &r, err);
+        os.lim.start = m == nset - 1 ? o->lim.start : NULL; /* every layer: --recompute full */
+        rc = as_solve_problem(q, &os, &r, err);
         as_problem_free(q);
         if (rc != AS_OK)
             break;
@@ -1778,18 +1843,26 @@ auto_solve_switches(as_graph_problem *ga, size_t first, size_t nl, const as_solv
             as_solve_result_free(&r); /* only with a held half: this setting does not fit */
             r.outcome = AS_OUTCOME_INFEASIBLE;
         }
-        as_debug("--recompute auto: switches %zu of %zu: %s", m, nset,
-                 r.nplans > 0 ? "a plan" : "no plan");
+        if (r.nplans > 0)
+            as_debug("--recompute auto: setting %zu of %zu (bound %.9g s): plan %.9g s", m, nset,
+                     lb[m], r.plans[0].objective);
+        else
+            as_debug("--recompute auto: setting %zu of %zu (bound %.9g s): no plan", m, nset,
+                     lb[m]);
         if (r.nplans > 0 && (res->nplans == 0 || r.plans[0].objective < res->plans[0].objective)) {
             as_solve_result_free(res);
             *res = r;
-        } else if (res->nplans == 0 && m == 0) {
+        } else if (res->nplans == 0 && i == 0) {
             *res = r; /* the outcome and sizes, until a plan */
         } else {
             as_solve_result_free(&r);
         }
     }
-    if (rc == AS_OK && res->nplans > 0 && /* a plan of the clone: of GA's problem too */
+    free(on);
+    free(lb);
+    free(ord);
+    free(copy_min);
+    if (rc == AS_OK && res->nplans > 0 && /* a plan of a held problem: of GA's problem too */
         as_problem_check(ga->p, res->plans[0].choice, &res->plans[0].objective,
                          &res->plans[0].peak, err) != AS_OK)
         rc = err->code;
