@@ -251,49 +251,6 @@ build_edges(as_ilp *ilp, const as_problem *p)
 }
 
 /* Memory, alias, follow and no-good rows. */
-
-/* Is (x, y) forbidden, x a strategy of alias A's side SIDE (0: a, 1: b)? */
-#define ALIAS_BAD(A, KB, SIDE, X, Y) \
-    ((A)->bad[(SIDE) ? (Y) * (KB) + (X) : (X) * (KB) + (Y)] != 0)
-
-/*
- * How alias A (KA x KB) becomes rows: -1 one row per forbidden pair
- * (s_a[p] + s_b[q] <= 1), or 0 / 1 one row per strategy of side a / b that
- * has a forbidden partner, which says the same of an assignment (each side
- * takes one strategy) in fewer rows; the side and form with the fewest rows,
- * then non-zeros.  *ROWS and *NNZ (may be NULL) get the counts.
- */
-static int
-alias_side(const as_palias *a, size_t ka, size_t kb, size_t *rows, size_t *nnz)
-{
-    size_t r[3] = {0, 0, 0}, z[3] = {0, 0, 0}, x, y, side, nb;
-    int best = -1;
-
-    for (x = 0; x < ka; x++)
-        for (y = 0; y < kb; y++)
-            if (a->bad[x * kb + y]) {
-                r[0]++;
-                z[0] += a->a == a->b && x == y ? 1 : 2;
-            }
-    for (side = 0; side < 2 && a->a != a->b; side++) {
-        size_t kx = side ? kb : ka, ky = side ? ka : kb;
-        for (x = 0; x < kx; x++) {
-            for (y = nb = 0; y < ky; y++)
-                nb += ALIAS_BAD(a, kb, side, x, y);
-            if (nb > 0) {
-                r[side + 1]++;
-                z[side + 1] += 1 + (nb <= ky - nb ? nb : ky - nb);
-            }
-        }
-        if (r[side + 1] < r[best + 1] || (r[side + 1] == r[best + 1] && z[side + 1] < z[best + 1]))
-            best = (int)side;
-    }
-    if (rows != NULL)
-        *rows = r[best + 1];
-    if (nnz != NULL)
-        *nnz = z[best + 1];
-    return best;
-}
 static void
 build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
 {
@@ -314,36 +271,15 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
     }
     for (i = 0; i < as_problem_naliases(p); i++) {
         const as_palias *a = as_problem_alias(p, i);
-        size_t ka = ilp->kk[a->a], kb = ilp->kk[a->b];
-        int side = alias_side(a, ka, kb, NULL, NULL);
-        if (side < 0) { /* one row per forbidden pair */
-            for (s = 0; s < ka; s++)
-                for (q = 0; q < kb; q++) {
-                    if (!a->bad[s * kb + q])
-                        continue;
-                    row_add(ilp, ilp->scol[a->a] + s, 1.0);
-                    row_add(ilp, ilp->scol[a->b] + q, 1.0);
-                    NAMEF(ilp, "alias_%zu_%zu_%zu", i, s, q);
-                    row_end(ilp, name, -HUGE_VAL, 1.0);
-                }
-            continue;
-        }
-        /* one row per strategy x of one side with a forbidden partner: s_x plus the
-           forbidden partners <= 1, or s_x minus the allowed ones <= 0 (fewer terms) */
-        size_t kx = side ? kb : ka, ky = side ? ka : kb, cx = ilp->scol[side ? a->b : a->a],
-               cy = ilp->scol[side ? a->a : a->b], nbad;
-        for (s = 0; s < kx; s++) {
-            for (q = nbad = 0; q < ky; q++)
-                nbad += ALIAS_BAD(a, kb, side, s, q);
-            if (nbad == 0)
-                continue;
-            row_add(ilp, cx + s, 1.0);
-            for (q = 0; q < ky; q++)
-                if (ALIAS_BAD(a, kb, side, s, q) == (nbad <= ky - nbad))
-                    row_add(ilp, cy + q, nbad <= ky - nbad ? 1.0 : -1.0);
-            NAMEF(ilp, "alias_%zu_%c%zu", i, side ? 'b' : 'a', s);
-            row_end(ilp, name, -HUGE_VAL, nbad <= ky - nbad ? 1.0 : 0.0);
-        }
+        for (s = 0; s < ilp->kk[a->a]; s++)
+            for (q = 0; q < ilp->kk[a->b]; q++) {
+                if (!a->bad[s * ilp->kk[a->b] + q])
+                    continue;
+                row_add(ilp, ilp->scol[a->a] + s, 1.0);
+                row_add(ilp, ilp->scol[a->b] + q, 1.0);
+                NAMEF(ilp, "alias_%zu_%zu_%zu", i, s, q);
+                row_end(ilp, name, -HUGE_VAL, 1.0);
+            }
     }
     for (v = 0; v < ilp->nnodes; v++) {
         size_t f = as_problem_node(p, v)->follow;
@@ -561,7 +497,7 @@ edge_ptr_cmp(const void *a, const void *b)
 int
 as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
 {
-    size_t n = as_problem_nnodes(p), v, j, t, i, s, kmax = 1, ks = 0, nr = 1, nc = 1;
+    size_t n = as_problem_nnodes(p), v, j, t, i, s, q, kmax = 1, ks = 0, nr = 1, nc = 1;
     size_t lku = 0, lkv = 0;
     edge_ptr *ord;
     size_t *scol, *rep, *touched, ntouched;
@@ -641,13 +577,16 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
     }
     free(acc);
     free(touched);
-    /* alias rows (alias_side) */
+    /* alias_<i>_<p>_<q>: one row per forbidden pair */
     for (i = 0; i < as_problem_naliases(p); i++) {
         const as_palias *a = as_problem_alias(p, i);
-        size_t r, z;
-        alias_side(a, as_problem_node(p, a->a)->k, as_problem_node(p, a->b)->k, &r, &z);
-        st->rows += r;
-        st->nnz += z;
+        size_t ka = as_problem_node(p, a->a)->k, kb = as_problem_node(p, a->b)->k;
+        for (s = 0; s < ka; s++)
+            for (q = 0; q < kb; q++)
+                if (a->bad[s * kb + q]) {
+                    st->rows++;
+                    st->nnz += a->a == a->b && s == q ? 1 : 2;
+                }
     }
     /* fol_<id>_<p> and cut_<i> */
     for (v = 0; v < n; v++)
