@@ -1716,13 +1716,412 @@ auto_cb_unbound(void *ud, int *unbound, as_err *err)
     return AS_OK;
 }
 
+/* Most switches (after tying) whose settings auto_solve_switches tries one by one. */
+#define AUTO_ENUM_MAX 4
+
+/* Layer J held at setting M of the free switches LEAD (tied layers share one). */
+static int
+auto_on(const as_problem *p, size_t first, size_t j, const size_t *lead, size_t m)
+{
+    size_t f = as_problem_node(p, first + j)->follow, x;
+
+    f = f == AS_NO_FOLLOW ? first + j : f;
+    for (x = 0; lead[x] != f; x++)
+        ;
+    return (int)((m >> x) & 1);
+}
+
 /*
- * --recompute auto: the plan of the step with its first k layers (program
- * order) recomputed fully that fits the budget at the least objective; the
- * search over k is solve/recompute_search.h's (docs/solve.md).
+ * Solve GA's problem (--recompute auto) into *RES.  With at most
+ * AUTO_ENUM_MAX free switch nodes (tied layers share one), the settings of
+ * the switches are solved apart (as_build_recompute_hold: the reductions,
+ * which cannot flip a layer's copies one node at a time, then see the step
+ * with those layers recomputed), cheapest bound first, and the best plan
+ * kept: the ILP's optimum, setting by setting.  A setting's bound is the
+ * step's optimum with nothing recomputed and no budget (a copy takes its
+ * original's strategy, so a plan with layers recomputed costs what the same
+ * strategies cost without, plus the copies) plus the least its copies can
+ * cost; a setting whose bound is not below the best plan is not solved (so
+ * when nothing recomputed fits and the budget does not bind, one solve more
+ * settles it).  With more free switches, the ILP as a whole from
+ * O->lim.start.  LIMIT (s, 0 = none) counts from T0 and is shared by the
+ * settings left.
  */
 static int
-solve_auto(solve_cli *c)
+auto_solve_switches(as_graph_problem *ga, size_t first, size_t nl, const as_solve_opts *o,
+                    double limit, double t0, as_solve_result *res, as_err *err)
+{
+    size_t lead[AUTO_ENUM_MAX], nfree = 0, j, m, nset, v, s, i, *ord;
+    size_t n = as_problem_nnodes(ga->p);
+    double lb0 = -HUGE_VAL, *lb, *copy_min, budget = as_problem_memory(ga->p);
+    as_solve_opts os = *o;
+    int rc = AS_OK, *on;
+
+    memset(res, 0, sizeof *res);
+    for (j = 0; j < nl; j++) {
+        size_t f = as_problem_node(ga->p, first + j)->follow, x, l = f == AS_NO_FOLLOW ? first + j : f;
+        for (x = 0; x < nfree && lead[x] != l; x++)
+            ;
+        if (x < nfree)
+            continue;
+        if (nfree == AUTO_ENUM_MAX)
+            return as_solve_problem(ga->p, o, res, err);
+        lead[nfree++] = l;
+    }
+    nset = (size_t)1 << nfree;
+    on = as_xcalloc(nl + 1, sizeof *on);
+    lb = as_xcalloc(nset + 1, sizeof *lb);
+    ord = as_xcalloc(nset + 1, sizeof *ord);
+    copy_min = as_xcalloc(nl + 1, sizeof *copy_min);
+    /* the least each layer's copies cost (run half) */
+    for (v = 0; v < n; v++) {
+        const as_pnode *nd = as_problem_node(ga->p, v);
+        size_t L = as_build_map_copy_layer(ga->map, v);
+        double c = HUGE_VAL;
+        if (L == (size_t)-1)
+            continue;
+        for (s = 0; s < nd->k / 2; s++)
+            c = fmin(c, nd->c[s] + nd->d[s]);
+        copy_min[L] += c;
+    }
+    /* nothing recomputed, no budget: a bound for every setting */
+    if (budget > 0) {
+        as_problem *q = NULL;
+        as_solve_result r;
+        memset(on, 0, (nl + 1) * sizeof *on);
+        rc = as_build_recompute_hold(ga->map, ga->p, on, &q, err);
+        if (rc == AS_OK) {
+            as_problem_set_memory(q, 0);
+            os.lim.start = NULL;
+            if (limit > 0)
+                os.lim.time_limit_s = fmax(0.2 * (limit - (as_now() - t0)), 0.01);
+            rc = as_solve_problem(q, &os, &r, err);
+            as_problem_free(q);
+        }
+        if (rc == AS_OK && r.nplans > 0)
+            lb0 = fmin(r.plans[0].bound, r.plans[0].objective);
+        if (rc == AS_OK)
+            as_solve_result_free(&r);
+    }
+    for (m = 0; m < nset; m++) {
+        ord[m] = m;
+        lb[m] = isfinite(lb0) ? lb0 : 0;
+        for (j = 0; j < nl; j++)
+            if (auto_on(ga->p, first, j, lead, m))
+                lb[m] += copy_min[j];
+    }
+    for (m = 1; m < nset; m++) /* cheapest bound first */
+        for (i = m; i > 0 && lb[ord[i - 1]] > lb[ord[i]]; i--) {
+            size_t x = ord[i];
+            ord[i] = ord[i - 1];
+            ord[i - 1] = x;
+        }
+    for (i = 0; i < nset && rc == AS_OK; i++) {
+        as_problem *q = NULL;
+        as_solve_result r;
+        m = ord[i];
+        if (res->nplans > 0 && isfinite(lb0) &&
+            lb[m] >= res->plans[0].objective * (1 - o->lim.gap)) {
+            as_debug("--recompute auto: setting %zu of %zu: bound %.9g s, not below the plan's",
+                     m, nset, lb[m]);
+            continue;
+        }
+        for (j = 0; j < nl; j++)
+            on[j] = auto_on(ga->p, first, j, lead, m);
+        if ((rc = as_build_recompute_hold(ga->map, ga->p, on, &q, err)) != AS_OK)
+            break;
+        if (limit > 0) {
+            os.lim.time_limit_s = (limit - (as_now() - t0)) / (double)(nset - i);
+            if (budget > 0)
+                os.lim.time_limit_s *= 0.5; /* leave half for refit rounds */
+            os.lim.time_limit_s = fmax(os.lim.time_limit_s, 0.01);
+        }
+        os.lim.start = m == nset - 1 ? o->lim.start : NULL; /* every layer: --recompute full */
+        rc = as_solve_problem(q, &os, &r, err);
+        as_problem_free(q);
+        if (rc != AS_OK)
+            break;
+        if (r.nplans > 0 && r.plans[0].objective >= 0.5 * AS_STRAT_INFINITY_COST) {
+            as_solve_result_free(&r); /* only with a held half: this setting does not fit */
+            r.outcome = AS_OUTCOME_INFEASIBLE;
+        }
+        if (r.nplans > 0)
+            as_debug("--recompute auto: setting %zu of %zu (bound %.9g s): plan %.9g s", m, nset,
+                     lb[m], r.plans[0].objective);
+        else
+            as_debug("--recompute auto: setting %zu of %zu (bound %.9g s): no plan", m, nset,
+                     lb[m]);
+        if (r.nplans > 0 && (res->nplans == 0 || r.plans[0].objective < res->plans[0].objective)) {
+            as_solve_result_free(res);
+            *res = r;
+        } else if (res->nplans == 0 && i == 0) {
+            *res = r; /* the outcome and sizes, until a plan */
+        } else {
+            as_solve_result_free(&r);
+        }
+    }
+    free(on);
+    free(lb);
+    free(ord);
+    free(copy_min);
+    if (rc == AS_OK && res->nplans > 0 && /* a plan of a held problem: of GA's problem too */
+        as_problem_check(ga->p, res->plans[0].choice, &res->plans[0].objective,
+                         &res->plans[0].peak, err) != AS_OK)
+        rc = err->code;
+    return rc;
+}
+
+/*
+ * --recompute auto, the ILP's choice (docs/solve.md "Activation
+ * recomputation"): the problem of the step with every layer recomputed,
+ * each layer's copies run or kept by one switch node per layer
+ * (as_build_opts.recompute_auto), solved once.  Its plan becomes a plan of
+ * the step with the chosen layers recomputed (as_graph_recompute of that
+ * list: what lower and simulate run), node by node, and that step's rows
+ * must give the same objective and peak.  The refit rounds (solve_fit) then
+ * run on that step.  Returns the exit status, or -1 when the ILP cannot
+ * model the step exactly (why in the debug log): the caller runs the search.
+ */
+static int
+solve_auto_ilp(solve_cli *c)
+{
+    FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout;
+    as_train_cli tf;
+    as_graph_setup sa = c->setup;
+    as_graph_problem ga, gp;
+    as_solve_opts o = c->o;
+    as_solve_result ra, res;
+    as_graph *g = NULL, *r = NULL;
+    as_err err = {0};
+    size_t first, nl, j, v, n, *choice = NULL, nrec = 0;
+    const char *const *keys;
+    char *list = NULL, b1[32], b2[32];
+    double obj = 0, peak = 0, rows = -1, t0 = c->t_start;
+    int rc, nlayers = 0;
+
+    memset(&ga, 0, sizeof ga);
+    memset(&gp, 0, sizeof gp);
+    if (solve_load_graph(c, &g, &err) != AS_OK)
+        return as_cmd_fail(&err);
+    rc = as_graph_recompute(g, AS_RECOMPUTE_AUTO, NULL, &r, &nlayers, &err);
+    as_graph_free(g);
+    if (rc != AS_OK)
+        return as_cmd_fail(&err);
+    if (as_recompute_auto_check(r, &err) != AS_OK) {
+        as_info("--recompute auto: not a choice of the ILP here (%s): searching over the number "
+                "of layers recomputed", err.msg);
+        as_graph_free(r);
+        return -1;
+    }
+    tf = c->train;
+    tf.recompute = AS_RECOMPUTE_NONE; /* R is recomputed already: K microbatches only */
+    tf.layers = NULL;
+    tf.full = NULL;
+    if (as_train_cli_graph(&tf, &r, &sa.build, &err) != AS_OK) {
+        as_graph_free(r);
+        return as_cmd_fail(&err);
+    }
+    sa.build.recompute_auto = 1;
+    if (as_graph_problem_init(&ga, r, &sa, &err) != AS_OK) {
+        as_train_cli_free(&tf);
+        return as_cmd_fail(&err);
+    }
+    nl = as_build_map_recompute(ga.map, &first, &keys);
+    if ((rc = solve_hopeless(ga.p)) != AS_EXIT_OK)
+        goto out;
+    o.groups = ga.groups;
+    o.top = 1;
+    if (o.lim.time_limit_s > 0) { /* the limit counts from the start: building included */
+        o.lim.time_limit_s -= as_now() - t0;
+        if (o.lim.time_limit_s <= 0) {
+            fprintf(stderr, "autoshard: time limit (%g s) reached after building the problem, "
+                    "before any plan\n", c->o.lim.time_limit_s);
+            rc = AS_EXIT_RUNTIME;
+            goto out;
+        }
+        if (as_problem_memory(ga.p) > 0)
+            o.lim.time_limit_s *= 0.5; /* a budget: leave half for refit rounds (solve_fit) */
+    }
+    /* every layer recomputed first (--recompute full's problem and plan), for the bound
+       rounds to start from: they cannot flip a layer's copies one node at a time, and
+       without a plan that fits they prune nothing */
+    {
+        as_graph_problem gf;
+        as_graph *gr = NULL;
+        as_train_cli tr = c->train;
+        as_solve_result rf;
+        as_solve_opts of = o;
+        memset(&gf, 0, sizeof gf);
+        tr.recompute = AS_RECOMPUTE_FULL;
+        tr.layers = NULL;
+        tr.full = NULL;
+        if ((rc = solve_load_graph(c, &gr, &err)) == AS_OK &&
+            (rc = as_train_cli_graph(&tr, &gr, &sa.build, &err)) != AS_OK)
+            as_graph_free(gr);
+        if (rc == AS_OK) {
+            as_graph_setup sf = sa;
+            sf.build.recompute_auto = 0;
+            rc = as_graph_problem_init(&gf, gr, &sf, &err);
+        }
+        of.groups = gf.groups;
+        of.lim.start = NULL;
+        if (rc == AS_OK)
+            rc = as_solve_problem(gf.p, &of, &rf, &err);
+        if (rc != AS_OK) {
+            as_graph_problem_free(&gf);
+            as_train_cli_free(&tr);
+            rc = as_cmd_fail(&err);
+            goto out;
+        }
+        if (rf.nplans == 0) {
+            print_summary(fp, gf.p, as_graph_name(gf.g), c->o.reduce, &rf);
+            if (rf.outcome == AS_OUTCOME_INFEASIBLE)
+                fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every "
+                        "layer recomputed\n");
+            else
+                fprintf(stderr, "autoshard: stopped at the time limit (%g s) without a feasible "
+                        "plan (--recompute auto, every layer recomputed, solver '%s')\n",
+                        c->o.lim.time_limit_s, c->o.solver);
+            rc = rf.outcome == AS_OUTCOME_INFEASIBLE ? AS_EXIT_INFEAS : AS_EXIT_RUNTIME;
+            as_solve_result_free(&rf);
+            as_graph_problem_free(&gf);
+            as_train_cli_free(&tr);
+            goto out;
+        }
+        as_info("--recompute auto: every layer recomputed: %.9g s (%.2f s)",
+                rf.plans[0].objective, as_now() - t0);
+        /* the same plan in the ILP: copies run at their strategy, every switch on */
+        n = as_problem_nnodes(ga.p);
+        choice = as_xcalloc(n + 1, sizeof *choice);
+        for (v = 0; v < n; v++) {
+            size_t u;
+            if (as_problem_find(gf.p, as_problem_node(ga.p, v)->name, &u))
+                choice[v] = rf.plans[0].choice[u];
+        }
+        for (j = 0; j < nl; j++)
+            choice[first + j] = 1;
+        as_solve_result_free(&rf);
+        as_graph_problem_free(&gf);
+        as_train_cli_free(&tr);
+        o.lim.start = choice;
+        if (c->o.lim.time_limit_s > 0) {
+            o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - t0);
+            if (as_problem_memory(ga.p) > 0)
+                o.lim.time_limit_s *= 0.5;
+            o.lim.time_limit_s = fmax(o.lim.time_limit_s, 0.01); /* the start at least */
+        }
+    }
+    rc = auto_solve_switches(&ga, first, nl, &o, c->o.lim.time_limit_s, t0, &ra, &err);
+    o.lim.start = NULL;
+    free(choice);
+    choice = NULL;
+    if (rc != AS_OK) {
+        rc = as_cmd_fail(&err);
+        goto out;
+    }
+    if (ra.nplans == 0) {
+        print_summary(fp, ga.p, as_graph_name(ga.g), c->o.reduce, &ra);
+        if (ra.outcome == AS_OUTCOME_INFEASIBLE)
+            fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every layer "
+                    "recomputed\n");
+        else
+            fprintf(stderr, "autoshard: stopped at the time limit (%g s) without a feasible "
+                    "plan (--recompute auto, solver '%s')\n", c->o.lim.time_limit_s,
+                    c->o.solver);
+        rc = ra.outcome == AS_OUTCOME_INFEASIBLE ? AS_EXIT_INFEAS : AS_EXIT_RUNTIME;
+        as_solve_result_free(&ra);
+        goto out;
+    }
+    /* the layers recomputed, in forward order */
+    list = as_xstrdup("");
+    for (j = 0; j < nl; j++)
+        if (ra.plans[0].choice[first + j] == 1) {
+            char *s = as_xasprintf("%s%s%s", list, nrec ? "," : "", keys[j]);
+            free(list);
+            list = s;
+            nrec++;
+        }
+    as_info("--recompute auto: the ILP recomputes %zu of %zu layers (%s), objective %.9g s",
+            nrec, nl, list, ra.plans[0].objective);
+    /* the step with those layers recomputed, and the plan on it */
+    c->train.layers = list;
+    list = NULL;
+    if ((rc = solve_load_graph(c, &g, &err)) == AS_OK &&
+        (rc = as_train_cli_graph(&c->train, &g, &c->setup.build, &err)) != AS_OK)
+        as_graph_free(g);
+    if (rc != AS_OK || (rc = as_graph_problem_init(&gp, g, &c->setup, &err)) != AS_OK) {
+        as_solve_result_free(&ra);
+        rc = as_cmd_fail(&err);
+        goto out;
+    }
+    n = as_problem_nnodes(gp.p);
+    choice = as_xmalloc((n + 1) * sizeof *choice);
+    for (v = 0; v < n && rc == AS_OK; v++) {
+        size_t u, k = as_problem_node(gp.p, v)->k;
+        if (!as_problem_find(ga.p, as_problem_node(gp.p, v)->name, &u) ||
+            as_problem_node(ga.p, u)->k % k != 0)
+            rc = as_errf(&err, AS_EINTERNAL, "--recompute auto: node '%s' of the step is not "
+                         "the ILP's", as_problem_node(gp.p, v)->name);
+        else
+            choice[v] = ra.plans[0].choice[u] % k;
+    }
+    if (rc == AS_OK && as_problem_check(gp.p, choice, &obj, &peak, &err) != AS_OK)
+        as_err_prefix(&err, "--recompute auto: the ILP's plan on the step with layers %s "
+                      "recomputed: ", c->train.layers), rc = AS_EINTERNAL;
+    if (rc != AS_OK) {
+        as_solve_result_free(&ra);
+        rc = as_cmd_fail(&err);
+        goto out;
+    }
+    /* one truth: the step's objective and rows are the ILP's */
+    if (fabs(obj - ra.plans[0].objective) > 1e-9 * fabs(obj) + 1e-15 ||
+        fabs(peak - ra.plans[0].peak) > 1e-9 * peak + 1)
+        fprintf(stderr, "autoshard: warning: --recompute auto: the ILP's objective %.9g s and "
+                "rows %s differ from the step's %.9g s and %s\n", ra.plans[0].objective,
+                as_fmt_bytes(ra.plans[0].peak, b1, sizeof b1), obj,
+                as_fmt_bytes(peak, b2, sizeof b2));
+    res = ra;
+    res.nplans = 1;
+    free(res.plans[0].choice);
+    res.plans[0].choice = choice;
+    choice = NULL;
+    res.plans[0].objective = obj;
+    res.plans[0].peak = peak;
+    for (j = 1; j < ra.nplans; j++)
+        free(ra.plans[j].choice);
+    c->o.groups = gp.groups;
+    print_graph_header(fp, c, &gp);
+    fprintf(fp, "%-13sauto: %zu of %zu layers recomputed fully%s%s%s, chosen by the ILP (one "
+            "switch per layer; the problem below)\n", "recompute", nrec, nl,
+            nrec ? " (" : "", nrec ? c->train.layers : "", nrec ? ")" : "");
+    print_summary(fp, ga.p, as_graph_name(ga.g), c->o.reduce, &res);
+    if ((rc = solve_fit(c, &gp, &res, t0, &rows, fp, &err)) != AS_EXIT_OK) {
+        if (rc == AS_EXIT_RUNTIME && err.msg[0])
+            rc = as_cmd_fail(&err);
+        goto out;
+    }
+    print_graph_result(fp, c, &gp, res.plans, res.nplans, c->o.solver, rows);
+    rc = graph_plans(c, &gp, res.plans, res.nplans, c->o.solver, &err);
+    as_solve_result_free(&res);
+    rc = rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+out:
+    free(choice);
+    free(list);
+    as_graph_problem_free(&gp);
+    as_graph_problem_free(&ga);
+    as_train_cli_free(&tf);
+    as_train_cli_free(&c->train);
+    return rc;
+}
+
+/*
+ * --recompute auto where the ILP cannot choose (solve_auto_ilp returns -1):
+ * the plan of the step with its first k layers (program order) recomputed
+ * fully that fits the budget at the least objective; the search over k is
+ * solve/recompute_search.h's (docs/solve.md).
+ */
+static int
+solve_auto_search(solve_cli *c)
 {
     static const as_recomp_ops ops = {auto_cb_try, auto_cb_keep, auto_cb_drop, auto_cb_unbound};
     FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout;
@@ -1820,7 +2219,8 @@ solve_graph(solve_cli *c)
         c->setup.build.deadline = c->t_start + c->o.lim.time_limit_s;
     if (c->train.recompute == AS_RECOMPUTE_AUTO) {
         as_graph_free(g);
-        return solve_auto(c);
+        rc = solve_auto_ilp(c);
+        return rc >= 0 ? rc : solve_auto_search(c);
     }
     if (c->train.pipeline > 1) { /* cmd_pipeline.c */
         as_pipe_cli pc = {c->graph, &c->setup, &c->o, c->t_start, c->out, c->emit,
