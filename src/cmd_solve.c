@@ -1546,11 +1546,16 @@ default_graph(as_graph **out, as_err *err)
 
 /* ---- --recompute auto (docs/solve.md "Activation recomputation") ---- */
 
-/* One candidate of --recompute auto: the step with its first K layers recomputed. */
+/* Seconds a setting of --recompute auto may take without --time-limit (its plan then
+   comes with its gap): no single ILP stalls the search. */
+#define AUTO_LEAF_S 30.0
+
+/* One setting of --recompute auto: the step with the layers of a list recomputed. */
 typedef struct auto_cand {
-    int k;
-    int fits;            /* a plan that fits: RES, ROWS hold it */
+    int fits;            /* 1 a plan that fits: RES, ROWS hold it; 0 none; -1 stopped */
     double objective;    /* its objective, s (HUGE_VAL when none fits) */
+    double bound;        /* its ILP's lower bound, s */
+    int nrec;            /* layers recomputed */
     as_graph_problem gp; /* zeroed when not built */
     as_solve_result res;
     double rows;
@@ -1575,41 +1580,41 @@ solve_load_graph(const solve_cli *c, as_graph **g, as_err *err)
     return c->graph == NULL ? default_graph(g, err) : as_graph_read(c->graph, g, err);
 }
 
-/* The first K keys of the comma-separated list KEYS (malloc'd). */
-static char *
-auto_prefix(const char *keys, int k)
+/* The seconds a setting started now may take: what is left of --time-limit, else
+   AUTO_LEAF_S. */
+static double
+auto_leaf_limit(const solve_cli *c)
 {
-    size_t n = 0;
-    int i = 0;
-
-    while (i < k && keys[n]) {
-        n++;
-        if (keys[n] == ',' || keys[n] == 0)
-            i++;
-    }
-    return as_xstrndup(keys, n);
+    return c->o.lim.time_limit_s > 0 ? c->o.lim.time_limit_s - (as_now() - c->t_start)
+                                     : AUTO_LEAF_S;
 }
 
 /*
- * Solve candidate X->k (the step with the first k layers of KEYS recomputed
- * fully) quietly: solve and fit as solve_graph_run does.  Returns AS_OK
- * (X->fits says whether a plan fits) or an error.
+ * Solve the step with the layers LIST (comma-separated) recomputed fully into X, quietly:
+ * solve and fit as solve_graph_run does, within auto_leaf_limit.  Returns AS_OK (X->fits
+ * says whether a plan fits) or an error.
  */
 static int
-auto_try(solve_cli *c, const as_train_cli *base, const char *keys, int k, auto_cand *x,
+auto_try(solve_cli *c, const as_train_cli *base, const char *list, int nrec, auto_cand *x,
          FILE *sink, as_err *err)
 {
     as_solve_opts o = c->o;
     as_graph *g = NULL;
-    double budget;
+    double budget, limit = auto_leaf_limit(c), t1 = as_now(), keep_limit;
     int rc;
 
     memset(x, 0, sizeof *x);
-    x->k = k;
+    x->nrec = nrec;
     x->objective = HUGE_VAL;
+    x->bound = -HUGE_VAL;
     x->train = *base;
     x->train.full = NULL;
-    x->train.layers = auto_prefix(keys, k);
+    x->train.layers = as_xstrdup(list);
+    if (limit <= 0) {
+        x->fits = -1;
+        return as_errf(err, AS_ESOLVER, "--recompute auto: time limit (%g s) reached",
+                       c->o.lim.time_limit_s);
+    }
     AS_CHECK(solve_load_graph(c, &g, err));
     if ((rc = as_train_cli_graph(&x->train, &g, &c->setup.build, err)) != AS_OK) {
         as_graph_free(g);
@@ -1621,57 +1626,86 @@ auto_try(solve_cli *c, const as_train_cli *base, const char *keys, int k, auto_c
     if (budget > 0 && as_problem_peak_lower_bound(x->gp.p) > budget * (1 + 1e-9))
         return AS_OK; /* hopeless (solve_hopeless) */
     o.groups = x->gp.groups;
-    if (c->o.lim.time_limit_s > 0) {
-        o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - c->t_start);
-        if (o.lim.time_limit_s <= 0)
-            return as_errf(err, AS_ESOLVER, "--recompute auto: time limit (%g s) reached "
-                           "after %d candidates", c->o.lim.time_limit_s, k);
+    o.top = 1;
+    o.lim.time_limit_s = fmax(limit - (as_now() - t1), 0.01);
+    if (budget > 0)
+        o.lim.time_limit_s *= 0.5; /* leave half for refit rounds (solve_fit) */
+    if ((rc = as_solve_problem(x->gp.p, &o, &x->res, err)) != AS_OK) {
+        if (rc != AS_ESOLVER)
+            return rc;
+        as_debug("--recompute auto: %s", err->msg); /* the setting's time limit */
+        err->msg[0] = 0;
+        x->fits = -1;
+        return AS_OK;
     }
-    AS_CHECK(as_solve_problem(x->gp.p, &o, &x->res, err));
     x->solved = 1;
     if (x->res.nplans == 0) {
+        x->fits = x->res.outcome == AS_OUTCOME_INFEASIBLE ? 0 : -1;
         as_solve_result_free(&x->res);
+        x->solved = 0;
         return AS_OK;
     }
     c->train = x->train; /* solve_fit simulates this step */
     c->o.groups = x->gp.groups;
     c->errfp = sink;
-    rc = solve_fit(c, &x->gp, &x->res, c->t_start, &x->rows, sink, err);
+    keep_limit = c->o.lim.time_limit_s; /* solve_fit: the setting's limit from its start */
+    c->o.lim.time_limit_s = limit;
+    rc = solve_fit(c, &x->gp, &x->res, t1, &x->rows, sink, err);
+    c->o.lim.time_limit_s = keep_limit;
     c->errfp = stderr;
-    if (rc == AS_EXIT_INFEAS) /* RES freed */
+    memset(&c->train, 0, sizeof c->train);
+    if (rc == AS_EXIT_INFEAS) { /* RES freed */
+        x->solved = 0;
         return AS_OK;
-    if (rc != AS_EXIT_OK) {
-        as_solve_result_free(&x->res);
-        return err->msg[0] ? err->code : as_errf(err, AS_ESOLVER, "--recompute auto: the "
-                                                 "solve of %d recomputed layers stopped at the "
-                                                 "time limit", k);
+    }
+    if (rc != AS_EXIT_OK) { /* stopped in the refit rounds */
+        x->solved = 0;
+        if (err->msg[0] && !(limit > 0 && as_now() - t1 >= limit))
+            return err->code;
+        err->msg[0] = 0;
+        x->fits = -1;
+        return AS_OK;
     }
     x->fits = 1;
     x->objective = x->res.plans[0].objective;
+    x->bound = x->res.plans[0].bound;
     return AS_OK;
 }
 
-/* The candidates of --recompute auto for the search (solve/recompute_search.h). */
+/* The settings of --recompute auto for the search (solve/recompute_search.h). */
 typedef struct auto_ctx {
     solve_cli *c;
     as_train_cli base;
-    const char *keys;
+    char **keys; /* [nl] layer keys, forward order */
     int nl;
     FILE *sink;
+    as_graph_problem *gp0; /* the step with nothing recomputed, no budget */
     auto_cand best, cur;
 } auto_ctx;
 
 static int
-auto_cb_try(void *ud, int k, int *fits, double *objective, as_err *err)
+auto_cb_try(void *ud, const int *on, int *fits, double *objective, double *bound,
+            as_err *err)
 {
     auto_ctx *x = ud;
     double t1 = as_now();
-    int rc = auto_try(x->c, &x->base, x->keys, k, &x->cur, x->sink, err);
+    char *list = as_xstrdup("");
+    int j, n = 0, rc;
 
-    *fits = rc == AS_OK && x->cur.fits;
+    for (j = 0; j < x->nl; j++)
+        if (on[j]) {
+            char *s = as_xasprintf("%s%s%s", list, n++ ? "," : "", x->keys[j]);
+            free(list);
+            list = s;
+        }
+    rc = auto_try(x->c, &x->base, list, n, &x->cur, x->sink, err);
+    *fits = x->cur.fits;
     *objective = x->cur.objective;
-    as_info("--recompute auto: %d of %d layers recomputed: %s (%.2f s)", k, x->nl,
-            rc != AS_OK ? "stopped" : *fits ? "fits" : "no fit", as_now() - t1);
+    *bound = x->cur.bound;
+    as_info("--recompute auto: %d of %d layers recomputed%s%s%s: %s (%.2f s)", n, x->nl,
+            n ? " (" : "", list, n ? ")" : "",
+            rc != AS_OK || *fits < 0 ? "stopped" : *fits ? "fits" : "no fit", as_now() - t1);
+    free(list);
     return rc;
 }
 
@@ -1691,449 +1725,57 @@ auto_cb_drop(void *ud)
     auto_cand_free(&((auto_ctx *)ud)->cur);
 }
 
-/* Does the budget bind the best candidate (k = 0)?  Solve it without one. */
+/* The base bound: X->gp0 solved (solve/recompute_search.h). */
 static int
-auto_cb_unbound(void *ud, int *unbound, as_err *err)
+auto_cb_base(void *ud, double *lb, as_err *err)
 {
     auto_ctx *x = ud;
-    double budget = as_problem_memory(x->best.gp.p);
     as_solve_opts o = x->c->o;
-    as_solve_result u;
-    int rc;
+    as_solve_result r;
+    double t1 = as_now(), limit = auto_leaf_limit(x->c);
 
-    *unbound = 1;
-    if (budget <= 0)
+    *lb = -HUGE_VAL;
+    if (x->gp0 == NULL || limit <= 0)
         return AS_OK;
+    o.groups = x->gp0->groups;
     o.top = 1;
-    o.groups = x->best.gp.groups;
-    as_problem_set_memory(x->best.gp.p, 0);
-    rc = as_solve_problem(x->best.gp.p, &o, &u, err);
-    as_problem_set_memory(x->best.gp.p, budget);
-    if (rc != AS_OK)
-        return rc;
-    *unbound = u.nplans > 0 && u.plans[0].objective >= x->best.objective * (1 - 1e-9);
-    as_solve_result_free(&u);
+    o.lim.start = NULL;
+    o.lim.time_limit_s = limit;
+    AS_CHECK(as_solve_problem(x->gp0->p, &o, &r, err));
+    if (r.nplans > 0 && isfinite(r.plans[0].bound))
+        *lb = fmin(r.plans[0].bound, r.plans[0].objective);
+    as_info("--recompute auto: bound with nothing recomputed, no budget: %.9g s "
+            "(%.2f s)", *lb, as_now() - t1);
+    as_solve_result_free(&r);
     return AS_OK;
 }
 
-/* Most switches (after tying) whose settings auto_solve_switches tries one by one. */
-#define AUTO_ENUM_MAX 4
-
-/* Layer J held at setting M of the free switches LEAD (tied layers share one). */
-static int
-auto_on(const as_problem *p, size_t first, size_t j, const size_t *lead, size_t m)
-{
-    size_t f = as_problem_node(p, first + j)->follow, x;
-
-    f = f == AS_NO_FOLLOW ? first + j : f;
-    for (x = 0; lead[x] != f; x++)
-        ;
-    return (int)((m >> x) & 1);
-}
-
 /*
- * Solve GA's problem (--recompute auto) into *RES.  With at most
- * AUTO_ENUM_MAX free switch nodes (tied layers share one), the settings of
- * the switches are solved apart (as_build_recompute_hold: the reductions,
- * which cannot flip a layer's copies one node at a time, then see the step
- * with those layers recomputed), cheapest bound first, and the best plan
- * kept: the ILP's optimum, setting by setting.  A setting's bound is the
- * step's optimum with nothing recomputed and no budget (a copy takes its
- * original's strategy, so a plan with layers recomputed costs what the same
- * strategies cost without, plus the copies) plus the least its copies can
- * cost; a setting whose bound is not below the best plan is not solved (so
- * when nothing recomputed fits and the budget does not bind, one solve more
- * settles it).  With more free switches, the ILP as a whole from
- * O->lim.start.  LIMIT (s, 0 = none) counts from T0 and is shared by the
- * settings left.
+ * --recompute auto: the setting of the per-layer recompute binaries (one
+ * count per class of identical layers) whose step's plan fits the budget at
+ * the least objective, by solve/recompute_search.h's search with exact
+ * bounds (docs/solve.md).
  */
 static int
-auto_solve_switches(as_graph_problem *ga, size_t first, size_t nl, const as_solve_opts *o,
-                    double limit, double t0, as_solve_result *res, as_err *err)
+solve_auto(solve_cli *c)
 {
-    size_t lead[AUTO_ENUM_MAX], nfree = 0, j, m, nset, v, s, i, *ord;
-    size_t n = as_problem_nnodes(ga->p);
-    double lb0 = -HUGE_VAL, *lb, *copy_min, budget = as_problem_memory(ga->p);
-    as_solve_opts os = *o;
-    int rc = AS_OK, *on;
-
-    memset(res, 0, sizeof *res);
-    for (j = 0; j < nl; j++) {
-        size_t f = as_problem_node(ga->p, first + j)->follow, x, l = f == AS_NO_FOLLOW ? first + j : f;
-        for (x = 0; x < nfree && lead[x] != l; x++)
-            ;
-        if (x < nfree)
-            continue;
-        if (nfree == AUTO_ENUM_MAX)
-            return as_solve_problem(ga->p, o, res, err);
-        lead[nfree++] = l;
-    }
-    nset = (size_t)1 << nfree;
-    on = as_xcalloc(nl + 1, sizeof *on);
-    lb = as_xcalloc(nset + 1, sizeof *lb);
-    ord = as_xcalloc(nset + 1, sizeof *ord);
-    copy_min = as_xcalloc(nl + 1, sizeof *copy_min);
-    /* the least each layer's copies cost (run half) */
-    for (v = 0; v < n; v++) {
-        const as_pnode *nd = as_problem_node(ga->p, v);
-        size_t L = as_build_map_copy_layer(ga->map, v);
-        double c = HUGE_VAL;
-        if (L == (size_t)-1)
-            continue;
-        for (s = 0; s < nd->k / 2; s++)
-            c = fmin(c, nd->c[s] + nd->d[s]);
-        copy_min[L] += c;
-    }
-    /* nothing recomputed, no budget: a bound for every setting */
-    if (budget > 0) {
-        as_problem *q = NULL;
-        as_solve_result r;
-        memset(on, 0, (nl + 1) * sizeof *on);
-        rc = as_build_recompute_hold(ga->map, ga->p, on, &q, err);
-        if (rc == AS_OK) {
-            as_problem_set_memory(q, 0);
-            os.lim.start = NULL;
-            if (limit > 0)
-                os.lim.time_limit_s = fmax(0.2 * (limit - (as_now() - t0)), 0.01);
-            rc = as_solve_problem(q, &os, &r, err);
-            as_problem_free(q);
-        }
-        if (rc == AS_OK && r.nplans > 0)
-            lb0 = fmin(r.plans[0].bound, r.plans[0].objective);
-        if (rc == AS_OK)
-            as_solve_result_free(&r);
-    }
-    for (m = 0; m < nset; m++) {
-        ord[m] = m;
-        lb[m] = isfinite(lb0) ? lb0 : 0;
-        for (j = 0; j < nl; j++)
-            if (auto_on(ga->p, first, j, lead, m))
-                lb[m] += copy_min[j];
-    }
-    for (m = 1; m < nset; m++) /* cheapest bound first */
-        for (i = m; i > 0 && lb[ord[i - 1]] > lb[ord[i]]; i--) {
-            size_t x = ord[i];
-            ord[i] = ord[i - 1];
-            ord[i - 1] = x;
-        }
-    for (i = 0; i < nset && rc == AS_OK; i++) {
-        as_problem *q = NULL;
-        as_solve_result r;
-        m = ord[i];
-        if (res->nplans > 0 && isfinite(lb0) &&
-            lb[m] >= res->plans[0].objective * (1 - o->lim.gap)) {
-            as_debug("--recompute auto: setting %zu of %zu: bound %.9g s, not below the plan's",
-                     m, nset, lb[m]);
-            continue;
-        }
-        for (j = 0; j < nl; j++)
-            on[j] = auto_on(ga->p, first, j, lead, m);
-        if ((rc = as_build_recompute_hold(ga->map, ga->p, on, &q, err)) != AS_OK)
-            break;
-        if (limit > 0) {
-            os.lim.time_limit_s = (limit - (as_now() - t0)) / (double)(nset - i);
-            if (budget > 0)
-                os.lim.time_limit_s *= 0.5; /* leave half for refit rounds */
-            os.lim.time_limit_s = fmax(os.lim.time_limit_s, 0.01);
-        }
-        os.lim.start = m == nset - 1 ? o->lim.start : NULL; /* every layer: --recompute full */
-        rc = as_solve_problem(q, &os, &r, err);
-        as_problem_free(q);
-        if (rc != AS_OK)
-            break;
-        if (r.nplans > 0 && r.plans[0].objective >= 0.5 * AS_STRAT_INFINITY_COST) {
-            as_solve_result_free(&r); /* only with a held half: this setting does not fit */
-            r.outcome = AS_OUTCOME_INFEASIBLE;
-        }
-        if (r.nplans > 0)
-            as_debug("--recompute auto: setting %zu of %zu (bound %.9g s): plan %.9g s", m, nset,
-                     lb[m], r.plans[0].objective);
-        else
-            as_debug("--recompute auto: setting %zu of %zu (bound %.9g s): no plan", m, nset,
-                     lb[m]);
-        if (r.nplans > 0 && (res->nplans == 0 || r.plans[0].objective < res->plans[0].objective)) {
-            as_solve_result_free(res);
-            *res = r;
-        } else if (res->nplans == 0 && i == 0) {
-            *res = r; /* the outcome and sizes, until a plan */
-        } else {
-            as_solve_result_free(&r);
-        }
-    }
-    free(on);
-    free(lb);
-    free(ord);
-    free(copy_min);
-    if (rc == AS_OK && res->nplans > 0 && /* a plan of a held problem: of GA's problem too */
-        as_problem_check(ga->p, res->plans[0].choice, &res->plans[0].objective,
-                         &res->plans[0].peak, err) != AS_OK)
-        rc = err->code;
-    return rc;
-}
-
-/*
- * --recompute auto, the ILP's choice (docs/solve.md "Activation
- * recomputation"): the problem of the step with every layer recomputed,
- * each layer's copies run or kept by one switch node per layer
- * (as_build_opts.recompute_auto), solved once.  Its plan becomes a plan of
- * the step with the chosen layers recomputed (as_graph_recompute of that
- * list: what lower and simulate run), node by node, and that step's rows
- * must give the same objective and peak.  The refit rounds (solve_fit) then
- * run on that step.  Returns the exit status, or -1 when the ILP cannot
- * model the step exactly (why in the debug log): the caller runs the search.
- */
-static int
-solve_auto_ilp(solve_cli *c)
-{
-    FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout;
-    as_train_cli tf;
-    as_graph_setup sa = c->setup;
-    as_graph_problem ga, gp;
-    as_solve_opts o = c->o;
-    as_solve_result ra, res;
-    as_graph *g = NULL, *r = NULL;
-    as_err err = {0};
-    size_t first, nl, j, v, n, *choice = NULL, nrec = 0;
-    const char *const *keys;
-    char *list = NULL, b1[32], b2[32];
-    double obj = 0, peak = 0, rows = -1, t0 = c->t_start;
-    int rc, nlayers = 0;
-
-    memset(&ga, 0, sizeof ga);
-    memset(&gp, 0, sizeof gp);
-    if (solve_load_graph(c, &g, &err) != AS_OK)
-        return as_cmd_fail(&err);
-    rc = as_graph_recompute(g, AS_RECOMPUTE_AUTO, NULL, &r, &nlayers, &err);
-    as_graph_free(g);
-    if (rc != AS_OK)
-        return as_cmd_fail(&err);
-    if (as_recompute_auto_check(r, &err) != AS_OK) {
-        as_info("--recompute auto: not a choice of the ILP here (%s): searching over the number "
-                "of layers recomputed", err.msg);
-        as_graph_free(r);
-        return -1;
-    }
-    tf = c->train;
-    tf.recompute = AS_RECOMPUTE_NONE; /* R is recomputed already: K microbatches only */
-    tf.layers = NULL;
-    tf.full = NULL;
-    if (as_train_cli_graph(&tf, &r, &sa.build, &err) != AS_OK) {
-        as_graph_free(r);
-        return as_cmd_fail(&err);
-    }
-    sa.build.recompute_auto = 1;
-    if (as_graph_problem_init(&ga, r, &sa, &err) != AS_OK) {
-        as_train_cli_free(&tf);
-        return as_cmd_fail(&err);
-    }
-    nl = as_build_map_recompute(ga.map, &first, &keys);
-    if ((rc = solve_hopeless(ga.p)) != AS_EXIT_OK)
-        goto out;
-    o.groups = ga.groups;
-    o.top = 1;
-    if (o.lim.time_limit_s > 0) { /* the limit counts from the start: building included */
-        o.lim.time_limit_s -= as_now() - t0;
-        if (o.lim.time_limit_s <= 0) {
-            fprintf(stderr, "autoshard: time limit (%g s) reached after building the problem, "
-                    "before any plan\n", c->o.lim.time_limit_s);
-            rc = AS_EXIT_RUNTIME;
-            goto out;
-        }
-        if (as_problem_memory(ga.p) > 0)
-            o.lim.time_limit_s *= 0.5; /* a budget: leave half for refit rounds (solve_fit) */
-    }
-    /* every layer recomputed first (--recompute full's problem and plan), for the bound
-       rounds to start from: they cannot flip a layer's copies one node at a time, and
-       without a plan that fits they prune nothing */
-    {
-        as_graph_problem gf;
-        as_graph *gr = NULL;
-        as_train_cli tr = c->train;
-        as_solve_result rf;
-        as_solve_opts of = o;
-        memset(&gf, 0, sizeof gf);
-        tr.recompute = AS_RECOMPUTE_FULL;
-        tr.layers = NULL;
-        tr.full = NULL;
-        if ((rc = solve_load_graph(c, &gr, &err)) == AS_OK &&
-            (rc = as_train_cli_graph(&tr, &gr, &sa.build, &err)) != AS_OK)
-            as_graph_free(gr);
-        if (rc == AS_OK) {
-            as_graph_setup sf = sa;
-            sf.build.recompute_auto = 0;
-            rc = as_graph_problem_init(&gf, gr, &sf, &err);
-        }
-        of.groups = gf.groups;
-        of.lim.start = NULL;
-        if (rc == AS_OK)
-            rc = as_solve_problem(gf.p, &of, &rf, &err);
-        if (rc != AS_OK) {
-            as_graph_problem_free(&gf);
-            as_train_cli_free(&tr);
-            rc = as_cmd_fail(&err);
-            goto out;
-        }
-        if (rf.nplans == 0) {
-            print_summary(fp, gf.p, as_graph_name(gf.g), c->o.reduce, &rf);
-            if (rf.outcome == AS_OUTCOME_INFEASIBLE)
-                fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every "
-                        "layer recomputed\n");
-            else
-                fprintf(stderr, "autoshard: stopped at the time limit (%g s) without a feasible "
-                        "plan (--recompute auto, every layer recomputed, solver '%s')\n",
-                        c->o.lim.time_limit_s, c->o.solver);
-            rc = rf.outcome == AS_OUTCOME_INFEASIBLE ? AS_EXIT_INFEAS : AS_EXIT_RUNTIME;
-            as_solve_result_free(&rf);
-            as_graph_problem_free(&gf);
-            as_train_cli_free(&tr);
-            goto out;
-        }
-        as_info("--recompute auto: every layer recomputed: %.9g s (%.2f s)",
-                rf.plans[0].objective, as_now() - t0);
-        /* the same plan in the ILP: copies run at their strategy, every switch on */
-        n = as_problem_nnodes(ga.p);
-        choice = as_xcalloc(n + 1, sizeof *choice);
-        for (v = 0; v < n; v++) {
-            size_t u;
-            if (as_problem_find(gf.p, as_problem_node(ga.p, v)->name, &u))
-                choice[v] = rf.plans[0].choice[u];
-        }
-        for (j = 0; j < nl; j++)
-            choice[first + j] = 1;
-        as_solve_result_free(&rf);
-        as_graph_problem_free(&gf);
-        as_train_cli_free(&tr);
-        o.lim.start = choice;
-        if (c->o.lim.time_limit_s > 0) {
-            o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - t0);
-            if (as_problem_memory(ga.p) > 0)
-                o.lim.time_limit_s *= 0.5;
-            o.lim.time_limit_s = fmax(o.lim.time_limit_s, 0.01); /* the start at least */
-        }
-    }
-    rc = auto_solve_switches(&ga, first, nl, &o, c->o.lim.time_limit_s, t0, &ra, &err);
-    o.lim.start = NULL;
-    free(choice);
-    choice = NULL;
-    if (rc != AS_OK) {
-        rc = as_cmd_fail(&err);
-        goto out;
-    }
-    if (ra.nplans == 0) {
-        print_summary(fp, ga.p, as_graph_name(ga.g), c->o.reduce, &ra);
-        if (ra.outcome == AS_OUTCOME_INFEASIBLE)
-            fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every layer "
-                    "recomputed\n");
-        else
-            fprintf(stderr, "autoshard: stopped at the time limit (%g s) without a feasible "
-                    "plan (--recompute auto, solver '%s')\n", c->o.lim.time_limit_s,
-                    c->o.solver);
-        rc = ra.outcome == AS_OUTCOME_INFEASIBLE ? AS_EXIT_INFEAS : AS_EXIT_RUNTIME;
-        as_solve_result_free(&ra);
-        goto out;
-    }
-    /* the layers recomputed, in forward order */
-    list = as_xstrdup("");
-    for (j = 0; j < nl; j++)
-        if (ra.plans[0].choice[first + j] == 1) {
-            char *s = as_xasprintf("%s%s%s", list, nrec ? "," : "", keys[j]);
-            free(list);
-            list = s;
-            nrec++;
-        }
-    as_info("--recompute auto: the ILP recomputes %zu of %zu layers (%s), objective %.9g s",
-            nrec, nl, list, ra.plans[0].objective);
-    /* the step with those layers recomputed, and the plan on it */
-    c->train.layers = list;
-    list = NULL;
-    if ((rc = solve_load_graph(c, &g, &err)) == AS_OK &&
-        (rc = as_train_cli_graph(&c->train, &g, &c->setup.build, &err)) != AS_OK)
-        as_graph_free(g);
-    if (rc != AS_OK || (rc = as_graph_problem_init(&gp, g, &c->setup, &err)) != AS_OK) {
-        as_solve_result_free(&ra);
-        rc = as_cmd_fail(&err);
-        goto out;
-    }
-    n = as_problem_nnodes(gp.p);
-    choice = as_xmalloc((n + 1) * sizeof *choice);
-    for (v = 0; v < n && rc == AS_OK; v++) {
-        size_t u, k = as_problem_node(gp.p, v)->k;
-        if (!as_problem_find(ga.p, as_problem_node(gp.p, v)->name, &u) ||
-            as_problem_node(ga.p, u)->k % k != 0)
-            rc = as_errf(&err, AS_EINTERNAL, "--recompute auto: node '%s' of the step is not "
-                         "the ILP's", as_problem_node(gp.p, v)->name);
-        else
-            choice[v] = ra.plans[0].choice[u] % k;
-    }
-    if (rc == AS_OK && as_problem_check(gp.p, choice, &obj, &peak, &err) != AS_OK)
-        as_err_prefix(&err, "--recompute auto: the ILP's plan on the step with layers %s "
-                      "recomputed: ", c->train.layers), rc = AS_EINTERNAL;
-    if (rc != AS_OK) {
-        as_solve_result_free(&ra);
-        rc = as_cmd_fail(&err);
-        goto out;
-    }
-    /* one truth: the step's objective and rows are the ILP's */
-    if (fabs(obj - ra.plans[0].objective) > 1e-9 * fabs(obj) + 1e-15 ||
-        fabs(peak - ra.plans[0].peak) > 1e-9 * peak + 1)
-        fprintf(stderr, "autoshard: warning: --recompute auto: the ILP's objective %.9g s and "
-                "rows %s differ from the step's %.9g s and %s\n", ra.plans[0].objective,
-                as_fmt_bytes(ra.plans[0].peak, b1, sizeof b1), obj,
-                as_fmt_bytes(peak, b2, sizeof b2));
-    res = ra;
-    res.nplans = 1;
-    free(res.plans[0].choice);
-    res.plans[0].choice = choice;
-    choice = NULL;
-    res.plans[0].objective = obj;
-    res.plans[0].peak = peak;
-    for (j = 1; j < ra.nplans; j++)
-        free(ra.plans[j].choice);
-    c->o.groups = gp.groups;
-    print_graph_header(fp, c, &gp);
-    fprintf(fp, "%-13sauto: %zu of %zu layers recomputed fully%s%s%s, chosen by the ILP (one "
-            "switch per layer; the problem below)\n", "recompute", nrec, nl,
-            nrec ? " (" : "", nrec ? c->train.layers : "", nrec ? ")" : "");
-    print_summary(fp, ga.p, as_graph_name(ga.g), c->o.reduce, &res);
-    if ((rc = solve_fit(c, &gp, &res, t0, &rows, fp, &err)) != AS_EXIT_OK) {
-        if (rc == AS_EXIT_RUNTIME && err.msg[0])
-            rc = as_cmd_fail(&err);
-        goto out;
-    }
-    print_graph_result(fp, c, &gp, res.plans, res.nplans, c->o.solver, rows);
-    rc = graph_plans(c, &gp, res.plans, res.nplans, c->o.solver, &err);
-    as_solve_result_free(&res);
-    rc = rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
-out:
-    free(choice);
-    free(list);
-    as_graph_problem_free(&gp);
-    as_graph_problem_free(&ga);
-    as_train_cli_free(&tf);
-    as_train_cli_free(&c->train);
-    return rc;
-}
-
-/*
- * --recompute auto where the ILP cannot choose (solve_auto_ilp returns -1):
- * the plan of the step with its first k layers (program order) recomputed
- * fully that fits the budget at the least objective; the search over k is
- * solve/recompute_search.h's (docs/solve.md).
- */
-static int
-solve_auto_search(solve_cli *c)
-{
-    static const as_recomp_ops ops = {auto_cb_try, auto_cb_keep, auto_cb_drop, auto_cb_unbound};
+    static const as_recomp_ops ops = {auto_cb_try, auto_cb_keep, auto_cb_drop, auto_cb_base};
     FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout;
     auto_ctx x;
     auto_cand best;
     as_recomp_result sr = {0};
+    as_recomp_space sp = {0};
+    as_graph_problem gp0;
+    as_graph_setup s0 = c->setup;
     as_graph *g = NULL, *r = NULL;
     as_err err = {0};
-    char *keys = NULL, *tried = NULL;
-    int nl = 0, rc;
+    char *keys = NULL, *k, *save = NULL;
+    int nl = 0, rc, *cls = NULL, period, j, have0 = 0;
+    double *cost = NULL;
+    as_train_cli t0;
 
     memset(&x, 0, sizeof x);
+    memset(&gp0, 0, sizeof gp0);
     x.c = c;
     x.base = c->train;
     memset(&c->train, 0, sizeof c->train);
@@ -2144,51 +1786,114 @@ solve_auto_search(solve_cli *c)
         return as_cmd_fail(&err);
     }
     keys = as_graph_layer_list(g, r, &nl);
-    as_graph_free(r);
-    as_graph_free(g);
-    if ((x.sink = fopen("/dev/null", "w")) == NULL) {
-        free(keys);
-        fprintf(stderr, "autoshard: --recompute auto: cannot open /dev/null\n");
-        return AS_EXIT_RUNTIME;
+    cls = as_xcalloc((size_t)nl + 1, sizeof *cls);
+    cost = as_xcalloc((size_t)nl + 1, sizeof *cost);
+    x.keys = as_xcalloc((size_t)nl + 1, sizeof *x.keys);
+    for (j = 0, k = strtok_r(keys, ",", &save); k != NULL && j < nl;
+         k = strtok_r(NULL, ",", &save))
+        x.keys[j++] = as_xstrdup(k);
+    free(keys);
+    keys = NULL;
+    /* classes of identical layers, in the residues of tying */
+    period = !c->setup.tie ? 1 : c->setup.tie_period > 0 ? c->setup.tie_period : AS_GROUP_PERIOD;
+    {
+        char *list = as_xstrdup("");
+        for (j = 0; j < nl; j++) {
+            char *s = as_xasprintf("%s%s%s", list, j ? "," : "", x.keys[j]);
+            free(list);
+            list = s;
+        }
+        sp.ncls = as_recompute_classes(g, list, nl, period, cls);
+        free(list);
     }
-    x.keys = keys;
+    /* the step with nothing recomputed, tied as the settings are, without a budget: the
+       base bound and the least time of each layer's copies */
+    t0 = x.base;
+    t0.full = NULL;
+    t0.layers = as_xstrdup("");
+    s0.build.memory = 0;
+    s0.build.liveness = 0;
+    if (as_train_cli_graph(&t0, &g, &s0.build, &err) == AS_OK &&
+        as_graph_problem_init(&gp0, g, &s0, &err) == AS_OK) {
+        have0 = 1;
+        as_recompute_costs(&gp0, r, (const char *const *)x.keys, nl, cost);
+    } else {
+        as_debug("--recompute auto: no base bound (%s)", err.msg);
+        err.msg[0] = 0;
+    }
+    g = NULL; /* owned by gp0 or freed */
+    as_graph_free(r);
+    c->setup.build.recompute_tie = 1; /* every setting: copies at their originals' layouts */
+    sp.nl = nl;
+    sp.cls = cls;
+    sp.cost = cost;
+    sp.gap = c->o.lim.gap;
     x.nl = nl;
-    rc = as_recompute_search(nl, &ops, &x, c->o.lim.time_limit_s, c->t_start, &sr, &err);
+    x.gp0 = have0 ? &gp0 : NULL;
+    if ((x.sink = fopen("/dev/null", "w")) == NULL) {
+        fprintf(stderr, "autoshard: --recompute auto: cannot open /dev/null\n");
+        rc = AS_EXIT_RUNTIME;
+        goto out;
+    }
+    rc = as_recompute_search(&sp, &ops, &x, c->o.lim.time_limit_s, c->t_start, &sr, &err);
     fclose(x.sink);
     auto_cand_free(&x.cur);
     best = x.best;
-    tried = sr.log;
+    memset(&x.best, 0, sizeof x.best);
     if (rc != AS_OK) {
         auto_cand_free(&best);
-        free(keys);
-        free(tried);
-        return as_cmd_fail(&err);
+        rc = as_cmd_fail(&err);
+        goto out;
     }
-    if (!best.fits) { /* no candidate fits: say why as --recompute full would */
-        free(keys);
-        free(tried);
-        c->train = x.base;
-        c->train.recompute = AS_RECOMPUTE_FULL;
-        fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every layer "
-                "recomputed\n");
-        return AS_EXIT_INFEAS;
+    if (sr.best == NULL) {
+        auto_cand_free(&best);
+        if (sr.timed_out || c->o.lim.time_limit_s > 0) {
+            fprintf(stderr, "autoshard: --recompute auto: stopped at the time limit (%g s) "
+                    "without a plan that fits (tried: %s)\n", c->o.lim.time_limit_s,
+                    sr.log != NULL ? sr.log : "");
+            rc = AS_EXIT_RUNTIME;
+        } else {
+            fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every layer "
+                    "recomputed\n");
+            rc = AS_EXIT_INFEAS;
+        }
+        goto out;
+    }
+    /* the gap of the search: the least bound of every setting */
+    if (isfinite(sr.bound) && sr.bound < best.res.plans[0].bound) {
+        as_plan *pl = &best.res.plans[0];
+        pl->bound = sr.bound;
+        pl->gap = as_rel_gap(pl->objective, pl->bound);
+        if (pl->gap > c->o.lim.gap)
+            pl->status = AS_OUTCOME_FEASIBLE;
     }
     c->train = best.train;
     c->o.groups = best.gp.groups;
     print_graph_header(fp, c, &best.gp);
-    fprintf(fp, "%-13sauto: %d of %d layers recomputed fully%s%s%s (objective by layers "
-            "recomputed, first k in program order, as tried: %s)\n", "recompute", best.k, nl,
-            best.k ? " (" : "", best.k ? best.train.layers : "", best.k ? ")" : "",
-            tried != NULL ? tried : "");
+    fprintf(fp, "%-13sauto: %d of %d layers recomputed fully%s%s%s; %d of %d settings solved, "
+            "%d cut by bound or fit%s (%d class%s of identical layers, earliest first; as "
+            "tried: %s)\n", "recompute", best.nrec, nl, best.nrec ? " (" : "",
+            best.nrec ? best.train.layers : "", best.nrec ? ")" : "", sr.tried, sr.nsettings,
+            sr.pruned, sr.timed_out ? ", stopped at the time limit" : "", sp.ncls,
+            sp.ncls == 1 ? "" : "es", sr.log != NULL ? sr.log : "");
     print_summary(fp, best.gp.p, as_graph_name(best.gp.g), c->o.reduce, &best.res);
     print_graph_result(fp, c, &best.gp, best.res.plans, best.res.nplans, c->o.solver,
                        best.rows);
     rc = graph_plans(c, &best.gp, best.res.plans, best.res.nplans, c->o.solver, &err);
     memset(&c->train, 0, sizeof c->train);
     auto_cand_free(&best);
-    free(keys);
-    free(tried);
-    return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+    rc = rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+out:
+    if (have0)
+        as_graph_problem_free(&gp0);
+    as_train_cli_free(&t0);
+    for (j = 0; j < nl; j++)
+        free(x.keys[j]);
+    free(x.keys);
+    free(cls);
+    free(cost);
+    as_recomp_result_free(&sr);
+    return rc;
 }
 
 static int
@@ -2219,8 +1924,7 @@ solve_graph(solve_cli *c)
         c->setup.build.deadline = c->t_start + c->o.lim.time_limit_s;
     if (c->train.recompute == AS_RECOMPUTE_AUTO) {
         as_graph_free(g);
-        rc = solve_auto_ilp(c);
-        return rc >= 0 ? rc : solve_auto_search(c);
+        return solve_auto(c);
     }
     if (c->train.pipeline > 1) { /* cmd_pipeline.c */
         as_pipe_cli pc = {c->graph, &c->setup, &c->o, c->t_start, c->out, c->emit,

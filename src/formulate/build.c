@@ -43,13 +43,9 @@ struct as_build_map {
     uint8_t role[AS_MESH_MAX_AXES];     /* axis roles (as_build_opts.roles) */
     int roles;                          /* some axis of more than one device has a role */
     int zero;                           /* ZeRO stage (as_build_opts.zero) */
+    int recompute_tie;                  /* as_build_opts.recompute_tie */
     double *zuse;                       /* [ntensors] ZeRO-3: weighted uses of each parameter */
     as_progress pg;
-    /* --recompute auto (build_recompute_auto) */
-    size_t rc_first, rc_nl;             /* switch node of layer 0, number of layers */
-    char **rc_keys;                     /* [rc_nl] layer keys, forward order */
-    uint8_t *rc_node;                   /* [nnodes] 1: a recomputed op's doubled node */
-    size_t *rc_layer;                   /* [nnodes] its layer, (size_t)-1 for other nodes */
 };
 
 void
@@ -73,11 +69,6 @@ as_build_map_free(as_build_map *map)
     free(map->tensor_out);
     AS_VEC_FREE(&map->point_op);
     free(map->zuse);
-    for (size_t i = 0; i < map->rc_nl; i++)
-        free(map->rc_keys[i]);
-    free(map->rc_keys);
-    free(map->rc_node);
-    free(map->rc_layer);
     free(map);
 }
 
@@ -118,26 +109,6 @@ as_build_map_roles(const as_build_map *map, int *zero)
     if (zero != NULL)
         *zero = map->zero;
     return map->role;
-}
-
-size_t
-as_build_map_recompute(const as_build_map *map, size_t *first, const char *const **keys)
-{
-    *first = map->rc_first;
-    *keys = (const char *const *)map->rc_keys;
-    return map->rc_nl;
-}
-
-size_t
-as_build_map_copy_layer(const as_build_map *map, size_t node)
-{
-    return map->rc_layer != NULL && node < map->nnodes ? map->rc_layer[node] : (size_t)-1;
-}
-
-int
-as_build_map_tiable(const as_build_map *map, size_t node)
-{
-    return node < map->nnodes + map->rc_nl;
 }
 
 const as_strategy_set *
@@ -674,6 +645,17 @@ add_aliases(as_build_map *map, as_problem *p, as_err *err)
             as_graph_tensor(g, tt->update)->producer >= 0)
             AS_CHECK(add_alias(map, p, a, 0, map->tensor_node[tt->update],
                                map->tensor_out[tt->update], err));
+    }
+    for (t = 0; map->recompute_tie && t < as_graph_nops(g); t++) {
+        const as_op *c = as_graph_op(g, t), *x;
+        int32_t xt;
+        int k;
+        if (strncmp(c->name, "rc.", 3) != 0 || (xt = as_graph_find(g, c->name + 3)) < 0 ||
+            as_graph_tensor(g, xt)->producer < 0)
+            continue;
+        x = as_graph_op(g, as_graph_tensor(g, xt)->producer);
+        for (k = 0; k < c->nout && k < x->nout; k++) /* the copy's output k is X's */
+            AS_CHECK(add_alias(map, p, map->op_node[x->id], k, map->op_node[t], k, err));
     }
     return AS_OK;
 }
@@ -1316,429 +1298,6 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
     return rc;
 }
 
-/* ---- --recompute auto: the layers to recompute as a choice of the ILP ---- */
-
-/*
- * The original of op O of a step with every layer recomputed
- * (graph/recompute.c: a copy "rc.X" of the forward op that made X, a
- * backward op), or -1 when O is not such a copy.
- */
-static int32_t
-rc_original(const as_graph *g, int32_t o)
-{
-    const as_op *op = as_graph_op(g, o), *p;
-    const char *nm;
-    int32_t t;
-
-    if (!(op->flags & AS_OF_BACKWARD) || op->nout == 0)
-        return -1;
-    nm = as_graph_tensor(g, op->out[0])->name;
-    if (strncmp(nm, "rc.", 3) != 0 || (t = as_graph_find(g, nm + 3)) < 0 ||
-        as_graph_tensor(g, t)->producer < 0)
-        return -1;
-    p = as_graph_op(g, as_graph_tensor(g, t)->producer);
-    if (p->def != op->def || p->nout != op->nout || (p->flags & (AS_OF_BACKWARD | AS_OF_OPTIMIZER)))
-        return -1;
-    return as_graph_tensor(g, t)->producer;
-}
-
-/*
- * Per tensor of G (every layer recomputed): *ALWAYS the last reader that
- * runs whatever is recomputed (not a copy; graph outputs: NOPS), *COPY the
- * last reader that is a copy (-1 none).  ORIG[o] = rc_original.
- */
-static void
-rc_readers(const as_graph *g, const int32_t *orig, int32_t *always, int32_t *copy)
-{
-    int32_t nops = as_graph_nops(g), nt = as_graph_ntensors(g), i, t;
-    int k;
-
-    for (t = 0; t < nt; t++)
-        always[t] = copy[t] = -1;
-    for (i = 0; i < nops; i++) {
-        const as_op *op = as_graph_op(g, i);
-        for (k = 0; k < op->nin; k++)
-            (orig[i] >= 0 ? copy : always)[op->in[k]] = i;
-    }
-    for (i = 0; i < (int32_t)as_graph_noutputs(g); i++)
-        always[as_graph_output(g, i)] = nops;
-}
-
-int
-as_recompute_auto_check(const as_graph *g, as_err *err)
-{
-    int32_t nops = as_graph_nops(g), nt = as_graph_ntensors(g), i;
-    int32_t *orig = as_xmalloc(((size_t)nops + 1) * sizeof *orig);
-    int32_t *always = as_xmalloc(((size_t)nt + 1) * sizeof *always);
-    int32_t *copy = as_xmalloc(((size_t)nt + 1) * sizeof *copy);
-    int rc = AS_OK, k, any = 0;
-
-    for (i = 0; i < nops; i++)
-        any |= (orig[i] = rc_original(g, i)) >= 0;
-    if (!any)
-        rc = as_errf(err, AS_EUSAGE, "--recompute auto: no recomputed op in graph '%s'",
-                     as_graph_name(g));
-    rc_readers(g, orig, always, copy);
-    for (i = 0; i < nops && rc == AS_OK; i++) {
-        const as_op *op = as_graph_op(g, i);
-        size_t st, len, st2, len2;
-        if (orig[i] < 0)
-            continue;
-        len = as_graph_layer_key(as_graph_op(g, orig[i])->name, &st);
-        for (k = 0; k < op->nin && rc == AS_OK; k++) {
-            const as_tensor *x = as_graph_tensor(g, op->in[k]);
-            int32_t p = x->producer;
-            if (p >= 0 && orig[p] >= 0) { /* a copy reads a copy: of its own layer */
-                len2 = as_graph_layer_key(as_graph_op(g, orig[p])->name, &st2);
-                if (len2 != len || memcmp(as_graph_op(g, orig[p])->name + st2,
-                                          as_graph_op(g, orig[i])->name + st, len) != 0)
-                    rc = as_errf(err, AS_EUSAGE, "'%s' reads '%s', a copy of another layer",
-                                 op->name, x->name);
-                continue;
-            }
-            /* the original X lives to its last reader that always runs; a copy reading it
-               later would keep it alive only when its layer is recomputed */
-            if (live_counted(g, x) && copy[x->id] > always[x->id])
-                rc = as_errf(err, AS_EUSAGE, "the recomputation of '%s' keeps '%s' alive past "
-                             "its last use", op->name, x->name);
-        }
-    }
-    free(orig);
-    free(always);
-    free(copy);
-    return rc;
-}
-
-/* Bytes per device of tensor X when its node takes strategy S (add_point's count). */
-static double
-tensor_bytes(const as_build_map *map, int32_t x, int s)
-{
-    const as_strategy_set *set = map->node_set[map->tensor_node[x]];
-    int o = map->tensor_out[x];
-
-    return set->nout > 1 ? spec_bytes(map, &set->s[s].out[o], &set->out_shape[o])
-                         : set->s[s].mem;
-}
-
-/* The tail of an original X whose copy Y is absent: X lives on over points LO..HI. */
-typedef struct rc_tail {
-    int32_t x, lo, hi;
-    size_t node; /* the copy's node: the tail is on its kept half */
-} rc_tail;
-
-/*
- * --recompute auto (docs/ilp.md "Recomputation as a choice"): P, built on
- * G with every layer recomputed, becomes *OUT, where each layer is
- * recomputed or not.  A copy's node c (the recomputed op, k strategies)
- * gets 2k: strategy i < k runs the copy with the original's strategy i
- * (its costs, its reshards, its bytes at its points), k + i runs nothing
- * (no cost, no bytes) and stands for the original, kept at strategy i, that
- * the layer's backward reads instead: over the points after the original's
- * last use in the recomputed step up to the copy's last use, the kept half
- * carries the original's bytes (the tail).  Alias rows tie c's strategy
- * modulo k to its original's and its half to the layer's switch node
- * (keep, recompute).  Edges into c cost nothing on the kept half; edges out
- * of c cost the same on both halves (the backward reads the copy or the
- * original, both at strategy i), except into another copy (which is kept
- * too).  Every other node, edge, point and alias is P's.  The points of a
- * kept layer's copies stay: they hold nothing that the next op that runs
- * does not hold.
- */
-static int
-build_recompute_auto(as_build_map *map, as_problem *p, as_problem **out, as_err *err)
-{
-    const as_graph *g = map->g;
-    int32_t nops = as_graph_nops(g), nt = as_graph_ntensors(g), i, t;
-    int32_t *orig = as_xmalloc(((size_t)nops + 1) * sizeof *orig);
-    int32_t *always = as_xmalloc(((size_t)nt + 1) * sizeof *always);
-    int32_t *copy = as_xmalloc(((size_t)nt + 1) * sizeof *copy);
-    int32_t *def = as_xmalloc(((size_t)nt + 1) * sizeof *def);
-    int32_t *last = as_xmalloc(((size_t)nt + 1) * sizeof *last);
-    size_t *layer = as_xmalloc(((size_t)nops + 1) * sizeof *layer); /* of each copy */
-    int32_t *first = NULL;                                           /* [rc_nl] */
-    size_t n = as_problem_nnodes(p), v, j, e, nl = 0, *perm = NULL;
-    AS_VEC(rc_tail) tails = {0};
-    AS_VEC(size_t) nodes = {0};
-    AS_VEC(const double *) mv = {0};
-    AS_VEC(double *) own = {0};
-    as_strmap keys;
-    as_problem *q = NULL;
-    char buf[64], name[600];
-    int rc = AS_OK, k;
-
-    as_strmap_init(&keys);
-    *out = NULL;
-    AS_CHECK_GOTO(rc, as_recompute_auto_check(g, err), done);
-    AS_CHECK_GOTO(rc, as_graph_liveness(g, def, last, err), done);
-    for (i = 0; i < nops; i++)
-        orig[i] = rc_original(g, i);
-    rc_readers(g, orig, always, copy);
-    /* layers: keys of the originals, numbered in forward order */
-    for (i = 0; i < nops; i++) {
-        size_t st, len;
-        int64_t L;
-        char key[256];
-        if (orig[i] < 0)
-            continue;
-        len = as_graph_layer_key(as_graph_op(g, orig[i])->name, &st);
-        snprintf(key, sizeof key, "%.*s", (int)len, as_graph_op(g, orig[i])->name + st);
-        if (!as_strmap_get(&keys, key, (size_t)-1, &L)) {
-            L = (int64_t)nl++;
-            map->rc_keys = as_xrealloc(map->rc_keys, nl * sizeof *map->rc_keys);
-            map->rc_keys[L] = as_xasprintf("%s", key);
-            first = as_xrealloc(first, nl * sizeof *first);
-            first[L] = orig[i];
-            as_strmap_put(&keys, map->rc_keys[L], L);
-        }
-        if (orig[i] < first[L])
-            first[L] = orig[i];
-        layer[i] = (size_t)L;
-    }
-    /* forward order: sort the layers by their first original op */
-    perm = as_xmalloc((nl + 1) * sizeof *perm);
-    for (j = 0; j < nl; j++)
-        perm[j] = j;
-    for (j = 1; j < nl; j++) /* insertion sort: layers are few and nearly reversed */
-        for (e = j; e > 0 && first[perm[e - 1]] > first[perm[e]]; e--) {
-            size_t x = perm[e];
-            perm[e] = perm[e - 1];
-            perm[e - 1] = x;
-        }
-    {
-        char **sorted = as_xmalloc((nl + 1) * sizeof *sorted);
-        size_t *rank = as_xmalloc((nl + 1) * sizeof *rank);
-        for (j = 0; j < nl; j++) {
-            sorted[j] = map->rc_keys[perm[j]];
-            rank[perm[j]] = j;
-        }
-        memcpy(map->rc_keys, sorted, nl * sizeof *sorted);
-        for (i = 0; i < nops; i++)
-            if (orig[i] >= 0)
-                layer[i] = rank[layer[i]];
-        free(sorted);
-        free(rank);
-    }
-    map->rc_nl = nl;
-    map->rc_first = n;
-    map->rc_node = as_xcalloc(n + 1, 1);
-    map->rc_layer = as_xmalloc((n + 1) * sizeof *map->rc_layer);
-    for (v = 0; v < n; v++)
-        map->rc_layer[v] = (size_t)-1;
-    for (i = 0; i < nops; i++)
-        if (orig[i] >= 0) {
-            map->rc_node[map->op_node[i]] = 1;
-            map->rc_layer[map->op_node[i]] = layer[i];
-        }
-    /* nodes: P's, copies doubled; then one switch per layer */
-    q = as_problem_new();
-    for (v = 0; v < n && rc == AS_OK; v++) {
-        const as_pnode *nd = as_problem_node(p, v);
-        size_t k2 = map->rc_node[v] ? 2 * nd->k : nd->k, id, s;
-        double *c = as_xcalloc(3 * k2, sizeof *c), *d = c + k2, *m = d + k2;
-        memcpy(c, nd->c, nd->k * sizeof *c);
-        memcpy(d, nd->d, nd->k * sizeof *d);
-        memcpy(m, nd->m, nd->k * sizeof *m);
-        rc = as_problem_add_node(q, nd->name, k2, c, d, m, &id, err);
-        free(c);
-        for (s = 0; s < k2 && rc == AS_OK; s++) {
-            const char *sn = as_problem_strategy_name(p, v, s % nd->k, buf, sizeof buf);
-            if (s >= nd->k)
-                snprintf(name, sizeof name, "kept %s", sn);
-            rc = as_problem_set_strategy_name(q, id, s, s >= nd->k ? name : sn, err);
-        }
-    }
-    for (j = 0; j < nl && rc == AS_OK; j++) {
-        size_t id;
-        /* a node of the layer: tied layers (formulate/group.h) share one switch */
-        map->node_op[n + j] = map->node_tensor[n + j] = -1;
-        map->node_set[n + j] = NULL;
-        snprintf(name, sizeof name, "%s.recompute", map->rc_keys[j]);
-        rc = as_problem_add_node(q, name, 2, NULL, NULL, NULL, &id, err);
-        if (rc == AS_OK)
-            rc = as_problem_set_strategy_name(q, id, 0, "keep", err);
-        if (rc == AS_OK)
-            rc = as_problem_set_strategy_name(q, id, 1, "recompute", err);
-    }
-    /* edges */
-    for (e = 0; e < as_problem_nedges(p) && rc == AS_OK; e++) {
-        const as_pedge *ed = as_problem_edge(p, e);
-        size_t ku = as_problem_node(p, ed->u)->k, kv = as_problem_node(p, ed->v)->k;
-        size_t ku2 = as_problem_node(q, ed->u)->k, kv2 = as_problem_node(q, ed->v)->k, a, b;
-        double *r;
-        if (ku2 == ku && kv2 == kv) {
-            rc = as_problem_add_edge(q, ed->u, ed->v, ed->r, err);
-            continue;
-        }
-        r = as_xmalloc(ku2 * kv2 * sizeof *r);
-        for (a = 0; a < ku2; a++)
-            for (b = 0; b < kv2; b++)
-                r[a * kv2 + b] = b >= kv ? 0 /* into a copy that does not run */
-                                         : ed->r[(a % ku) * kv + b];
-        rc = as_problem_add_edge(q, ed->u, ed->v, r, err);
-        free(r);
-    }
-    /* aliases: P's, then each copy's to its original and to its layer's switch */
-    for (e = 0; e < as_problem_naliases(p) && rc == AS_OK; e++) {
-        const as_palias *al = as_problem_alias(p, e);
-        size_t ka = as_problem_node(p, al->a)->k, kb = as_problem_node(p, al->b)->k;
-        size_t ka2 = as_problem_node(q, al->a)->k, kb2 = as_problem_node(q, al->b)->k, a, b;
-        unsigned char *bad = as_xmalloc(ka2 * kb2);
-        for (a = 0; a < ka2; a++)
-            for (b = 0; b < kb2; b++)
-                bad[a * kb2 + b] = al->bad[(a % ka) * kb + b % kb];
-        rc = as_problem_add_alias(q, al->a, al->b, bad, err);
-        free(bad);
-    }
-    for (i = 0; i < nops && rc == AS_OK; i++) {
-        size_t c = map->op_node[i], o, k1, a, b;
-        unsigned char *bad;
-        if (orig[i] < 0)
-            continue;
-        o = map->op_node[orig[i]];
-        k1 = as_problem_node(p, c)->k;
-        if (as_problem_node(p, o)->k != k1) {
-            rc = as_errf(err, AS_EINTERNAL, "'%s' and its copy have %zu and %zu strategies",
-                         as_graph_op(g, orig[i])->name, as_problem_node(p, o)->k, k1);
-            break;
-        }
-        bad = as_xmalloc(2 * k1 * (k1 > 1 ? k1 : 2));
-        for (a = 0; a < k1; a++)
-            for (b = 0; b < 2 * k1; b++)
-                bad[a * 2 * k1 + b] = b % k1 != a;
-        rc = as_problem_add_alias(q, o, c, bad, err);
-        for (a = 0; a < 2 && rc == AS_OK; a++)
-            for (b = 0; b < 2 * k1; b++)
-                bad[a * 2 * k1 + b] = (b < k1) != (a == 1);
-        if (rc == AS_OK)
-            rc = as_problem_add_alias(q, n + layer[i], c, bad, err);
-        free(bad);
-    }
-    /* tails: original X of copy Y, from past X's last use in this step to Y's last reader
-       that is not a copy (the backward reads X there when the layer is kept) */
-    for (i = 0; i < nops; i++) {
-        const as_op *op = as_graph_op(g, i);
-        if (orig[i] < 0)
-            continue;
-        for (k = 0; k < op->nout; k++) {
-            int32_t x = as_graph_op(g, orig[i])->out[k], y = op->out[k];
-            int32_t ex = last[x] < 0 ? def[x] : last[x] >= nops ? nops - 1 : last[x];
-            int32_t ey = always[y] >= nops ? nops - 1 : always[y];
-            if (!live_counted(g, as_graph_tensor(g, x)) || ey <= ex)
-                continue;
-            AS_VEC_PUSH(&tails, ((rc_tail){x, ex + 1, ey, map->op_node[i]}));
-        }
-    }
-    /* points: P's, copies' entries on their run half, plus the tails on the kept half */
-    for (t = 0; t < (int32_t)as_problem_nlive(p) && rc == AS_OK; t++) {
-        const as_plive *l = as_problem_live(p, (size_t)t);
-        int32_t at = map->point_op.v[t];
-        nodes.n = mv.n = 0;
-        for (e = 0; e < l->n; e++) {
-            size_t u = l->nodes[e], ku = as_problem_node(p, u)->k;
-            AS_VEC_PUSH(&nodes, u);
-            if (!map->rc_node[u]) {
-                AS_VEC_PUSH(&mv, l->m[e]);
-                continue;
-            }
-            double *w = as_xcalloc(2 * ku, sizeof *w);
-            memcpy(w, l->m[e], ku * sizeof *w);
-            AS_VEC_PUSH(&own, w);
-            AS_VEC_PUSH(&mv, w);
-        }
-        for (j = 0; j < tails.n; j++) {
-            const rc_tail *tl = &tails.v[j];
-            size_t ku = as_problem_node(p, tl->node)->k, s;
-            double *w;
-            if (at < tl->lo || at > tl->hi)
-                continue;
-            w = as_xcalloc(2 * ku, sizeof *w);
-            for (s = 0; s < ku; s++)
-                w[ku + s] = tensor_bytes(map, tl->x, (int)s);
-            AS_VEC_PUSH(&own, w);
-            AS_VEC_PUSH(&nodes, tl->node);
-            AS_VEC_PUSH(&mv, w);
-        }
-        rc = as_problem_add_liveness_m(q, nodes.v, mv.v, nodes.n, l->resident, err);
-        for (e = 0; e < own.n; e++)
-            free(own.v[e]);
-        own.n = 0;
-    }
-    as_problem_set_memory(q, as_problem_memory(p));
-    as_problem_set_offset(q, as_problem_offset(p));
-    map->st.nodes = n + nl;
-done:
-    if (rc == AS_OK) {
-        *out = q;
-    } else {
-        as_problem_free(q);
-    }
-    as_strmap_destroy(&keys);
-    AS_VEC_FREE(&tails);
-    AS_VEC_FREE(&nodes);
-    AS_VEC_FREE(&mv);
-    AS_VEC_FREE(&own);
-    free(orig);
-    free(always);
-    free(copy);
-    free(def);
-    free(last);
-    free(layer);
-    free(first);
-    free(perm);
-    return rc;
-}
-
-int
-as_build_recompute_hold(const as_build_map *map, const as_problem *p, const int *on,
-                        as_problem **out, as_err *err)
-{
-    size_t n = as_problem_nnodes(p), v, e, k, s, id;
-    as_problem *q = as_problem_new();
-    char buf[64];
-    int rc = AS_OK;
-
-    *out = NULL;
-    for (v = 0; v < n && rc == AS_OK; v++) {
-        const as_pnode *nd = as_problem_node(p, v);
-        size_t L = v >= map->rc_first && v < map->rc_first + map->rc_nl ? v - map->rc_first
-                   : as_build_map_copy_layer(map, v);
-        double *c = as_xmalloc(nd->k * sizeof *c);
-        memcpy(c, nd->c, nd->k * sizeof *c);
-        for (s = 0; L != (size_t)-1 && s < nd->k; s++) /* the other half costs "infinity" */
-            if (v >= map->rc_first ? (s == 1) != (on[L] != 0) : (s < nd->k / 2) != (on[L] != 0))
-                c[s] += AS_STRAT_INFINITY_COST;
-        rc = as_problem_add_node(q, nd->name, nd->k, c, nd->d, nd->m, &id, err);
-        free(c);
-        for (s = 0; s < nd->k && rc == AS_OK; s++)
-            rc = as_problem_set_strategy_name(q, id, s,
-                                              as_problem_strategy_name(p, v, s, buf, sizeof buf),
-                                              err);
-    }
-    for (v = 0; v < n && rc == AS_OK; v++)
-        if (as_problem_node(p, v)->follow != AS_NO_FOLLOW)
-            rc = as_problem_set_follow(q, v, as_problem_node(p, v)->follow, err);
-    for (e = 0; e < as_problem_nedges(p) && rc == AS_OK; e++)
-        rc = as_problem_add_edge(q, as_problem_edge(p, e)->u, as_problem_edge(p, e)->v,
-                                 as_problem_edge(p, e)->r, err);
-    for (e = 0; e < as_problem_naliases(p) && rc == AS_OK; e++)
-        rc = as_problem_add_alias(q, as_problem_alias(p, e)->a, as_problem_alias(p, e)->b,
-                                  as_problem_alias(p, e)->bad, err);
-    for (e = 0; e < as_problem_nlive(p) && rc == AS_OK; e++) {
-        const as_plive *l = as_problem_live(p, e);
-        rc = as_problem_add_liveness_m(q, l->nodes, (const double *const *)l->m, l->n,
-                                       l->resident, err);
-    }
-    as_problem_set_memory(q, as_problem_memory(p));
-    as_problem_set_offset(q, as_problem_offset(p));
-    (void)k;
-    if (rc != AS_OK) {
-        as_problem_free(q);
-        return rc;
-    }
-    *out = q;
-    return AS_OK;
-}
-
 /* ---- entry point ---- */
 
 /* ---- axis images (the heuristics' axis-map move, problem.h as_problem_set_axis_image) ---- */
@@ -1897,6 +1456,7 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map->inflight = o->inflight > 1 ? o->inflight : 1;
     map->ctx = as_strat_ctx_new(cm);
     map->zero = o->zero;
+    map->recompute_tie = o->recompute_tie;
     if (o->roles != NULL && (rc = as_mesh_parse_roles(mesh, o->roles, map->role, err)) != AS_OK) {
         as_build_map_free(map);
         return rc;
@@ -1933,16 +1493,6 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
         as_problem_set_memory(p, o->memory);
     map->st.nodes = map->nnodes;
     add_axis_images(map, p);
-    if (o->recompute_auto) {
-        as_problem *q = NULL;
-        if (o->inflight > 1) {
-            rc = as_errf(err, AS_EUSAGE, "--recompute auto does not combine with a pipeline");
-            goto out;
-        }
-        AS_CHECK_GOTO(rc, build_recompute_auto(map, p, &q, err), out);
-        as_problem_free(p);
-        p = q;
-    }
 out:
     as_progress_end(&map->pg);
     if (rc != AS_OK) {

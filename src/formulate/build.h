@@ -56,12 +56,10 @@ typedef struct as_build_opts {
                             gradient too, 3 the parameter too, all-gathered before each
                             forward or backward op that reads it (D = the data axes' devices
                             it is replicated over) */
-    int recompute_auto; /**< `--recompute auto`: G is the step with every layer recomputed
-                             (graph.h as_graph_recompute, full); the ILP chooses per layer
-                             (docs/ilp.md "Recomputation as a choice"): each recomputed op's
-                             node gets its strategies twice, run (the copy exists) or kept
-                             (the original lives on to the backward instead), and one switch
-                             node per layer (keep, recompute) ties its ops' halves */
+    int recompute_tie; /**< each recomputed op "rc.X" (graph.h as_graph_recompute) leaves its
+                            outputs in the layouts X leaves them in (alias rows), as the
+                            recomputed forward of Megatron runs the same code: `--recompute
+                            auto` (solve/recompute_search.h: its bound needs it) */
 } as_build_opts;
 
 void as_build_opts_init(as_build_opts *o);
@@ -89,13 +87,6 @@ int as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_
                           const as_build_opts *o, as_problem **out, as_build_map **map,
                           as_err *err);
 void as_build_map_free(as_build_map *map); /* NULL is a no-op */
-/**
- * Can the ILP choose the layers to recompute of G, the step with every layer
- * recomputed (as_build_opts.recompute_auto), exactly?  AS_EUSAGE saying why
- * not: a copy reads another layer's copy, or a copy is the last reader of a
- * tensor (the tensor's life would depend on that layer's choice).
- */
-int as_recompute_auto_check(const as_graph *g, as_err *err);
 void as_build_map_stats(const as_build_map *map, as_build_stats *st);
 
 /**
@@ -125,29 +116,6 @@ int32_t as_build_map_node_op(const as_build_map *map, size_t node);
 int32_t as_build_map_node_tensor(const as_build_map *map, size_t node);
 /** Role of each mesh axis (AS_MESH_MAX_AXES entries, as_axis_role) and the ZeRO stage. */
 const uint8_t *as_build_map_roles(const as_build_map *map, int *zero);
-/**
- * --recompute auto (as_build_opts.recompute_auto): the number of layers with
- * a switch node; *FIRST gets the switch node of layer 0 (layer L's is
- * *FIRST + L, strategy 1 = recomputed) and *KEYS their layer keys ("h.3"),
- * in forward order.  0 when the problem has no switches.
- */
-size_t as_build_map_recompute(const as_build_map *map, size_t *first, const char *const **keys);
-/** Layer (as_build_map_recompute) of NODE when it is a recomputed op's doubled node (its
-    strategies s < k run the copy, k + s keep the original), else (size_t)-1. */
-size_t as_build_map_copy_layer(const as_build_map *map, size_t node);
-/**
- * P (MAP's problem, --recompute auto) with every layer L held at ON[L] (1 =
- * recomputed): the other half of its switch and copies costs
- * AS_STRAT_INFINITY_COST (the ILP and the reductions drop it), so the
- * reductions see the step with those layers recomputed.  Same nodes, in the
- * same order: a plan of *OUT is a plan of P.
- */
-int as_build_recompute_hold(const as_build_map *map, const as_problem *p, const int *on,
-                            as_problem **out, as_err *err);
-/** Is NODE a node of the problem that formulate/group.h may tie to a repeated layer's
-    (with --recompute auto, the layers' switch nodes "KEY.recompute" too: tied layers then
-    share one switch, the choice is per tied group)? */
-int as_build_map_tiable(const as_build_map *map, size_t node);
 /** Strategy set of NODE (owned by the map). */
 const as_strategy_set *as_build_map_node_set(const as_build_map *map, size_t node);
 /** Spec of tensor T when every node V takes strategy CHOICE[V]. */

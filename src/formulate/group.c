@@ -88,8 +88,6 @@ assign(grouper *w, size_t v, const char *fam, size_t famlen, const char *lab, si
     int64_t f, bi, occ = 0;
     int n;
 
-    if (!as_build_map_tiable(w->map, v))
-        return;
     n = snprintf(key, sizeof key, "%.*s", (int)famlen, fam);
     if (n < 0 || (size_t)n >= sizeof key)
         return;

@@ -314,8 +314,6 @@ typedef struct as_reduce_opts {
                           prune less); 0 = none */
     double abort_at; /**< as_now() time after which the reductions give up, AS_ESOLVER "time
                           limit" (no plan yet); 0 = never */
-    const size_t *start; /**< a plan of P (one strategy per node) the bound rounds start from
-                              as their best plan when it fits every row; NULL = none */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

@@ -1917,11 +1917,6 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
                      "rows), no plan");
         goto done;
     }
-    if (o->start != NULL && (flags & AS_REDUCE_BOUND) &&
-        as_problem_check(p, o->start, NULL, NULL, NULL) == AS_OK) {
-        w.best = as_xcalloc(n + 1, sizeof *w.best); /* dominance keeps it a plan that fits */
-        memcpy(w.best, o->start, n * sizeof *w.best);
-    }
     DBG("init");
     if (work_edges(&w) != 0) {
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (edges), "

@@ -40,9 +40,7 @@ typedef struct as_limits {
     uint64_t seed;       /**< for seeded backends */
     int verbosity;       /**< 0 quiet, 1 normal, 2 backend log on stderr */
     const size_t *start; /**< a plan of the problem solved (one strategy per node) for the
-                              backend to start from as its incumbent, or NULL; given to
-                              as_solve_problem, a plan of its problem that the reductions'
-                              bound rounds start from when it fits */
+                              backend to start from as its incumbent, or NULL */
     /**
      * The caller's check of a plan (CHOICE: one strategy per node of the problem given to
      * as_solve_problem; as_solve sees it on the problem it solves) against what the rows
