@@ -1549,6 +1549,9 @@ default_graph(as_graph **out, as_err *err)
 /* Seconds a setting of --recompute auto may take without --time-limit (its plan then
    comes with its gap): no single ILP stalls the search. */
 #define AUTO_LEAF_S 30.0
+/* Seconds after which the search starts no more settings without --time-limit (it
+   returns the best plan with the search's gap). */
+#define AUTO_SEARCH_S 120.0
 
 /* One setting of --recompute auto: the step with the layers of a list recomputed. */
 typedef struct auto_cand {
@@ -1680,6 +1683,7 @@ typedef struct auto_ctx {
     int nl;
     FILE *sink;
     as_graph_problem *gp0; /* the step with nothing recomputed, no budget */
+    int nstopped;          /* settings stopped without a plan */
     auto_cand best, cur;
 } auto_ctx;
 
@@ -1700,6 +1704,7 @@ auto_cb_try(void *ud, const int *on, int *fits, double *objective, double *bound
         }
     rc = auto_try(x->c, &x->base, list, n, &x->cur, x->sink, err);
     *fits = x->cur.fits;
+    x->nstopped += rc != AS_OK || *fits < 0;
     *objective = x->cur.objective;
     *bound = x->cur.bound;
     as_info("--recompute auto: %d of %d layers recomputed%s%s%s: %s (%.2f s)", n, x->nl,
@@ -1769,7 +1774,7 @@ solve_auto(solve_cli *c)
     as_graph_setup s0 = c->setup;
     as_graph *g = NULL, *r = NULL;
     as_err err = {0};
-    char *keys = NULL, *k, *save = NULL;
+    char *keys = NULL, *k, *save = NULL, stopped[64] = "";
     int nl = 0, rc, *cls = NULL, period, j, have0 = 0;
     double *cost = NULL;
     as_train_cli t0;
@@ -1813,15 +1818,17 @@ solve_auto(solve_cli *c)
     t0.layers = as_xstrdup("");
     s0.build.memory = 0;
     s0.build.liveness = 0;
-    if (as_train_cli_graph(&t0, &g, &s0.build, &err) == AS_OK &&
-        as_graph_problem_init(&gp0, g, &s0, &err) == AS_OK) {
-        have0 = 1;
+    if (as_train_cli_graph(&t0, &g, &s0.build, &err) != AS_OK)
+        as_graph_free(g);
+    else if (as_graph_problem_init(&gp0, g, &s0, &err) == AS_OK)
+        have0 = 1; /* GP0 owns G (or freed it) */
+    if (have0) {
         as_recompute_costs(&gp0, r, (const char *const *)x.keys, nl, cost);
     } else {
         as_debug("--recompute auto: no base bound (%s)", err.msg);
         err.msg[0] = 0;
     }
-    g = NULL; /* owned by gp0 or freed */
+    g = NULL;
     as_graph_free(r);
     c->setup.build.recompute_tie = 1; /* every setting: copies at their originals' layouts */
     sp.nl = nl;
@@ -1835,7 +1842,9 @@ solve_auto(solve_cli *c)
         rc = AS_EXIT_RUNTIME;
         goto out;
     }
-    rc = as_recompute_search(&sp, &ops, &x, c->o.lim.time_limit_s, c->t_start, &sr, &err);
+    rc = as_recompute_search(&sp, &ops, &x,
+                             c->o.lim.time_limit_s > 0 ? c->o.lim.time_limit_s : AUTO_SEARCH_S,
+                             c->t_start, &sr, &err);
     fclose(x.sink);
     auto_cand_free(&x.cur);
     best = x.best;
@@ -1847,9 +1856,10 @@ solve_auto(solve_cli *c)
     }
     if (sr.best == NULL) {
         auto_cand_free(&best);
-        if (sr.timed_out || c->o.lim.time_limit_s > 0) {
+        if (sr.timed_out || x.nstopped > 0) {
             fprintf(stderr, "autoshard: --recompute auto: stopped at the time limit (%g s) "
-                    "without a plan that fits (tried: %s)\n", c->o.lim.time_limit_s,
+                    "without a plan that fits (tried: %s)\n",
+                    c->o.lim.time_limit_s > 0 ? c->o.lim.time_limit_s : AUTO_SEARCH_S,
                     sr.log != NULL ? sr.log : "");
             rc = AS_EXIT_RUNTIME;
         } else {
@@ -1867,6 +1877,11 @@ solve_auto(solve_cli *c)
         if (pl->gap > c->o.lim.gap)
             pl->status = AS_OUTCOME_FEASIBLE;
     }
+    if (sr.timed_out && c->o.lim.time_limit_s > 0)
+        snprintf(stopped, sizeof stopped, ", stopped at the time limit");
+    else if (sr.timed_out)
+        snprintf(stopped, sizeof stopped, ", stopped after %g s (no --time-limit)",
+                 AUTO_SEARCH_S);
     c->train = best.train;
     c->o.groups = best.gp.groups;
     print_graph_header(fp, c, &best.gp);
@@ -1874,7 +1889,7 @@ solve_auto(solve_cli *c)
             "%d cut by bound or fit%s (%d class%s of identical layers, earliest first; as "
             "tried: %s)\n", "recompute", best.nrec, nl, best.nrec ? " (" : "",
             best.nrec ? best.train.layers : "", best.nrec ? ")" : "", sr.tried, sr.nsettings,
-            sr.pruned, sr.timed_out ? ", stopped at the time limit" : "", sp.ncls,
+            sr.pruned, stopped, sp.ncls,
             sp.ncls == 1 ? "" : "es", sr.log != NULL ? sr.log : "");
     print_summary(fp, best.gp.p, as_graph_name(best.gp.g), c->o.reduce, &best.res);
     print_graph_result(fp, c, &best.gp, best.res.plans, best.res.nplans, c->o.solver,
