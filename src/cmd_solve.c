@@ -1830,7 +1830,6 @@ solve_auto(solve_cli *c)
     }
     g = NULL;
     as_graph_free(r);
-    c->setup.build.recompute_tie = 1; /* every setting: copies at their originals' layouts */
     sp.nl = nl;
     sp.cls = cls;
     sp.cost = cost;

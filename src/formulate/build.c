@@ -43,7 +43,6 @@ struct as_build_map {
     uint8_t role[AS_MESH_MAX_AXES];     /* axis roles (as_build_opts.roles) */
     int roles;                          /* some axis of more than one device has a role */
     int zero;                           /* ZeRO stage (as_build_opts.zero) */
-    int recompute_tie;                  /* as_build_opts.recompute_tie */
     double *zuse;                       /* [ntensors] ZeRO-3: weighted uses of each parameter */
     as_progress pg;
 };
@@ -645,17 +644,6 @@ add_aliases(as_build_map *map, as_problem *p, as_err *err)
             as_graph_tensor(g, tt->update)->producer >= 0)
             AS_CHECK(add_alias(map, p, a, 0, map->tensor_node[tt->update],
                                map->tensor_out[tt->update], err));
-    }
-    for (t = 0; map->recompute_tie && t < as_graph_nops(g); t++) {
-        const as_op *c = as_graph_op(g, t), *x;
-        int32_t xt;
-        int k;
-        if (strncmp(c->name, "rc.", 3) != 0 || (xt = as_graph_find(g, c->name + 3)) < 0 ||
-            as_graph_tensor(g, xt)->producer < 0)
-            continue;
-        x = as_graph_op(g, as_graph_tensor(g, xt)->producer);
-        for (k = 0; k < c->nout && k < x->nout; k++) /* the copy's output k is X's */
-            AS_CHECK(add_alias(map, p, map->op_node[x->id], k, map->op_node[t], k, err));
     }
     return AS_OK;
 }
@@ -1456,7 +1444,6 @@ as_problem_from_graph(const as_graph *g, const as_mesh *mesh, const as_cost_mode
     map->inflight = o->inflight > 1 ? o->inflight : 1;
     map->ctx = as_strat_ctx_new(cm);
     map->zero = o->zero;
-    map->recompute_tie = o->recompute_tie;
     if (o->roles != NULL && (rc = as_mesh_parse_roles(mesh, o->roles, map->role, err)) != AS_OK) {
         as_build_map_free(map);
         return rc;

@@ -56,10 +56,6 @@ typedef struct as_build_opts {
                             gradient too, 3 the parameter too, all-gathered before each
                             forward or backward op that reads it (D = the data axes' devices
                             it is replicated over) */
-    int recompute_tie; /**< each recomputed op "rc.X" (graph.h as_graph_recompute) leaves its
-                            outputs in the layouts X leaves them in (alias rows), as the
-                            recomputed forward of Megatron runs the same code: `--recompute
-                            auto` (solve/recompute_search.h: its bound needs it) */
 } as_build_opts;
 
 void as_build_opts_init(as_build_opts *o);

@@ -19,13 +19,16 @@
  * the same recompute time.  A setting is thus a count per class (with one
  * class: the first k layers in program order, the search of before).
  *
- * Exact bounds: each recomputed op leaves its outputs in the layouts its
- * original leaves them in (as_build_opts.recompute_tie: the recomputed
- * forward runs the same code), so a plan of a setting, copies left out, is
- * a plan of the step with nothing recomputed at the same cost, and every
- * plan of a setting costs at least LB (the optimum of that step with no
- * budget and no tying) plus the least
- * time of the copies of the layers recomputed.  Settings are solved
+ * Exact bounds, for the model in which each recomputed op leaves its
+ * outputs in the layouts its original leaves them in (Megatron's
+ * recomputed forward runs the same code) and the layers of a class share
+ * their strategies: a plan of a setting, copies left out, is then a plan of
+ * the step with nothing recomputed at the same cost, so it costs at least
+ * LB (that step's optimum with no budget) plus the least time of its
+ * copies.  The settings are solved without those restrictions (each as its
+ * own step, tied as that step ties, copies free), so a solved setting may
+ * only do better than the model: the plan returned costs at most the
+ * model's optimum over every setting, within the gap.  Settings are solved
  * cheapest bound first, after the settings the search of before tried
  * (nothing; every layer; bisection on the first k for the fewest that
  * fit), and the search stops when the next bound is not below the best
@@ -43,7 +46,6 @@
 
 #include "autoshard.h"
 #include "formulate/build.h"
-#include "formulate/problem.h"
 #include "graph/graph.h"
 
 /** Most settings (product over classes of layers + 1) searched; beyond it every layer
