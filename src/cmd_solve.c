@@ -1547,11 +1547,19 @@ default_graph(as_graph **out, as_err *err)
 
 /* ---- --recompute auto (docs/solve.md "Activation recomputation") ---- */
 
-/* One candidate of --recompute auto: the step with its first K layers recomputed. */
+/* Seconds a setting of --recompute auto may take without --time-limit (its plan then
+   comes with its gap): no single ILP stalls the search. */
+#define AUTO_LEAF_S 30.0
+/* Seconds after which the search starts no more settings without --time-limit (it
+   returns the best plan with the search's gap). */
+#define AUTO_SEARCH_S 120.0
+
+/* One setting of --recompute auto: the step with the layers of a list recomputed. */
 typedef struct auto_cand {
-    int k;
-    int fits;            /* a plan that fits: RES, ROWS hold it */
+    int fits;            /* 1 a plan that fits: RES, ROWS hold it; 0 none; -1 stopped */
     double objective;    /* its objective, s (HUGE_VAL when none fits) */
+    double bound;        /* its ILP's lower bound, s */
+    int nrec;            /* layers recomputed */
     as_graph_problem gp; /* zeroed when not built */
     as_solve_result res;
     double rows;
@@ -1576,41 +1584,41 @@ solve_load_graph(const solve_cli *c, as_graph **g, as_err *err)
     return c->graph == NULL ? default_graph(g, err) : as_graph_read(c->graph, g, err);
 }
 
-/* The first K keys of the comma-separated list KEYS (malloc'd). */
-static char *
-auto_prefix(const char *keys, int k)
+/* The seconds a setting started now may take: what is left of --time-limit, else
+   AUTO_LEAF_S. */
+static double
+auto_leaf_limit(const solve_cli *c)
 {
-    size_t n = 0;
-    int i = 0;
-
-    while (i < k && keys[n]) {
-        n++;
-        if (keys[n] == ',' || keys[n] == 0)
-            i++;
-    }
-    return as_xstrndup(keys, n);
+    return c->o.lim.time_limit_s > 0 ? c->o.lim.time_limit_s - (as_now() - c->t_start)
+                                     : AUTO_LEAF_S;
 }
 
 /*
- * Solve candidate X->k (the step with the first k layers of KEYS recomputed
- * fully) quietly: solve and fit as solve_graph_run does.  Returns AS_OK
- * (X->fits says whether a plan fits) or an error.
+ * Solve the step with the layers LIST (comma-separated) recomputed fully into X, quietly:
+ * solve and fit as solve_graph_run does, within auto_leaf_limit.  Returns AS_OK (X->fits
+ * says whether a plan fits) or an error.
  */
 static int
-auto_try(solve_cli *c, const as_train_cli *base, const char *keys, int k, auto_cand *x,
+auto_try(solve_cli *c, const as_train_cli *base, const char *list, int nrec, auto_cand *x,
          FILE *sink, as_err *err)
 {
     as_solve_opts o = c->o;
     as_graph *g = NULL;
-    double budget;
+    double budget, limit = auto_leaf_limit(c), t1 = as_now(), keep_limit;
     int rc;
 
     memset(x, 0, sizeof *x);
-    x->k = k;
+    x->nrec = nrec;
     x->objective = HUGE_VAL;
+    x->bound = -HUGE_VAL;
     x->train = *base;
     x->train.full = NULL;
-    x->train.layers = auto_prefix(keys, k);
+    x->train.layers = as_xstrdup(list);
+    if (limit <= 0) {
+        x->fits = -1;
+        return as_errf(err, AS_ESOLVER, "--recompute auto: time limit (%g s) reached",
+                       c->o.lim.time_limit_s);
+    }
     AS_CHECK(solve_load_graph(c, &g, err));
     if ((rc = as_train_cli_graph(&x->train, &g, &c->setup.build, err)) != AS_OK) {
         as_graph_free(g);
@@ -1622,57 +1630,88 @@ auto_try(solve_cli *c, const as_train_cli *base, const char *keys, int k, auto_c
     if (budget > 0 && as_problem_peak_lower_bound(x->gp.p) > budget * (1 + 1e-9))
         return AS_OK; /* hopeless (solve_hopeless) */
     o.groups = x->gp.groups;
-    if (c->o.lim.time_limit_s > 0) {
-        o.lim.time_limit_s = c->o.lim.time_limit_s - (as_now() - c->t_start);
-        if (o.lim.time_limit_s <= 0)
-            return as_errf(err, AS_ESOLVER, "--recompute auto: time limit (%g s) reached "
-                           "after %d candidates", c->o.lim.time_limit_s, k);
+    o.top = 1;
+    o.lim.time_limit_s = fmax(limit - (as_now() - t1), 0.01);
+    if (budget > 0)
+        o.lim.time_limit_s *= 0.5; /* leave half for refit rounds (solve_fit) */
+    if ((rc = as_solve_problem(x->gp.p, &o, &x->res, err)) != AS_OK) {
+        if (rc != AS_ESOLVER)
+            return rc;
+        as_debug("--recompute auto: %s", err->msg); /* the setting's time limit */
+        err->msg[0] = 0;
+        x->fits = -1;
+        return AS_OK;
     }
-    AS_CHECK(as_solve_problem(x->gp.p, &o, &x->res, err));
     x->solved = 1;
     if (x->res.nplans == 0) {
+        x->fits = x->res.outcome == AS_OUTCOME_INFEASIBLE ? 0 : -1;
         as_solve_result_free(&x->res);
+        x->solved = 0;
         return AS_OK;
     }
     c->train = x->train; /* solve_fit simulates this step */
     c->o.groups = x->gp.groups;
     c->errfp = sink;
-    rc = solve_fit(c, &x->gp, &x->res, c->t_start, &x->rows, sink, err);
+    keep_limit = c->o.lim.time_limit_s; /* solve_fit: the setting's limit from its start */
+    c->o.lim.time_limit_s = limit;
+    rc = solve_fit(c, &x->gp, &x->res, t1, &x->rows, sink, err);
+    c->o.lim.time_limit_s = keep_limit;
     c->errfp = stderr;
-    if (rc == AS_EXIT_INFEAS) /* RES freed */
+    memset(&c->train, 0, sizeof c->train);
+    if (rc == AS_EXIT_INFEAS) { /* RES freed */
+        x->solved = 0;
         return AS_OK;
-    if (rc != AS_EXIT_OK) {
-        as_solve_result_free(&x->res);
-        return err->msg[0] ? err->code : as_errf(err, AS_ESOLVER, "--recompute auto: the "
-                                                 "solve of %d recomputed layers stopped at the "
-                                                 "time limit", k);
+    }
+    if (rc != AS_EXIT_OK) { /* stopped in the refit rounds */
+        x->solved = 0;
+        if (err->msg[0] && !(limit > 0 && as_now() - t1 >= limit))
+            return err->code;
+        err->msg[0] = 0;
+        x->fits = -1;
+        return AS_OK;
     }
     x->fits = 1;
     x->objective = x->res.plans[0].objective;
+    x->bound = x->res.plans[0].bound;
     return AS_OK;
 }
 
-/* The candidates of --recompute auto for the search (solve/recompute_search.h). */
+/* The settings of --recompute auto for the search (solve/recompute_search.h). */
 typedef struct auto_ctx {
     solve_cli *c;
     as_train_cli base;
-    const char *keys;
+    char **keys; /* [nl] layer keys, forward order */
     int nl;
     FILE *sink;
+    as_graph_problem *gp0; /* the step with nothing recomputed, no budget */
+    int nstopped;          /* settings stopped without a plan */
     auto_cand best, cur;
 } auto_ctx;
 
 static int
-auto_cb_try(void *ud, int k, int *fits, double *objective, as_err *err)
+auto_cb_try(void *ud, const int *on, int *fits, double *objective, double *bound,
+            as_err *err)
 {
     auto_ctx *x = ud;
     double t1 = as_now();
-    int rc = auto_try(x->c, &x->base, x->keys, k, &x->cur, x->sink, err);
+    char *list = as_xstrdup("");
+    int j, n = 0, rc;
 
-    *fits = rc == AS_OK && x->cur.fits;
+    for (j = 0; j < x->nl; j++)
+        if (on[j]) {
+            char *s = as_xasprintf("%s%s%s", list, n++ ? "," : "", x->keys[j]);
+            free(list);
+            list = s;
+        }
+    rc = auto_try(x->c, &x->base, list, n, &x->cur, x->sink, err);
+    *fits = x->cur.fits;
+    x->nstopped += rc != AS_OK || *fits < 0;
     *objective = x->cur.objective;
-    as_info("--recompute auto: %d of %d layers recomputed: %s (%.2f s)", k, x->nl,
-            rc != AS_OK ? "stopped" : *fits ? "fits" : "no fit", as_now() - t1);
+    *bound = x->cur.bound;
+    as_info("--recompute auto: %d of %d layers recomputed%s%s%s: %s (%.2f s)", n, x->nl,
+            n ? " (" : "", list, n ? ")" : "",
+            rc != AS_OK || *fits < 0 ? "stopped" : *fits ? "fits" : "no fit", as_now() - t1);
+    free(list);
     return rc;
 }
 
@@ -1692,50 +1731,57 @@ auto_cb_drop(void *ud)
     auto_cand_free(&((auto_ctx *)ud)->cur);
 }
 
-/* Does the budget bind the best candidate (k = 0)?  Solve it without one. */
+/* The base bound: X->gp0 solved (solve/recompute_search.h). */
 static int
-auto_cb_unbound(void *ud, int *unbound, as_err *err)
+auto_cb_base(void *ud, double *lb, as_err *err)
 {
     auto_ctx *x = ud;
-    double budget = as_problem_memory(x->best.gp.p);
     as_solve_opts o = x->c->o;
-    as_solve_result u;
-    int rc;
+    as_solve_result r;
+    double t1 = as_now(), limit = auto_leaf_limit(x->c);
 
-    *unbound = 1;
-    if (budget <= 0)
+    *lb = -HUGE_VAL;
+    if (x->gp0 == NULL || limit <= 0)
         return AS_OK;
+    o.groups = x->gp0->groups;
     o.top = 1;
-    o.groups = x->best.gp.groups;
-    as_problem_set_memory(x->best.gp.p, 0);
-    rc = as_solve_problem(x->best.gp.p, &o, &u, err);
-    as_problem_set_memory(x->best.gp.p, budget);
-    if (rc != AS_OK)
-        return rc;
-    *unbound = u.nplans > 0 && u.plans[0].objective >= x->best.objective * (1 - 1e-9);
-    as_solve_result_free(&u);
+    o.lim.start = NULL;
+    o.lim.time_limit_s = limit;
+    AS_CHECK(as_solve_problem(x->gp0->p, &o, &r, err));
+    if (r.nplans > 0 && isfinite(r.plans[0].bound))
+        *lb = fmin(r.plans[0].bound, r.plans[0].objective);
+    as_info("--recompute auto: bound with nothing recomputed, no budget: %.9g s "
+            "(%.2f s)", *lb, as_now() - t1);
+    as_solve_result_free(&r);
     return AS_OK;
 }
 
 /*
- * --recompute auto: the plan of the step with its first k layers (program
- * order) recomputed fully that fits the budget at the least objective; the
- * search over k is solve/recompute_search.h's (docs/solve.md).
+ * --recompute auto: the setting of the per-layer recompute binaries (one
+ * count per class of identical layers) whose step's plan fits the budget at
+ * the least objective, by solve/recompute_search.h's search with exact
+ * bounds (docs/solve.md).
  */
 static int
 solve_auto(solve_cli *c)
 {
-    static const as_recomp_ops ops = {auto_cb_try, auto_cb_keep, auto_cb_drop, auto_cb_unbound};
+    static const as_recomp_ops ops = {auto_cb_try, auto_cb_keep, auto_cb_drop, auto_cb_base};
     FILE *fp = c->out != NULL && strcmp(c->out, "-") == 0 ? stderr : stdout;
     auto_ctx x;
     auto_cand best;
     as_recomp_result sr = {0};
+    as_recomp_space sp = {0};
+    as_graph_problem gp0;
+    as_graph_setup s0 = c->setup;
     as_graph *g = NULL, *r = NULL;
     as_err err = {0};
-    char *keys = NULL, *tried = NULL;
-    int nl = 0, rc;
+    char *keys = NULL, *k, *save = NULL, stopped[64] = "";
+    int nl = 0, rc, *cls = NULL, period, j, have0 = 0;
+    double *cost = NULL;
+    as_train_cli t0;
 
     memset(&x, 0, sizeof x);
+    memset(&gp0, 0, sizeof gp0);
     x.c = c;
     x.base = c->train;
     memset(&c->train, 0, sizeof c->train);
@@ -1746,51 +1792,123 @@ solve_auto(solve_cli *c)
         return as_cmd_fail(&err);
     }
     keys = as_graph_layer_list(g, r, &nl);
-    as_graph_free(r);
-    as_graph_free(g);
-    if ((x.sink = fopen("/dev/null", "w")) == NULL) {
-        free(keys);
-        fprintf(stderr, "autoshard: --recompute auto: cannot open /dev/null\n");
-        return AS_EXIT_RUNTIME;
+    cls = as_xcalloc((size_t)nl + 1, sizeof *cls);
+    cost = as_xcalloc((size_t)nl + 1, sizeof *cost);
+    x.keys = as_xcalloc((size_t)nl + 1, sizeof *x.keys);
+    for (j = 0, k = strtok_r(keys, ",", &save); k != NULL && j < nl;
+         k = strtok_r(NULL, ",", &save))
+        x.keys[j++] = as_xstrdup(k);
+    free(keys);
+    keys = NULL;
+    /* classes of identical layers, in the residues of tying */
+    period = !c->setup.tie ? 1 : c->setup.tie_period > 0 ? c->setup.tie_period : AS_GROUP_PERIOD;
+    {
+        char *list = as_xstrdup("");
+        for (j = 0; j < nl; j++) {
+            char *s = as_xasprintf("%s%s%s", list, j ? "," : "", x.keys[j]);
+            free(list);
+            list = s;
+        }
+        sp.ncls = as_recompute_classes(g, list, nl, period, cls);
+        free(list);
     }
-    x.keys = keys;
+    /* the step with nothing recomputed, tied as the settings are, without a budget: the
+       base bound and the least time of each layer's copies */
+    t0 = x.base;
+    t0.full = NULL;
+    t0.layers = as_xstrdup("");
+    s0.build.memory = 0;
+    s0.build.liveness = 0;
+    if (as_train_cli_graph(&t0, &g, &s0.build, &err) != AS_OK)
+        as_graph_free(g);
+    else if (as_graph_problem_init(&gp0, g, &s0, &err) == AS_OK)
+        have0 = 1; /* GP0 owns G (or freed it) */
+    if (have0) {
+        as_recompute_costs(&gp0, r, (const char *const *)x.keys, nl, cost);
+    } else {
+        as_debug("--recompute auto: no base bound (%s)", err.msg);
+        err.msg[0] = 0;
+    }
+    g = NULL;
+    as_graph_free(r);
+    sp.nl = nl;
+    sp.cls = cls;
+    sp.cost = cost;
+    sp.gap = c->o.lim.gap;
     x.nl = nl;
-    rc = as_recompute_search(nl, &ops, &x, c->o.lim.time_limit_s, c->t_start, &sr, &err);
+    x.gp0 = have0 ? &gp0 : NULL;
+    if ((x.sink = fopen("/dev/null", "w")) == NULL) {
+        fprintf(stderr, "autoshard: --recompute auto: cannot open /dev/null\n");
+        rc = AS_EXIT_RUNTIME;
+        goto out;
+    }
+    rc = as_recompute_search(&sp, &ops, &x,
+                             c->o.lim.time_limit_s > 0 ? c->o.lim.time_limit_s : AUTO_SEARCH_S,
+                             c->t_start, &sr, &err);
     fclose(x.sink);
     auto_cand_free(&x.cur);
     best = x.best;
-    tried = sr.log;
+    memset(&x.best, 0, sizeof x.best);
     if (rc != AS_OK) {
         auto_cand_free(&best);
-        free(keys);
-        free(tried);
-        return as_cmd_fail(&err);
+        rc = as_cmd_fail(&err);
+        goto out;
     }
-    if (!best.fits) { /* no candidate fits: say why as --recompute full would */
-        free(keys);
-        free(tried);
-        c->train = x.base;
-        c->train.recompute = AS_RECOMPUTE_FULL;
-        fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every layer "
-                "recomputed\n");
-        return AS_EXIT_INFEAS;
+    if (sr.best == NULL) {
+        auto_cand_free(&best);
+        if (sr.timed_out || x.nstopped > 0) {
+            fprintf(stderr, "autoshard: --recompute auto: stopped at the time limit (%g s) "
+                    "without a plan that fits (tried: %s)\n",
+                    c->o.lim.time_limit_s > 0 ? c->o.lim.time_limit_s : AUTO_SEARCH_S,
+                    sr.log != NULL ? sr.log : "");
+            rc = AS_EXIT_RUNTIME;
+        } else {
+            fprintf(stderr, "autoshard: --recompute auto: no plan fits, even with every layer "
+                    "recomputed\n");
+            rc = AS_EXIT_INFEAS;
+        }
+        goto out;
     }
+    /* the gap of the search: the least bound of every setting */
+    if (isfinite(sr.bound) && sr.bound < best.res.plans[0].bound) {
+        as_plan *pl = &best.res.plans[0];
+        pl->bound = sr.bound;
+        pl->gap = as_rel_gap(pl->objective, pl->bound);
+        if (pl->gap > c->o.lim.gap)
+            pl->status = AS_OUTCOME_FEASIBLE;
+    }
+    if (sr.timed_out && c->o.lim.time_limit_s > 0)
+        snprintf(stopped, sizeof stopped, ", stopped at the time limit");
+    else if (sr.timed_out)
+        snprintf(stopped, sizeof stopped, ", stopped after %g s (no --time-limit)",
+                 AUTO_SEARCH_S);
     c->train = best.train;
     c->o.groups = best.gp.groups;
     print_graph_header(fp, c, &best.gp);
-    fprintf(fp, "%-13sauto: %d of %d layers recomputed fully%s%s%s (objective by layers "
-            "recomputed, first k in program order, as tried: %s)\n", "recompute", best.k, nl,
-            best.k ? " (" : "", best.k ? best.train.layers : "", best.k ? ")" : "",
-            tried != NULL ? tried : "");
+    fprintf(fp, "%-13sauto: %d of %d layers recomputed fully%s%s%s; %d of %d settings solved, "
+            "%d cut by bound or fit%s (%d class%s of identical layers, earliest first; as "
+            "tried: %s)\n", "recompute", best.nrec, nl, best.nrec ? " (" : "",
+            best.nrec ? best.train.layers : "", best.nrec ? ")" : "", sr.tried, sr.nsettings,
+            sr.pruned, stopped, sp.ncls,
+            sp.ncls == 1 ? "" : "es", sr.log != NULL ? sr.log : "");
     print_summary(fp, best.gp.p, as_graph_name(best.gp.g), c->o.reduce, &best.res);
     print_graph_result(fp, c, &best.gp, best.res.plans, best.res.nplans, c->o.solver,
                        best.rows);
     rc = graph_plans(c, &best.gp, best.res.plans, best.res.nplans, c->o.solver, &err);
     memset(&c->train, 0, sizeof c->train);
     auto_cand_free(&best);
-    free(keys);
-    free(tried);
-    return rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+    rc = rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
+out:
+    if (have0)
+        as_graph_problem_free(&gp0);
+    as_train_cli_free(&t0);
+    for (j = 0; j < nl; j++)
+        free(x.keys[j]);
+    free(x.keys);
+    free(cls);
+    free(cost);
+    as_recomp_result_free(&sr);
+    return rc;
 }
 
 static int
