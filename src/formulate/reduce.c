@@ -1930,7 +1930,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     for (round = 0; (flags & AS_REDUCE_BOUND) && as_problem_nnogoods(p) == 0 &&
                     round < BOUND_ROUNDS;
          round++) {
-        if (round > 0 && past(&w)) { /* the first round gives a plan that fits */
+        if ((round > 0 || o->whole) && past(&w)) { /* the first round gives a plan that fits */
             red->stats.timed_out = 1;
             break;
         }
@@ -1943,6 +1943,11 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     as_progress_end(&w.pg);
     if (past(&w))
         red->stats.timed_out = 1;
+    if (o->whole && red->stats.timed_out) { /* less reduced would be another problem */
+        rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (%s)",
+                     red->stats.bound_rounds > 0 ? "bound rounds" : "eliminations");
+        goto done;
+    }
     *out = work_output(&w);
     *redp = red;
 done:
