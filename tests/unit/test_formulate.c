@@ -326,7 +326,7 @@ test_reduce_gap(int seed)
     size_t *x;
     double want, got, gap = 0.05 * (1 + seed % 4);
     const as_reduce_stats *st;
-    as_reduce_opts ro;
+    as_reduce_opts ro = {0};
 
     as_random_opts_init(&o);
     o.seed = (uint64_t)seed;
