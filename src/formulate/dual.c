@@ -20,6 +20,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,9 +42,26 @@ struct as_mrf_state {
     double **t;      /**< n current node costs */
     double *tmp, *msg;
     size_t kmax;
+    /* Classes of identical rows and columns of each edge's matrix (a resharding cost
+       depends on the layouts only, and many strategies share one): cls[2e] (k[eu]) and
+       cls[2e + 1] (k[ev]) give the class of each row / column, ncls[2e], ncls[2e + 1]
+       their numbers, rc[e] the ncls[2e] x ncls[2e + 1] matrix of the classes; rc[e] NULL
+       when it would not be much smaller. */
+    size_t **cls, *ncls;
+    double **rc;
+    double *gmax, *cmin; /* scratch, kmax */
     double deadline; /**< as_now() after which a run stops after its current sweep; 0 = none */
 };
 typedef struct as_mrf_state dual;
+
+typedef struct hidx {
+    uint64_t h;
+    size_t i;
+} hidx;
+
+static void edge_compress(dual *d, size_t j, hidx *h, size_t *rrep, size_t *crep);
+
+int as_mrf_no_classes = 0;
 
 static int
 inc_cmp(const void *a, const void *b)
@@ -92,6 +110,21 @@ dual_init(dual *d, const as_mrf *g)
     free(fill);
     d->tmp = as_xcalloc(d->kmax + 1, sizeof *d->tmp);
     d->msg = as_xcalloc(d->kmax + 1, sizeof *d->msg);
+    d->gmax = as_xcalloc(d->kmax + 1, sizeof *d->gmax);
+    d->cmin = as_xcalloc(d->kmax + 1, sizeof *d->cmin);
+    d->cls = as_xcalloc(2 * g->m + 1, sizeof *d->cls);
+    d->ncls = as_xcalloc(2 * g->m + 1, sizeof *d->ncls);
+    d->rc = as_xcalloc(g->m + 1, sizeof *d->rc);
+    {
+        hidx *h = as_xcalloc(d->kmax + 1, sizeof *h);
+        size_t *rrep = as_xcalloc(d->kmax + 1, sizeof *rrep);
+        size_t *crep = as_xcalloc(d->kmax + 1, sizeof *crep);
+        for (j = 0; j < g->m; j++)
+            edge_compress(d, j, h, rrep, crep);
+        free(h);
+        free(rrep);
+        free(crep);
+    }
 }
 
 static void
@@ -99,8 +132,17 @@ dual_free(dual *d)
 {
     size_t v, j;
 
-    for (j = 0; j < 2 * d->g->m; j++)
+    for (j = 0; j < 2 * d->g->m; j++) {
         free(d->f[j]);
+        free(d->cls[j]);
+    }
+    for (j = 0; j < d->g->m; j++)
+        free(d->rc[j]);
+    free(d->cls);
+    free(d->ncls);
+    free(d->rc);
+    free(d->gmax);
+    free(d->cmin);
     for (v = 0; v < d->g->n; v++)
         free(d->t[v]);
     free(d->f);
@@ -112,12 +154,145 @@ dual_free(dual *d)
     free(d->msg);
 }
 
+/* ---- classes of identical rows and columns ---- */
+
+static int
+hidx_cmp(const void *a, const void *b)
+{
+    const hidx *x = a, *y = b;
+
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static uint64_t
+hmix(uint64_t h, double v)
+{
+    uint64_t b;
+
+    memcpy(&b, &v, sizeof b);
+    return (h ^ b) * 0x100000001b3ULL;
+}
+
+/* Rows (BY_ROW) or columns of the KU x KV matrix R equal bit for bit? */
+static int
+same_line(const double *r, size_t ku, size_t kv, int by_row, size_t a, size_t b)
+{
+    size_t i;
+
+    if (by_row)
+        return memcmp(r + a * kv, r + b * kv, kv * sizeof *r) == 0;
+    for (i = 0; i < ku; i++)
+        if (memcmp(&r[i * kv + a], &r[i * kv + b], sizeof *r) != 0)
+            return 0;
+    return 1;
+}
+
+/* CLS[i] = the class of row (BY_ROW) or column i of R, REP[c] its first member; returns
+   the number of classes.  H is scratch (max(ku, kv) entries). */
+static size_t
+line_classes(const double *r, size_t ku, size_t kv, int by_row, size_t *cls, size_t *rep,
+             hidx *h)
+{
+    size_t n = by_row ? ku : kv, i, j, a, b, nc = 0, first;
+
+    for (i = 0; i < n; i++) {
+        h[i].h = 0xcbf29ce484222325ULL;
+        h[i].i = i;
+    }
+    for (a = 0; a < ku; a++)
+        for (b = 0; b < kv; b++)
+            h[by_row ? a : b].h = hmix(h[by_row ? a : b].h, r[a * kv + b]);
+    qsort(h, n, sizeof *h, hidx_cmp);
+    for (i = 0; i < n; i = j) {
+        first = nc;
+        for (j = i; j < n && h[j].h == h[i].h; j++) {
+            size_t c;
+            for (c = first; c < nc && !same_line(r, ku, kv, by_row, rep[c], h[j].i); c++)
+                ;
+            if (c == nc)
+                rep[nc++] = h[j].i;
+            cls[h[j].i] = c;
+        }
+    }
+    return nc;
+}
+
+/* The classes of edge J, and its matrix over them when that is at most half the size. */
+static void
+edge_compress(dual *d, size_t j, hidx *h, size_t *rrep, size_t *crep)
+{
+    const as_mrf *g = d->g;
+    size_t ku = g->k[g->eu[j]], kv = g->k[g->ev[j]], nr, nc, a, b;
+    const double *r = g->r[j];
+
+    if (ku * kv < 64 || as_mrf_no_classes)
+        return;
+    d->cls[2 * j] = as_xmalloc(ku * sizeof **d->cls);
+    d->cls[2 * j + 1] = as_xmalloc(kv * sizeof **d->cls);
+    nr = line_classes(r, ku, kv, 1, d->cls[2 * j], rrep, h);
+    nc = line_classes(r, ku, kv, 0, d->cls[2 * j + 1], crep, h);
+    if (2 * nr * nc > ku * kv) {
+        free(d->cls[2 * j]);
+        free(d->cls[2 * j + 1]);
+        d->cls[2 * j] = d->cls[2 * j + 1] = NULL;
+        return;
+    }
+    d->ncls[2 * j] = nr;
+    d->ncls[2 * j + 1] = nc;
+    d->rc[j] = as_xmalloc(nr * nc * sizeof **d->rc);
+    for (a = 0; a < nr; a++)
+        for (b = 0; b < nc; b++)
+            d->rc[j][a * nc + b] = r[rrep[a] * kv + crep[b]];
+}
+
+/*
+ * edge_min over the classes: min_p r(p, q) - fv(p) = min over row classes c of
+ * r(c, q) - max_(p in c) fv(p), the same for every q of a column class (and the other way
+ * round); a - b only falls as b grows, so these are the same numbers as the plain minima.
+ */
+static void
+edge_min_cls(const dual *d, const inc *x, const double *fv, double *out)
+{
+    size_t j = x->e, side = (size_t)x->side, ko = d->g->k[x->w];
+    size_t kme = d->g->k[side == 0 ? d->g->eu[j] : d->g->ev[j]];
+    const size_t *mine = d->cls[2 * j + side], *other = d->cls[2 * j + 1 - side];
+    size_t nme = d->ncls[2 * j + side], no = d->ncls[2 * j + 1 - side], nc = d->ncls[2 * j + 1];
+    const double *rc = d->rc[j];
+    double *gm = d->gmax, *cm = d->cmin;
+    size_t p, c, o;
+
+    for (c = 0; c < nme; c++)
+        gm[c] = -INFINITY;
+    for (p = 0; p < kme; p++)
+        if (fv[p] > gm[mine[p]])
+            gm[mine[p]] = fv[p];
+    for (o = 0; o < no; o++)
+        cm[o] = INFINITY;
+    for (c = 0; c < nme; c++) {
+        double base = gm[c];
+        for (o = 0; o < no; o++) {
+            double a = (side == 0 ? rc[c * nc + o] : rc[o * nc + c]) - base, m = cm[o];
+            cm[o] = a < m ? a : m;
+        }
+    }
+    for (p = 0; p < ko; p++)
+        out[p] = cm[other[p]];
+}
+
 /* OUT[q] = min_p r(p, q) - fv(p) over the strategies p of V, q of the other end. */
 static void
-edge_min(const as_mrf *g, const inc *x, const double *fv, double *out)
+edge_min(const dual *d, const inc *x, const double *fv, double *out)
 {
+    const as_mrf *g = d->g;
     size_t j = x->e, ku = g->k[g->eu[j]], kv = g->k[g->ev[j]], p, q;
     const double *r = g->r[j];
+
+    if (d->rc[j] != NULL) {
+        edge_min_cls(d, x, fv, out);
+        return;
+    }
 
     /* Branch-free selects, and four running minima on a row: the same minima (a minimum
        does not depend on the order it is taken in), without a mispredicted branch per
@@ -174,7 +349,7 @@ dual_send(dual *d, size_t v, size_t lo, size_t hi, double gamma)
             fv[p] -= gamma * d->tmp[p];
             d->t[v][p] -= gamma * d->tmp[p];
         }
-        edge_min(g, x, fv, d->msg);
+        edge_min(d, x, fv, d->msg);
         for (q = 0; q < g->k[x->w]; q++) {
             tw[q] += d->msg[q] - fw[q];
             fw[q] = d->msg[q];
