@@ -48,7 +48,7 @@ struct as_mrf_state {
        their numbers, rc[e] the ncls[2e] x ncls[2e + 1] matrix of the classes; rc[e] NULL
        when it would not be much smaller. */
     size_t **cls, *ncls;
-    double **rc;
+    double **rc, **rct; /* rct[e]: rc[e] transposed, so that both ends read rows */
     double *gmax, *cmin; /* scratch, kmax */
     double deadline; /**< as_now() after which a run stops after its current sweep; 0 = none */
 };
@@ -115,6 +115,7 @@ dual_init(dual *d, const as_mrf *g)
     d->cls = as_xcalloc(2 * g->m + 1, sizeof *d->cls);
     d->ncls = as_xcalloc(2 * g->m + 1, sizeof *d->ncls);
     d->rc = as_xcalloc(g->m + 1, sizeof *d->rc);
+    d->rct = as_xcalloc(g->m + 1, sizeof *d->rct);
     {
         hidx *h = as_xcalloc(d->kmax + 1, sizeof *h);
         size_t *rrep = as_xcalloc(d->kmax + 1, sizeof *rrep);
@@ -136,11 +137,14 @@ dual_free(dual *d)
         free(d->f[j]);
         free(d->cls[j]);
     }
-    for (j = 0; j < d->g->m; j++)
+    for (j = 0; j < d->g->m; j++) {
         free(d->rc[j]);
+        free(d->rct[j]);
+    }
     free(d->cls);
     free(d->ncls);
     free(d->rc);
+    free(d->rct);
     free(d->gmax);
     free(d->cmin);
     for (v = 0; v < d->g->n; v++)
@@ -242,9 +246,10 @@ edge_compress(dual *d, size_t j, hidx *h, size_t *rrep, size_t *crep)
     d->ncls[2 * j] = nr;
     d->ncls[2 * j + 1] = nc;
     d->rc[j] = as_xmalloc(nr * nc * sizeof **d->rc);
+    d->rct[j] = as_xmalloc(nr * nc * sizeof **d->rct);
     for (a = 0; a < nr; a++)
         for (b = 0; b < nc; b++)
-            d->rc[j][a * nc + b] = r[rrep[a] * kv + crep[b]];
+            d->rc[j][a * nc + b] = d->rct[j][b * nr + a] = r[rrep[a] * kv + crep[b]];
 }
 
 /*
@@ -258,8 +263,8 @@ edge_min_cls(const dual *d, const inc *x, const double *fv, double *out)
     size_t j = x->e, side = (size_t)x->side, ko = d->g->k[x->w];
     size_t kme = d->g->k[side == 0 ? d->g->eu[j] : d->g->ev[j]];
     const size_t *mine = d->cls[2 * j + side], *other = d->cls[2 * j + 1 - side];
-    size_t nme = d->ncls[2 * j + side], no = d->ncls[2 * j + 1 - side], nc = d->ncls[2 * j + 1];
-    const double *rc = d->rc[j];
+    size_t nme = d->ncls[2 * j + side], no = d->ncls[2 * j + 1 - side];
+    const double *rc = side == 0 ? d->rc[j] : d->rct[j]; /* nme x no */
     double *gm = d->gmax, *cm = d->cmin;
     size_t p, c, o;
 
@@ -271,9 +276,10 @@ edge_min_cls(const dual *d, const inc *x, const double *fv, double *out)
     for (o = 0; o < no; o++)
         cm[o] = INFINITY;
     for (c = 0; c < nme; c++) {
+        const double *row = rc + c * no;
         double base = gm[c];
         for (o = 0; o < no; o++) {
-            double a = (side == 0 ? rc[c * nc + o] : rc[o * nc + c]) - base, m = cm[o];
+            double a = row[o] - base, m = cm[o];
             cm[o] = a < m ? a : m;
         }
     }
