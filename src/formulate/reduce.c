@@ -46,7 +46,7 @@
 
 #define NONE ((size_t)-1)
 #define BOUND_ROUNDS 12
-#define BOUND_SWEEPS 300
+#define BOUND_SWEEPS 2000
 #define LAGR_ITERS 40
 #define LAGR_SWEEPS 30
 
