@@ -589,7 +589,7 @@ as_mrf_state_run(as_mrf_state *d, int max_iters, as_mrf_result *res)
         res->iters = it + 1;
         if (ub - lb <= 1e-9 * fabs(ub))
             break; /* the bound meets the plan: nothing left to gain */
-        if (it >= 10 && lb - hist[it % 10] <= 1e-7 * fabs(lb))
+        if (it >= 10 && lb - hist[it % 10] <= 1e-12 * fabs(lb))
             break; /* stalled over the last 10 sweeps */
         hist[it % 10] = lb;
         if (d->deadline > 0 && as_now() > d->deadline)
