@@ -3,8 +3,14 @@
  * GLPK's writers), or the cost graph itself (after --memory), atomically.
  *
  *   autoshard export GRAPH --mesh M [--hw H] [--cost-model C] [--alpha A] [--beta B]
- *                    [--format mps|lp|costgraph] [--no-reduce] [--memory BYTES|auto] [-o OUT]
- *   autoshard export --costgraph FILE [--format ...] [--no-reduce] [--memory BYTES] [-o OUT]
+ *                    [--format mps|lp|costgraph] [--no-reduce] [--memory BYTES|auto]
+ *                    [--time-limit S] [-o OUT]
+ *   autoshard export --costgraph FILE [--format ...] [--no-reduce] [--memory BYTES]
+ *                    [--time-limit S] [-o OUT]
+ *
+ * --time-limit covers building the problem, the reductions and the ILP: when it runs out,
+ * exit 1 with one line and nothing written (a less reduced ILP would not be the one
+ * `solve --solution` rebuilds).
  *
  * The MPS/LP names (s_<node>_<p>, e_<edge>_<p>_<q>) are stable, so the
  * solution an external solver writes can be read back with
@@ -17,6 +23,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +34,7 @@
 #include "solve/solver.h"
 
 enum { OPT_CG = 256, OPT_FMT, OPT_NORED, OPT_MEM, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA,
-       OPT_BETA };
+       OPT_BETA, OPT_TIME };
 
 #define EXPORT_MAX_CPARAMS 8
 
@@ -36,7 +43,7 @@ static int export_exec(int argc, char **argv);
 const struct as_cmd as_cmd_export = {
     .name = "export",
     .args = "[GRAPH --mesh M | --costgraph FILE] [--format mps|lp|costgraph] [--no-reduce] "
-            "[-o OUT]",
+            "[--time-limit S] [-o OUT]",
     .summary = "write the ILP (MPS, LP) or the cost graph for other tools",
     .help = "GRAPH is any graph file (.asg or XLA HLO text; '-' = stdin), built on the\n"
             "mesh as `autoshard solve` does; or give a cost graph.\n"
@@ -52,6 +59,8 @@ const struct as_cmd as_cmd_export = {
             "                       pass the same flag to `solve --solution`\n"
             "  --memory BYTES|auto  per-device budget to write into the model (suffixes as\n"
             "                       for solve; auto = the profile's usable memory; 0 = none)\n"
+            "  --time-limit S       seconds for building, reducing and the ILP; when they\n"
+            "                       run out: exit 1, nothing written (default: none)\n"
             "  -o FILE              output file (default '-': stdout)\n"
             "\nVariables are named s_<node>_<strategy> and e_<edge>_<p>_<q> (docs/ilp.md).\n",
     .exec = export_exec,
@@ -61,6 +70,7 @@ typedef struct export_cli {
     const char *costgraph, *format, *out, *graph;
     unsigned reduce;
     double memory;
+    double time_limit; /**< seconds, 0 = none */
     int memory_auto;
     as_graph_setup setup;
     const char *cparams[EXPORT_MAX_CPARAMS];
@@ -101,8 +111,9 @@ export_parse(int argc, char **argv, export_cli *c)
         {"output", required_argument, NULL, 'o'}, {"mesh", required_argument, NULL, OPT_MESH},
         {"hw", required_argument, NULL, OPT_HW}, {"cost-model", required_argument, NULL, OPT_COST},
         {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
-        {NULL, 0, NULL, 0}};
+        {"time-limit", required_argument, NULL, OPT_TIME}, {NULL, 0, NULL, 0}};
     int opt, rc;
+    char *end;
 
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
@@ -128,6 +139,12 @@ export_parse(int argc, char **argv, export_cli *c)
         case OPT_BETA:
             if ((rc = export_graph_opt(c, opt)) != AS_EXIT_OK)
                 return rc;
+            break;
+        case OPT_TIME:
+            c->time_limit = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(c->time_limit >= 0) || c->time_limit > 1e9)
+                return as_cmd_usage(&as_cmd_export, "--time-limit must be a number >= 0, got '%s'",
+                                    optarg);
             break;
         case 'o':
             c->out = optarg;
@@ -155,7 +172,8 @@ export_parse(int argc, char **argv, export_cli *c)
 
 /* The problem of the graph (same setup as `solve GRAPH`) or of the cost graph. */
 static int
-export_problem(export_cli *c, as_graph_problem *gp, as_problem **p, as_err *err)
+export_problem(export_cli *c, double deadline, as_graph_problem *gp, as_problem **p,
+               as_err *err)
 {
     as_graph *g;
 
@@ -168,6 +186,7 @@ export_problem(export_cli *c, as_graph_problem *gp, as_problem **p, as_err *err)
     AS_CHECK(as_graph_read(c->graph, &g, err));
     as_build_opts_init(&c->setup.build);
     c->setup.build.memory = c->memory_auto ? -1 : c->memory > 0 ? c->memory : 0;
+    c->setup.build.deadline = deadline;
     AS_CHECK(as_graph_problem_init(gp, g, &c->setup, err));
     *p = gp->p;
     return AS_OK;
@@ -176,25 +195,36 @@ export_problem(export_cli *c, as_graph_problem *gp, as_problem **p, as_err *err)
 static int
 export_exec(int argc, char **argv)
 {
-    export_cli c = {NULL, "mps", "-", NULL, AS_REDUCE_ALL, -1, 0, {0}, {0}, {0}};
+    export_cli c = {NULL, "mps", "-", NULL, AS_REDUCE_ALL, -1, 0, 0, {0}, {0}, {0}};
     as_graph_problem gp;
     as_problem *p = NULL, *rp = NULL;
     as_reduction *red = NULL;
     as_ilp *ilp = NULL;
     as_err err = {0};
+    double t0 = as_now(), deadline = 0;
     size_t i;
     int rc;
 
     memset(&gp, 0, sizeof gp);
     if ((rc = export_parse(argc, argv, &c)) != AS_EXIT_OK)
         goto out;
-    if ((rc = export_problem(&c, &gp, &p, &err)) != AS_OK)
+    if (c.time_limit > 0)
+        deadline = t0 + c.time_limit;
+    if ((rc = export_problem(&c, deadline, &gp, &p, &err)) != AS_OK)
         ;
     else if (strcmp(c.format, "costgraph") == 0)
         rc = as_problem_write(p, c.out, &err);
-    else if ((rc = as_solve_build_ilp(p, c.reduce, &rp, &red, &ilp, &err)) == AS_OK)
+    else if ((rc = as_solve_build_ilp_by(p, c.reduce, deadline, &rp, &red, &ilp, &err)) == AS_OK)
         rc = as_ilp_write(ilp, strcmp(c.format, "mps") == 0 ? AS_ILP_MPS : AS_ILP_LP, c.out,
                           &err);
+    if (rc == AS_ESOLVER && deadline > 0 && as_now() > deadline) { /* the time ran out */
+        char *tail = strstr(err.msg, ", no plan"), what[sizeof err.msg];
+        if (tail != NULL)
+            *tail = '\0';
+        snprintf(what, sizeof what, "%s", err.msg);
+        snprintf(err.msg, sizeof err.msg, "%.400s (--time-limit %g s); nothing written", what,
+                 c.time_limit);
+    }
     rc = rc == AS_OK ? AS_EXIT_OK : as_cmd_fail(&err);
 out:
     as_ilp_free(ilp);

@@ -53,6 +53,10 @@ void as_mrf_state_sync(as_mrf_state *st);
 void as_mrf_state_run(as_mrf_state *st, int max_iters, as_mrf_result *res);
 void as_mrf_state_free(as_mrf_state *st);
 void as_mrf_result_free(as_mrf_result *res, size_t n);
+/** Tests: nonzero makes the message passing use every matrix as it is, without its
+    classes of identical rows and columns (the results are the same, bit for bit). */
+extern int as_mrf_no_classes;
+
 /** Cost of PLAN (n entries). */
 double as_mrf_eval(const as_mrf *g, const size_t *plan);
 

@@ -320,6 +320,9 @@ typedef struct as_reduce_opts {
                           prune less); 0 = none */
     double abort_at; /**< as_now() time after which the reductions give up, AS_ESOLVER "time
                           limit" (no plan yet); 0 = never */
+    int whole;       /**< with a deadline: the reductions give up (AS_ESOLVER "time limit")
+                          instead of stopping early, so the result never depends on the time
+                          (export: `solve --solution` must rebuild the same problem) */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

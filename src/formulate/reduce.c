@@ -46,7 +46,7 @@
 
 #define NONE ((size_t)-1)
 #define BOUND_ROUNDS 12
-#define BOUND_SWEEPS 300
+#define BOUND_SWEEPS 2000
 #define LAGR_ITERS 40
 #define LAGR_SWEEPS 30
 
@@ -460,13 +460,76 @@ work_init(work *w, const as_problem *p)
     return 0;
 }
 
+/* The live edge between U and V, or NULL. */
+static wedge *
+find_edge(work *w, size_t u, size_t v)
+{
+    size_t i, x = w->nodes[u].adj.n <= w->nodes[v].adj.n ? u : v, y = x == u ? v : u;
+
+    for (i = 0; i < w->nodes[x].adj.n; i++) {
+        wedge *o = &w->edges.v[w->nodes[x].adj.v[i]];
+        if (o->alive && (o->u == y || o->v == y))
+            return o;
+    }
+    return NULL;
+}
+
+/*
+ * Problem edge E (K_V columns) into leader space A x B: added straight into the live edge
+ * between A and B when there is one (tied layers put dozens of parallel edges on one pair
+ * of leaders: no matrix is allocated for them), else as a new edge.  The same sums, in the
+ * same order, as building the leader-space matrix first (0 where a strategy is gone) and
+ * adding it.
+ */
+static void
+edge_into(work *w, const as_pedge *e, size_t a, size_t b, size_t kv)
+{
+    const as_reduction *red = w->red;
+    size_t ka = kof(w, a), kb = kof(w, b), s, q;
+    const unsigned char *oka = w->nodes[a].ok, *okb = w->nodes[b].ok;
+    size_t *mb = as_xmalloc((kb + 1) * sizeof *mb);
+    wedge *o = find_edge(w, a, b);
+
+    for (q = 0; q < kb; q++)
+        mb[q] = fmap(red, e->v, q);
+    if (o != NULL && o->u == a) {
+        for (s = 0; s < ka; s++) {
+            const double *row = e->r + fmap(red, e->u, s) * kv;
+            double *dst = o->r + s * kb;
+            for (q = 0; oka[s] && q < kb; q++)
+                if (okb[q])
+                    dst[q] += row[mb[q]];
+        }
+    } else if (o != NULL) { /* stored B x A */
+        for (s = 0; s < ka; s++) {
+            const double *row = e->r + fmap(red, e->u, s) * kv;
+            for (q = 0; oka[s] && q < kb; q++)
+                if (okb[q])
+                    o->r[q * ka + s] += row[mb[q]];
+        }
+    }
+    if (o != NULL) {
+        w->red->stats.merged_edges++;
+        work_try_const(w, o);
+    } else {
+        double *r = as_xmalloc((ka * kb + 1) * sizeof *r);
+        for (s = 0; s < ka; s++) {
+            const double *row = e->r + fmap(red, e->u, s) * kv;
+            for (q = 0; q < kb; q++)
+                r[s * kb + q] = oka[s] && okb[q] ? row[mb[q]] : 0;
+        }
+        work_add_edge(w, a, b, r);
+    }
+    free(mb);
+}
+
 /* Copy P's edges into leader spaces; 1 when the abort time came first (edges left out). */
 static int
 work_edges(work *w)
 {
     const as_problem *p = w->p;
     const as_reduction *red = w->red;
-    size_t j, a, b, ka, kb, s, q;
+    size_t j, a, b, ka, s;
 
     for (j = 0; j < as_problem_nedges(p); j++) {
         const as_pedge *e = as_problem_edge(p, j);
@@ -476,19 +539,13 @@ work_edges(work *w)
         a = red->leader[e->u];
         b = red->leader[e->v];
         ka = kof(w, a);
-        kb = kof(w, b);
         if (a == b) { /* both ends are decided by one strategy of their leader */
             for (s = 0; s < ka; s++)
                 if (w->nodes[a].ok[s])
                     w->nodes[a].cost[s] += e->r[fmap(red, e->u, s) * kv + fmap(red, e->v, s)];
             continue;
         }
-        double *r = as_xcalloc(ka * kb, sizeof *r);
-        for (s = 0; s < ka; s++)
-            for (q = 0; w->nodes[a].ok[s] && q < kb; q++)
-                if (w->nodes[b].ok[q])
-                    r[s * kb + q] = e->r[fmap(red, e->u, s) * kv + fmap(red, e->v, q)];
-        work_add_edge(w, a, b, r);
+        edge_into(w, e, a, b, kv);
     }
     return 0;
 }
@@ -1930,7 +1987,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     for (round = 0; (flags & AS_REDUCE_BOUND) && as_problem_nnogoods(p) == 0 &&
                     round < BOUND_ROUNDS;
          round++) {
-        if (round > 0 && past(&w)) { /* the first round gives a plan that fits */
+        if ((round > 0 || o->whole) && past(&w)) { /* the first round gives a plan that fits */
             red->stats.timed_out = 1;
             break;
         }
@@ -1943,6 +2000,11 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     as_progress_end(&w.pg);
     if (past(&w))
         red->stats.timed_out = 1;
+    if (o->whole && red->stats.timed_out) { /* less reduced would be another problem */
+        rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (%s)",
+                     red->stats.bound_rounds > 0 ? "bound rounds" : "eliminations");
+        goto done;
+    }
     *out = work_output(&w);
     *redp = red;
 done:

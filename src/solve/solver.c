@@ -333,6 +333,15 @@ int
 as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_reduction **red,
                    as_ilp **ilp, as_err *err)
 {
+    return as_solve_build_ilp_by(p, reduce, 0, rp, red, ilp, err);
+}
+
+int
+as_solve_build_ilp_by(const as_problem *p, unsigned reduce, double deadline, as_problem **rp,
+                      as_reduction **red, as_ilp **ilp, as_err *err)
+{
+    as_reduce_opts ro = {.flags = reduce, .deadline = deadline, .abort_at = deadline,
+                         .whole = 1};
     as_ilp_opts io;
     size_t *ids = NULL, i, s, **sids = NULL;
     int rc;
@@ -341,12 +350,15 @@ as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_red
     *red = NULL;
     as_ilp_opts_init(&io);
     if (reduce != 0) {
-        AS_CHECK(as_reduce(p, reduce, rp, red, err));
+        AS_CHECK(as_reduce_ex(p, &ro, rp, red, err));
         if (as_problem_nnodes(*rp) == 0 && (reduce & AS_REDUCE_PBQP)) {
             /* everything eliminated: an empty ILP cannot be written, keep the nodes */
             as_problem_free(*rp);
             as_reduction_free(*red);
-            AS_CHECK(as_reduce(p, reduce & ~AS_REDUCE_PBQP, rp, red, err));
+            *rp = NULL;
+            *red = NULL;
+            ro.flags = reduce & ~AS_REDUCE_PBQP;
+            AS_CHECK(as_reduce_ex(p, &ro, rp, red, err));
         }
         ids = as_xcalloc(as_problem_nnodes(*rp) + 1, sizeof *ids);
         sids = as_xcalloc(as_problem_nnodes(*rp) + 1, sizeof *sids);
@@ -362,6 +374,11 @@ as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_red
         AS_CHECK(as_problem_validate(p, err));
     }
     rc = as_ilp_build(*rp != NULL ? *rp : p, &io, ilp, err);
+    if (rc == AS_OK && deadline > 0 && as_now() > deadline) {
+        as_ilp_free(*ilp);
+        *ilp = NULL;
+        rc = as_errf(err, AS_ESOLVER, "time limit reached while building the ILP");
+    }
     for (i = 0; sids != NULL && i < as_problem_nnodes(*rp); i++)
         free(sids[i]);
     free(sids);

@@ -235,6 +235,13 @@ int as_solve_from_values(const as_problem *p, unsigned reduce, const char *solpa
  */
 int as_solve_build_ilp(const as_problem *p, unsigned reduce, as_problem **rp, as_reduction **red,
                        as_ilp **ilp, as_err *err);
+/**
+ * as_solve_build_ilp with a time limit: AS_ESOLVER "time limit" when the as_now() time
+ * DEADLINE (0 = none) passes while reducing or building, never a less reduced ILP (the
+ * same REDUCE flags must give the same ILP for --solution).
+ */
+int as_solve_build_ilp_by(const as_problem *p, unsigned reduce, double deadline,
+                          as_problem **rp, as_reduction **red, as_ilp **ilp, as_err *err);
 void as_plan_free(as_plan *plan);
 
 #endif /* AS_SOLVER_H */

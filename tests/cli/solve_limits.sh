@@ -88,4 +88,25 @@ awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 2.01 + 1.0) }' || s=1
 tr -d '\n' < "$T/err" | grep -q "$(printf '\r')" && s=1
 ok $s "--time-limit 0.01 covers building: exit 1, one line, returns at once"
 
+# export honours --time-limit too (issue 11 item 4): building, reductions and the ILP; when
+# the time runs out it writes nothing (a less reduced ILP would not be the one `solve
+# --solution` rebuilds), and within the limit it writes what it writes without one
+as export "$T/g.asg" --mesh 2 --time-limit 0.001 -o "$T/lim.mps"
+expect_fail 1 "time limit reached while building" "export --time-limit 0.001: exit 1 while building, one line"
+s=0; [ -e "$T/lim.mps" ] && s=1
+ok $s "export at its time limit writes no file"
+CG="${top_srcdir:-.}/tests/data/costgraph/mlp4l-alpa-m8.json"
+as export --costgraph "$CG" --time-limit 1e-9 -o "$T/lim.mps"
+expect_fail 1 "time limit reached while reducing.*nothing written" "export --costgraph --time-limit 1e-9: exit 1 in the reductions"
+s=0; [ -e "$T/lim.mps" ] && s=1
+ok $s "export stopped in the reductions writes no file"
+as export --costgraph "$CG" -o "$T/nolim.mps"
+ok $rc "export without a time limit"
+as export --costgraph "$CG" --time-limit 600 -o "$T/lim.mps"
+s=$rc; cmp -s "$T/nolim.mps" "$T/lim.mps" || s=1
+ok $s "export within its time limit writes the same model as without one"
+as export --costgraph "$CG" --time-limit -1
+s=0; [ "$rc" -eq 2 ] || s=1; grep -q -- "--time-limit must be a number" "$T/err" || s=1
+ok $s "export --time-limit -1: usage error, exit 2"
+
 done_testing
