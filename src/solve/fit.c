@@ -708,8 +708,8 @@ out:
        first solve's bound is the one that holds for every plan that fits */
     for (i = 0; st == AS_FIT_OK && round > 0 && isfinite(bound0) && i < res->nplans; i++) {
         as_plan *pl = &res->plans[i];
-        pl->bound = fmin(isfinite(pl->bound) ? fmin(pl->bound, bound0) : bound0,
-                         pl->objective);
+        /* not the round's own bound, even when lower: it bounds that round's rows only */
+        pl->bound = fmin(bound0, pl->objective);
         pl->gap = as_rel_gap(pl->objective, pl->bound);
         if (pl->status == AS_OUTCOME_OPTIMAL && pl->gap > o->lim.gap)
             pl->status = AS_OUTCOME_FEASIBLE;
