@@ -314,6 +314,11 @@ typedef struct as_reduce_opts {
                           prune less); 0 = none */
     double abort_at; /**< as_now() time after which the reductions give up, AS_ESOLVER "time
                           limit" (no plan yet); 0 = never */
+    const size_t *incumbent; /**< a plan of P (one strategy per node) that satisfies its rows,
+                                  or NULL: with top 1 the bound pruning starts from it (a known
+                                  plan: the rounds prune against its cost from the first one
+                                  and run the Lagrangian even when TRW-S's own plan does not
+                                  fit) */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

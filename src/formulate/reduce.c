@@ -1606,7 +1606,8 @@ work_bound(work *w)
                  tmp[i]++)
                 ;
             if (tmp[i] == cg.g.k[i])
-                break; /* cannot happen: pruning and dominance keep it */
+                break; /* pruning and dominance keep it; a caller's incumbent may have lost
+                          a strategy to the alias masks */
         }
         if (i == nn)
             consider(w, &cg, c0, tmp, lp, &ub, ubplan);
@@ -1943,6 +1944,10 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         goto done;
     }
     DBG("init");
+    if (o->incumbent != NULL && w.top == 1) { /* leaders' own strategies are their leader's */
+        w.best = as_xcalloc(n + 1, sizeof *w.best);
+        memcpy(w.best, o->incumbent, n * sizeof *w.best);
+    }
     if (work_edges(&w) != 0) {
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (edges), "
                      "no plan");

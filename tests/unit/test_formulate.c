@@ -326,7 +326,7 @@ test_reduce_gap(int seed)
     size_t *x;
     double want, got, gap = 0.05 * (1 + seed % 4);
     const as_reduce_stats *st;
-    as_reduce_opts ro;
+    as_reduce_opts ro = {0};
 
     as_random_opts_init(&o);
     o.seed = (uint64_t)seed;
@@ -358,6 +358,89 @@ test_reduce_gap(int seed)
     free(x);
     as_reduction_free(red);
     as_problem_free(rp);
+    as_problem_free(p);
+}
+
+/*
+ * as_reduce_opts.incumbent: the pruning starts from a caller's plan that fits (the dearest
+ * plan that fits, then the optimum itself: its cost is then the exact threshold), and the
+ * reduced optimum, recovered, is still the original's; the pruning's bound stays below it.
+ */
+static void
+test_reduce_incumbent(int seed)
+{
+    as_random_opts o;
+    as_problem *p, *rp;
+    as_reduction *red;
+    as_err err = {0};
+    size_t n, v, *x, *y, *inc[2], *full;
+    double want, worst = -HUGE_VAL, got, obj;
+    int which;
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)seed + 1000;
+    o.nodes = 6 + seed % 3;
+    o.edges = o.nodes + 1 + seed % 4;
+    o.kmax = 3 + seed % 3;
+    o.follow = seed % 4 == 0 ? 0.2 : 0;
+    o.aliases = (size_t)seed % 3;
+    o.live_window = 2 + (size_t)seed % 3;
+    o.memory_frac = 0.15 + 0.1 * (seed % 5);
+    p = as_problem_random(&o);
+    n = as_problem_nnodes(p);
+    inc[0] = calloc(n + 1, sizeof *inc[0]);
+    inc[1] = calloc(n + 1, sizeof *inc[1]);
+    x = calloc(n + 1, sizeof *x);
+    want = best_of(p, inc[1]);
+    for (;;) { /* the dearest plan that fits */
+        if (as_problem_check(p, x, &obj, NULL, NULL) == AS_OK && obj > worst) {
+            worst = obj;
+            memcpy(inc[0], x, n * sizeof *x);
+        }
+        for (v = 0; v < n; v++) {
+            if (++x[v] < as_problem_node(p, v)->k)
+                break;
+            x[v] = 0;
+        }
+        if (v == n)
+            break;
+    }
+    free(x);
+    for (which = 0; which < 2 && isfinite(want); which++) {
+        as_reduce_opts ro = {.flags = AS_REDUCE_ALL, .top = 1, .incumbent = inc[which]};
+        is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "seed %d: reduce from a plan",
+               seed);
+        y = calloc(as_problem_nnodes(rp) + 1, sizeof *y);
+        full = calloc(n + 1, sizeof *full);
+        got = as_problem_nnodes(rp) > 0 ? best_of(rp, y) : as_problem_offset(rp);
+        is_double(got, want, 1e-9, "seed %d: from the %s plan that fits (%.9g): reduced optimum "
+                  "= original (%zu pruned)", seed, which ? "cheapest" : "dearest",
+                  which ? want : worst, as_reduction_stats(red)->pruned);
+        if (as_problem_nnodes(rp) > 0) { /* the solver's start: no dearer than the caller's */
+            const size_t *st = as_reduction_start(red);
+            double sc = HUGE_VAL;
+            if (st != NULL) {
+                memcpy(y, st, as_problem_nnodes(rp) * sizeof *y);
+                as_reduction_recover(red, y, full);
+                if (as_problem_check(p, full, &sc, NULL, &err) != AS_OK)
+                    sc = HUGE_VAL;
+            }
+            ok(sc <= (which ? want : worst) + 1e-9 * fabs(worst), "seed %d: start plan %.9g, "
+               "no dearer than the caller's", seed, sc);
+        }
+        got = as_problem_nnodes(rp) > 0 ? best_of(rp, y) : as_problem_offset(rp);
+        as_reduction_recover(red, y, full);
+        ok(as_problem_check(p, full, &obj, NULL, &err) == AS_OK &&
+           fabs(obj - want) <= 1e-9 * fmax(1, fabs(want)) &&
+           !(as_reduction_stats(red)->lb > want + 1e-9 * fabs(want)),
+           "seed %d: recovered plan is valid and optimal, the pruning's bound below it", seed);
+        free(y);
+        free(full);
+        as_reduction_free(red);
+        as_problem_free(rp);
+    }
+    free(inc[0]);
+    free(inc[1]);
     as_problem_free(p);
 }
 
@@ -446,5 +529,7 @@ main(void)
         test_reduce_exact(s);
     for (s = 1; s <= 40; s++)
         test_reduce_gap(s);
+    for (s = 1; s <= 40; s++)
+        test_reduce_incumbent(s);
     return done_testing();
 }
