@@ -282,6 +282,8 @@ typedef struct as_reduce_stats {
                                costing less than this is kept; INFINITY when exact */
     size_t nodes, edges;  /**< what is left */
     int timed_out;        /**< the bound rounds stopped at as_reduce_opts.deadline */
+    size_t bb_nodes;      /**< Lagrangian bounds of the branching on the memory rows'
+                               nodes (reduce.c work_branch) */
 } as_reduce_stats;
 
 /**

@@ -258,6 +258,9 @@ test_ilp(void)
     as_problem_free(p);
 }
 
+/* Lagrangian bounds the branching of the bound pruning computed (over the instances). */
+static size_t bb_nodes;
+
 /* Reduced optimum (recovered) equals the original optimum. */
 static void
 test_reduce_exact(int seed)
@@ -295,6 +298,9 @@ test_reduce_exact(int seed)
     full = calloc(as_problem_nnodes(p) + 1, sizeof *full);
     got = as_problem_nnodes(rp) > 0 ? best_of(rp, x) : as_problem_offset(rp);
     st = as_reduction_stats(red);
+    bb_nodes += st->bb_nodes;
+    ok(!(st->lb > want + 1e-9 * fmax(1, fabs(want))), "seed %d: the pruning's bound %.9g (%zu "
+       "branching bounds) is below the optimum %.9g", seed, st->lb, st->bb_nodes, want);
     is_double(isinf(want) && isinf(got) ? 0 : got, isinf(want) && isinf(got) ? 0 : want, 1e-9,
               "seed %d: reduced optimum = original (%zu -> %zu nodes, elim "
               "%zu/%zu/%zu/%zu, %zu followers, %zu aliases merged, %zu pruned, %zu dominated)",
@@ -351,6 +357,7 @@ test_reduce_gap(int seed)
         ok(got >= want - 1e-9 * fabs(want) && got * (1 - gap) <= want + 1e-9 * fabs(want),
            "seed %d: gap %g: reduced optimum %.9g within the gap of %.9g (cut %.9g, %zu pruned)",
            seed, gap, got, want, st->cut, st->pruned);
+        bb_nodes += st->bb_nodes;
         ok(fmin(got, st->cut) <= want + 1e-9 * fabs(want) &&
            !(st->lb > want + 1e-9 * fabs(want)), "seed %d: gap %g: min(reduced optimum, cut) "
            "and the pruning's bound are lower bounds", seed, gap);
@@ -413,6 +420,7 @@ test_reduce_incumbent(int seed)
         y = calloc(as_problem_nnodes(rp) + 1, sizeof *y);
         full = calloc(n + 1, sizeof *full);
         got = as_problem_nnodes(rp) > 0 ? best_of(rp, y) : as_problem_offset(rp);
+        bb_nodes += as_reduction_stats(red)->bb_nodes;
         is_double(got, want, 1e-9, "seed %d: from the %s plan that fits (%.9g): reduced optimum "
                   "= original (%zu pruned)", seed, which ? "cheapest" : "dearest",
                   which ? want : worst, as_reduction_stats(red)->pruned);
@@ -441,6 +449,42 @@ test_reduce_incumbent(int seed)
     }
     free(inc[0]);
     free(inc[1]);
+    as_problem_free(p);
+}
+
+/*
+ * The bound pruning alone (no eliminations, no dominance: the rounds see every node) on
+ * budgeted instances whose rounded plans are often not optimal: its bound, raised by the
+ * branching on the rows' nodes, stays at or below the optimum found by enumeration.
+ */
+static void
+test_reduce_branch(int seed)
+{
+    as_random_opts o;
+    as_problem *p, *rp;
+    as_reduction *red;
+    as_err err = {0};
+    double want;
+    const as_reduce_stats *st;
+    as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .top = 1};
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)seed + 2000;
+    o.nodes = 8;
+    o.edges = 12 + seed % 4;
+    o.kmax = 4;
+    o.live_window = 3 + (size_t)seed % 3;
+    o.memory_frac = 0.1 + 0.05 * (seed % 6);
+    p = as_problem_random(&o);
+    want = best_of(p, NULL);
+    is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "seed %d: bound only", seed);
+    st = as_reduction_stats(red);
+    bb_nodes += st->bb_nodes;
+    ok(isinf(want) || !(st->lb > want + 1e-9 * fmax(1, fabs(want))), "seed %d: bound %.9g "
+       "(%zu branching bounds, plan %.9g) at most the optimum %.9g", seed, st->lb,
+       st->bb_nodes, st->ub, want);
+    as_reduction_free(red);
+    as_problem_free(rp);
     as_problem_free(p);
 }
 
@@ -531,5 +575,10 @@ main(void)
         test_reduce_gap(s);
     for (s = 1; s <= 40; s++)
         test_reduce_incumbent(s);
+    for (s = 1; s <= 30; s++)
+        test_reduce_branch(s);
+    /* the branching on memory rows' nodes ran, and its bounds were checked above */
+    ok(bb_nodes > 0, "the bound pruning's branching ran on the budgeted instances (%zu bounds)",
+       bb_nodes);
     return done_testing();
 }
