@@ -320,7 +320,8 @@ typedef struct as_reduce_opts {
                                   or NULL: with top 1 the bound pruning starts from it (a known
                                   plan: the rounds prune against its cost from the first one
                                   and run the Lagrangian even when TRW-S's own plan does not
-                                  fit) */
+                                  fit); the branching that raises the bound (stats.bb_nodes)
+                                  does not run */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

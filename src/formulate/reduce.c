@@ -115,6 +115,7 @@ typedef struct work {
     double offset;
     double theta;               /**< subgradient step factor, kept between rounds */
     size_t round;               /**< bound round under way (0: the first) */
+    int has_inc;                /**< started from the caller's plan (as_reduce_opts.incumbent) */
     int lagrange;               /**< the last bound round ran the Lagrangian (live memory rows) */
     int scale_paid;             /**< the last scale search lowered the plan's cost */
     double gap;                 /**< relative tolerance of the bound pruning (0: exact) */
@@ -1782,7 +1783,10 @@ work_bound(work *w)
                         as_now() - t0);
         }
     }
-    if (w->lagrange && w->round == 0 && w->top == 1 && isfinite(ub) && !past(w) &&
+    /* not from a caller's plan: the refit rounds (solve/fit.c) report the first solve's
+       bound and want this round's time for plans */
+    if (w->lagrange && w->round == 0 && w->top == 1 && !w->has_inc && isfinite(ub) &&
+        !past(w) &&
         ub - res.lb > fmax(1e-9 * fabs(ub),
                            w->gap * fabs(ub + w->offset + as_problem_offset(w->p)))) {
         double was = bblb;
@@ -2101,6 +2105,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     if (o->incumbent != NULL && w.top == 1) { /* leaders' own strategies are their leader's */
         w.best = as_xcalloc(n + 1, sizeof *w.best);
         memcpy(w.best, o->incumbent, n * sizeof *w.best);
+        w.has_inc = 1;
     }
     if (work_edges(&w) != 0) {
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (edges), "
