@@ -288,6 +288,8 @@ typedef struct as_reduce_stats {
                                costing less than this is kept; INFINITY when exact */
     size_t nodes, edges;  /**< what is left */
     int timed_out;        /**< the bound rounds stopped at as_reduce_opts.deadline */
+    size_t bb_nodes;      /**< Lagrangian bounds of the branching on the memory rows'
+                               nodes (reduce.c work_branch) */
 } as_reduce_stats;
 
 /**
@@ -323,6 +325,12 @@ typedef struct as_reduce_opts {
     int whole;       /**< with a deadline: the reductions give up (AS_ESOLVER "time limit")
                           instead of stopping early, so the result never depends on the time
                           (export: `solve --solution` must rebuild the same problem) */
+    const size_t *incumbent; /**< a plan of P (one strategy per node) that satisfies its rows,
+                                  or NULL: with top 1 the bound pruning starts from it (a known
+                                  plan: the rounds prune against its cost from the first one
+                                  and run the Lagrangian even when TRW-S's own plan does not
+                                  fit); the branching that raises the bound (stats.bb_nodes)
+                                  does not run */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

@@ -143,19 +143,15 @@ typedef struct rep_work {
 /* Strategy of node W if group G moved to Q. */
 #define REP_AT(ix, x, g, q, w) ((ix)->root[w] == (g) ? (q) : (x)[w])
 
-/*
- * Move group G to Q under X: *DCOST, *DEXCESS (change of the bytes above BUDGET summed over
- * the rows).  0 if the move breaks an alias row.
- */
+/* Move group G to Q under X: its cost change.  0 if the move breaks an alias row. */
 static int
-rep_eval(const as_problem *p, const rep_index *ix, rep_work *w, const double *sum, double budget,
-         const size_t *x, size_t g, size_t q, double *dcost, double *dexcess)
+rep_cost(const as_problem *p, const rep_index *ix, rep_work *w, const size_t *x, size_t g,
+         size_t q, double *dcost)
 {
-    size_t a, i, j;
-    double dc = 0, de = 0;
+    size_t a, i;
+    double dc = 0;
 
     w->stamp++;
-    w->nt = 0;
     for (a = ix->gstart[g]; a < ix->gstart[g + 1]; a++) {
         size_t v = ix->gmem[a];
         const as_pnode *nd = as_problem_node(p, v);
@@ -178,6 +174,25 @@ rep_eval(const as_problem *p, const rep_index *ix, rep_work *w, const double *su
             dc += e->r[REP_AT(ix, x, g, q, e->u) * kv + REP_AT(ix, x, g, q, e->v)] -
                   e->r[x[e->u] * kv + x[e->v]];
         }
+    }
+    *dcost = dc;
+    return 1;
+}
+
+/* Move group G to Q under X: the rows' changes in W (delta, touched) and *DEXCESS, the change
+   of the bytes above BUDGET summed over the rows.  Reads every row of every member: a weight
+   is in every point, so this is the dear part of a move (rep_cost first). */
+static void
+rep_rows(const rep_index *ix, rep_work *w, const double *sum, double budget, const size_t *x,
+         size_t g, size_t q, double *dexcess)
+{
+    size_t a, i, j;
+    double de = 0;
+
+    w->stamp++;
+    w->nt = 0;
+    for (a = ix->gstart[g]; a < ix->gstart[g + 1]; a++) {
+        size_t v = ix->gmem[a];
         for (i = ix->rstart[v]; i < ix->rstart[v + 1]; i++) {
             size_t t = ix->rrow[i];
             const double *m = ix->lm[ix->rent[i]];
@@ -193,8 +208,20 @@ rep_eval(const as_problem *p, const rep_index *ix, rep_work *w, const double *su
         size_t t = w->touched[j];
         de += fmax(0, sum[t] + w->delta[t] - budget) - fmax(0, sum[t] - budget);
     }
-    *dcost = dc;
     *dexcess = de;
+}
+
+/*
+ * Move group G to Q under X: *DCOST, *DEXCESS (change of the bytes above BUDGET summed over
+ * the rows).  0 if the move breaks an alias row.
+ */
+static int
+rep_eval(const as_problem *p, const rep_index *ix, rep_work *w, const double *sum, double budget,
+         const size_t *x, size_t g, size_t q, double *dcost, double *dexcess)
+{
+    if (!rep_cost(p, ix, w, x, g, q, dcost))
+        return 0;
+    rep_rows(ix, w, sum, budget, x, g, q, dexcess);
     return 1;
 }
 
@@ -241,9 +268,11 @@ rep_descend(const as_problem *p, const rep_index *ix, rep_work *w, double *sum, 
             for (q = 0; q < k; q++) {
                 size_t j;
                 int over = 0;
-                if (q == x[g] || !rep_eval(p, ix, w, sum, budget, x, g, q, &dc, &de) ||
-                    !(dc < bdc - 1e-12))
+                /* the cost first: the rows only for a move that would lower it (gpt3-13b 2x8
+                   under 53.61 GiB: the descent read every row of every move, 23 s wall) */
+                if (q == x[g] || !rep_cost(p, ix, w, x, g, q, &dc) || !(dc < bdc - 1e-12))
                     continue;
+                rep_rows(ix, w, sum, budget, x, g, q, &de);
                 for (j = 0; j < w->nt && !over; j++)
                     over = sum[w->touched[j]] + w->delta[w->touched[j]] > budget;
                 if (!over) {
@@ -584,6 +613,12 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
             }
             break;
         }
+        /* another round adds copies, repairs and checks a plan before it solves (none of it
+           stops at the limit: on gpt3-13b 2x8 with two plans' copies in the rows that overran
+           a 150 s limit by 17 s): not when the time left is short for that and a plan fits */
+        if (limit > 0 && best.pl.choice != NULL &&
+            limit - (as_now() - fo->t0) < 4 * sim_s + 1)
+            goto take_best;
         if (round < FIT_COPY_ROUNDS) {
             size_t added = 0;
             if (as_build_add_copies(map, p, res->plans[0].choice, &added, err) != AS_OK) {
@@ -708,8 +743,8 @@ out:
        first solve's bound is the one that holds for every plan that fits */
     for (i = 0; st == AS_FIT_OK && round > 0 && isfinite(bound0) && i < res->nplans; i++) {
         as_plan *pl = &res->plans[i];
-        pl->bound = fmin(isfinite(pl->bound) ? fmin(pl->bound, bound0) : bound0,
-                         pl->objective);
+        /* not the round's own bound, even when lower: it bounds that round's rows only */
+        pl->bound = fmin(bound0, pl->objective);
         pl->gap = as_rel_gap(pl->objective, pl->bound);
         if (pl->status == AS_OUTCOME_OPTIMAL && pl->gap > o->lim.gap)
             pl->status = AS_OUTCOME_FEASIBLE;

@@ -878,7 +878,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
            plan by more than the gap; for k-best (top > 1) as_reduce_ex keeps every plan up
            to a top-th one and turns eliminations and dominance off */
         as_reduce_opts ro = {.flags = flags, .gap = o->lim.gap, .top = o->top,
-                             .layouts = o->distinct != NULL && o->top > 1};
+                             .layouts = o->distinct != NULL && o->top > 1,
+                             .incumbent = o->incumbent}; /* its cost bounds the pruning */
         /* distinct layouts: the loop looks at most at top x (1 + AS_SOLVE_MAX_SKIPS) plans
            in order of cost, and the bound pruning keeps every strategy of those */
         if (ro.layouts)

@@ -258,6 +258,9 @@ test_ilp(void)
     as_problem_free(p);
 }
 
+/* Lagrangian bounds the branching of the bound pruning computed (over the instances). */
+static size_t bb_nodes;
+
 /* Reduced optimum (recovered) equals the original optimum. */
 static void
 test_reduce_exact(int seed)
@@ -295,6 +298,9 @@ test_reduce_exact(int seed)
     full = calloc(as_problem_nnodes(p) + 1, sizeof *full);
     got = as_problem_nnodes(rp) > 0 ? best_of(rp, x) : as_problem_offset(rp);
     st = as_reduction_stats(red);
+    bb_nodes += st->bb_nodes;
+    ok(!(st->lb > want + 1e-9 * fmax(1, fabs(want))), "seed %d: the pruning's bound %.9g (%zu "
+       "branching bounds) is below the optimum %.9g", seed, st->lb, st->bb_nodes, want);
     is_double(isinf(want) && isinf(got) ? 0 : got, isinf(want) && isinf(got) ? 0 : want, 1e-9,
               "seed %d: reduced optimum = original (%zu -> %zu nodes, elim "
               "%zu/%zu/%zu/%zu, %zu followers, %zu aliases merged, %zu pruned, %zu dominated)",
@@ -351,11 +357,132 @@ test_reduce_gap(int seed)
         ok(got >= want - 1e-9 * fabs(want) && got * (1 - gap) <= want + 1e-9 * fabs(want),
            "seed %d: gap %g: reduced optimum %.9g within the gap of %.9g (cut %.9g, %zu pruned)",
            seed, gap, got, want, st->cut, st->pruned);
+        bb_nodes += st->bb_nodes;
         ok(fmin(got, st->cut) <= want + 1e-9 * fabs(want) &&
            !(st->lb > want + 1e-9 * fabs(want)), "seed %d: gap %g: min(reduced optimum, cut) "
            "and the pruning's bound are lower bounds", seed, gap);
     }
     free(x);
+    as_reduction_free(red);
+    as_problem_free(rp);
+    as_problem_free(p);
+}
+
+/*
+ * as_reduce_opts.incumbent: the pruning starts from a caller's plan that fits (the dearest
+ * plan that fits, then the optimum itself: its cost is then the exact threshold), and the
+ * reduced optimum, recovered, is still the original's; the pruning's bound stays below it.
+ */
+static void
+test_reduce_incumbent(int seed)
+{
+    as_random_opts o;
+    as_problem *p, *rp;
+    as_reduction *red;
+    as_err err = {0};
+    size_t n, v, *x, *y, *inc[2], *full;
+    double want, worst = -HUGE_VAL, got, obj;
+    int which;
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)seed + 1000;
+    o.nodes = 6 + seed % 3;
+    o.edges = o.nodes + 1 + seed % 4;
+    o.kmax = 3 + seed % 3;
+    o.follow = seed % 4 == 0 ? 0.2 : 0;
+    o.aliases = (size_t)seed % 3;
+    o.live_window = 2 + (size_t)seed % 3;
+    o.memory_frac = 0.15 + 0.1 * (seed % 5);
+    p = as_problem_random(&o);
+    n = as_problem_nnodes(p);
+    inc[0] = calloc(n + 1, sizeof *inc[0]);
+    inc[1] = calloc(n + 1, sizeof *inc[1]);
+    x = calloc(n + 1, sizeof *x);
+    want = best_of(p, inc[1]);
+    for (;;) { /* the dearest plan that fits */
+        if (as_problem_check(p, x, &obj, NULL, NULL) == AS_OK && obj > worst) {
+            worst = obj;
+            memcpy(inc[0], x, n * sizeof *x);
+        }
+        for (v = 0; v < n; v++) {
+            if (++x[v] < as_problem_node(p, v)->k)
+                break;
+            x[v] = 0;
+        }
+        if (v == n)
+            break;
+    }
+    free(x);
+    for (which = 0; which < 2 && isfinite(want); which++) {
+        as_reduce_opts ro = {.flags = AS_REDUCE_ALL, .top = 1, .incumbent = inc[which]};
+        is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "seed %d: reduce from a plan",
+               seed);
+        y = calloc(as_problem_nnodes(rp) + 1, sizeof *y);
+        full = calloc(n + 1, sizeof *full);
+        got = as_problem_nnodes(rp) > 0 ? best_of(rp, y) : as_problem_offset(rp);
+        bb_nodes += as_reduction_stats(red)->bb_nodes;
+        is_double(got, want, 1e-9, "seed %d: from the %s plan that fits (%.9g): reduced optimum "
+                  "= original (%zu pruned)", seed, which ? "cheapest" : "dearest",
+                  which ? want : worst, as_reduction_stats(red)->pruned);
+        if (as_problem_nnodes(rp) > 0) { /* the solver's start: no dearer than the caller's */
+            const size_t *st = as_reduction_start(red);
+            double sc = HUGE_VAL;
+            if (st != NULL) {
+                memcpy(y, st, as_problem_nnodes(rp) * sizeof *y);
+                as_reduction_recover(red, y, full);
+                if (as_problem_check(p, full, &sc, NULL, &err) != AS_OK)
+                    sc = HUGE_VAL;
+            }
+            ok(sc <= (which ? want : worst) + 1e-9 * fabs(worst), "seed %d: start plan %.9g, "
+               "no dearer than the caller's", seed, sc);
+        }
+        got = as_problem_nnodes(rp) > 0 ? best_of(rp, y) : as_problem_offset(rp);
+        as_reduction_recover(red, y, full);
+        ok(as_problem_check(p, full, &obj, NULL, &err) == AS_OK &&
+           fabs(obj - want) <= 1e-9 * fmax(1, fabs(want)) &&
+           !(as_reduction_stats(red)->lb > want + 1e-9 * fabs(want)),
+           "seed %d: recovered plan is valid and optimal, the pruning's bound below it", seed);
+        free(y);
+        free(full);
+        as_reduction_free(red);
+        as_problem_free(rp);
+    }
+    free(inc[0]);
+    free(inc[1]);
+    as_problem_free(p);
+}
+
+/*
+ * The bound pruning alone (no eliminations, no dominance: the rounds see every node) on
+ * budgeted instances whose rounded plans are often not optimal: its bound, raised by the
+ * branching on the rows' nodes, stays at or below the optimum found by enumeration.
+ */
+static void
+test_reduce_branch(int seed)
+{
+    as_random_opts o;
+    as_problem *p, *rp;
+    as_reduction *red;
+    as_err err = {0};
+    double want;
+    const as_reduce_stats *st;
+    as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .top = 1};
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)seed + 2000;
+    o.nodes = 8;
+    o.edges = 12 + seed % 4;
+    o.kmax = 4;
+    o.live_window = 3 + (size_t)seed % 3;
+    o.memory_frac = 0.1 + 0.05 * (seed % 6);
+    p = as_problem_random(&o);
+    want = best_of(p, NULL);
+    is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "seed %d: bound only", seed);
+    st = as_reduction_stats(red);
+    bb_nodes += st->bb_nodes;
+    ok(isinf(want) || !(st->lb > want + 1e-9 * fmax(1, fabs(want))), "seed %d: bound %.9g "
+       "(%zu branching bounds, plan %.9g) at most the optimum %.9g", seed, st->lb,
+       st->bb_nodes, st->ub, want);
     as_reduction_free(red);
     as_problem_free(rp);
     as_problem_free(p);
@@ -519,5 +646,12 @@ main(void)
         test_reduce_exact(s);
     for (s = 1; s <= 40; s++)
         test_reduce_gap(s);
+    for (s = 1; s <= 40; s++)
+        test_reduce_incumbent(s);
+    for (s = 1; s <= 30; s++)
+        test_reduce_branch(s);
+    /* the branching on memory rows' nodes ran, and its bounds were checked above */
+    ok(bb_nodes > 0, "the bound pruning's branching ran on the budgeted instances (%zu bounds)",
+       bb_nodes);
     return done_testing();
 }
