@@ -29,6 +29,7 @@
 #define UNSET ((size_t)-1)
 #define MAX_EPISODES 1e9
 #define AUTO_UNITS 1000 /* polish every rollout up to this many units */
+#define NEAR_PAIRS 0.02 /* under a budget, pair moves for rollouts within 2 % of the best */
 
 struct as_solver_data {
     double episodes; /**< "mcts/episodes", default 1000 */
@@ -39,11 +40,14 @@ struct as_solver_data {
                           (-1) 2 up to AUTO_UNITS units, else 1 */
     int order;       /**< "mcts/order": rollouts complete the units in topological order
                           (0, "fwd", default) or from the graph's end (1, "rev") */
+    int start;       /**< "mcts/start": the first incumbent, beam K=1's plan ("beam",
+                          default) or none ("none": the first rollout's plan) */
     int pairs;       /**< "mcts/pairs" 0/1: polish every rollout with pair moves too (1), or
-                          only the rollouts better than any before (0); default (-1) 0
-                          without a budget (pair moves of every rollout made an episode
-                          1.4-1.8 ms on 2-D meshes, for the same plans), 1 with one (bert-large
-                          mesh 8 at 1.6 GiB: +8.7 % instead of +3.7 % without them) */
+                          only the rollouts better than any before (0); default (-1) 0,
+                          and under a budget also the rollouts within NEAR_PAIRS of the best
+                          (pair moves of every rollout made an episode 1.4-1.8 ms on 2-D
+                          meshes, for the same plans; under a budget they were on for every
+                          rollout until the search started from beam K=1's plan) */
 };
 
 static AS_DECL_SOLVER_NEW(mcts_new)
@@ -55,6 +59,7 @@ static AS_DECL_SOLVER_NEW(mcts_new)
     (*data)->polish = -1;
     (*data)->order = 0;
     (*data)->pairs = -1;
+    (*data)->start = 1;
     return AS_OK;
 }
 
@@ -90,6 +95,10 @@ static AS_DECL_SOLVER_PARAM(mcts_param)
         if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/pairs' must be 0 or 1");
         data->pairs = value[0] == '1';
+    } else if (strcmp(key, "start") == 0) {
+        if (strcmp(value, "beam") != 0 && strcmp(value, "none") != 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/start' must be beam or none");
+        data->start = value[0] == 'b';
     } else if (strcmp(key, "eps") == 0) {
         if (bad || x < 0 || x > 1)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/eps' must be in 0..1");
@@ -250,16 +259,46 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int pairs)
     memcpy(x, as_hls_x(*q), h->nu * sizeof *x);
 }
 
+/*
+ * The first incumbent: beam K=1's plan (solver_beam.c, run through the driver, which
+ * checks it; under the caller's fits check beam returns the cheapest plan that passes),
+ * with at most half the time limit.  Its plan into CHOICE and its objective into *OBJ;
+ * 0 if it found none.
+ */
+static int
+beam_seed(const as_problem *p, const as_limits *lim, size_t *choice, double *obj)
+{
+    static const char *const params[] = {"beam/width=1"};
+    as_limits bl = *lim;
+    as_assignment a;
+    as_outcome oc = AS_OUTCOME_LIMIT;
+    as_err e = {0};
+    int ok = 0;
+
+    bl.start = NULL;
+    bl.verbosity = 0;
+    if (lim->time_limit_s > 0)
+        bl.time_limit_s = 0.5 * lim->time_limit_s;
+    if (as_solve(&as_solver_beam, p, &bl, params, 1, &a, &oc, &e) == AS_OK &&
+        (oc == AS_OUTCOME_OPTIMAL || oc == AS_OUTCOME_FEASIBLE) && isfinite(a.objective)) {
+        memcpy(choice, a.choice, as_problem_nnodes(p) * sizeof *choice);
+        *obj = a.objective;
+        ok = 1;
+    }
+    as_assignment_free(&a);
+    return ok;
+}
+
 static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
     as_heur h, hr;
     mcts m;
     size_t u, s, d, ep, *x, *xd, *path, *choice;
     size_t nepi = (size_t)data->episodes;
-    double ref = 0, bestraw = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
+    double ref = 0, bestraw = INFINITY, seedobj = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
-    int pol, pairs;
+    int pol, pairs, seeded = 0;
     as_hls *q = NULL; /* the local search, carried from rollout to rollout */
 
     as_heur_init_ex(&h, p, data->order);
@@ -292,10 +331,25 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     path = as_xcalloc(m.ng + 2, sizeof *path);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
     pol = data->polish >= 0 ? data->polish : h.nu <= AUTO_UNITS ? 2 : 1;
-    pairs = data->pairs >= 0 ? data->pairs : as_problem_memory(p) > 0;
+    pairs = data->pairs > 0;
     as_keeper_init(&kp, h.n);
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
+    if (data->start && beam_seed(p, lim, choice, &obj)) {
+        /* beam K=1's plan is the first incumbent (the answer unless the search finds a
+           cheaper plan); the search itself is as without it: the reward's reference is the
+           first rollout's objective, and a rollout is polished further (pair, chain, block
+           moves) when it beats every rollout before (not the incumbent, a polished plan
+           few raw rollouts would beat) */
+        for (u = 0; u < h.n; u++)
+            x[h.unit[u]] = choice[u];
+        val = as_heur_eval(&h, x, tot);
+        if (isfinite(val) && as_keeper_offer(&kp, lim, choice, obj) > 0) {
+            off = obj - val;
+            seeded = 1;
+            seedobj = kp.obj;
+        }
+    }
     for (ep = 0; ep < nepi; ep++) {
         size_t node = 0, np = 0;
         double r;
@@ -345,6 +399,14 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         if (pol == 2)
             polish(&h, &q, x, 0, pairs);
         val = as_heur_eval(&h, x, tot);
+        if (pol == 2 && !pairs && data->pairs < 0 && h.nbind > 0 && isfinite(val) &&
+            val < bestraw * (1 + NEAR_PAIRS)) {
+            /* under a budget, a rollout near the best gets pair moves too (single moves
+               alone are stuck more often there: two units trade memory) */
+            as_hls_improve(q, 20, 1);
+            memcpy(x, as_hls_x(q), h.nu * sizeof *x);
+            val = as_heur_eval(&h, x, tot);
+        }
         if (!isfinite(val)) {
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
@@ -405,8 +467,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
     }
     out->nodes = (long)ep;
-    if (isfinite(kp.obj) && pol > 0) {
-        /* the best plan, polished with pair, chain and block moves */
+    if (isfinite(kp.obj) && pol > 0 && !(seeded && kp.obj == seedobj)) {
+        /* the best plan (unless it is still beam's, which beam polished so already), polished with pair, chain and block moves */
         for (u = 0; u < h.n; u++)
             x[h.unit[u]] = kp.best[u];
         as_heur_improve(&h, x, 50);
