@@ -293,9 +293,9 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
     as_heur h, hr;
     mcts m;
-    size_t u, s, d, ep, *x, *xd, *path, *choice;
+    size_t u, s, d, ep, *x, *xd, *ownx, *path, *choice;
     size_t nepi = (size_t)data->episodes;
-    double ref = 0, bestraw = INFINITY, seedobj = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
+    double ref = 0, bestraw = INFINITY, seedobj = INFINITY, ownobj = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
     int pol, pairs, seeded = 0;
@@ -328,6 +328,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     sort_by_share(m.dec, m.ng, gshare);
     x = as_xcalloc(h.nu + 1, sizeof *x);
     xd = as_xcalloc(h.nu + 1, sizeof *xd);
+    ownx = as_xcalloc(h.nu + 1, sizeof *ownx);
     path = as_xcalloc(m.ng + 2, sizeof *path);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
     pol = data->polish >= 0 ? data->polish : h.nu <= AUTO_UNITS ? 2 : 1;
@@ -439,6 +440,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                 obj = INFINITY;
             else
                 off = obj - as_heur_eval(&h, x, tot);
+            if (isfinite(obj) && obj < ownobj) {
+                ownobj = obj; /* the search's own best, the incumbent aside */
+                memcpy(ownx, x, h.nu * sizeof *x);
+            }
             if (isfinite(obj) && as_keeper_offer(&kp, lim, choice, obj) < 0)
                 obj = INFINITY; /* over the caller's check: no reward */
         } else if (isfinite(val)) {
@@ -467,10 +472,14 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
     }
     out->nodes = (long)ep;
-    if (isfinite(kp.obj) && pol > 0 && !(seeded && kp.obj == seedobj)) {
-        /* the best plan (unless it is still beam's, which beam polished so already), polished with pair, chain and block moves */
-        for (u = 0; u < h.n; u++)
-            x[h.unit[u]] = kp.best[u];
+    if (isfinite(kp.obj) && pol > 0 && (!(seeded && kp.obj == seedobj) || isfinite(ownobj))) {
+        /* the best plan, polished with pair, chain and block moves -- or, when the best is
+           still beam's start (which beam polished so already), the search's own best */
+        if (seeded && kp.obj == seedobj)
+            memcpy(x, ownx, h.nu * sizeof *x);
+        else
+            for (u = 0; u < h.n; u++)
+                x[h.unit[u]] = kp.best[u];
         as_heur_improve(&h, x, 50);
         as_heur_chain(&h, x, 10);
         /* and block moves: whole attention or MLP blocks re-solved with the rest fixed */
@@ -509,6 +518,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(m.gmem);
     free(gshare);
     free(xd);
+    free(ownx);
     free(m.dec);
     free(m.t);
     free(m.pool);
