@@ -1648,6 +1648,16 @@ relabel(const as_heur *h, const size_t *x, const char *a, const char *b, size_t 
 int
 as_heur_relabel(const as_heur *h, size_t *x, double deadline)
 {
+    as_hls *q = NULL;
+    int moved = as_heur_relabel_in(h, x, deadline, &q);
+
+    as_hls_free(q);
+    return moved;
+}
+
+int
+as_heur_relabel_in(const as_heur *h, size_t *x, double deadline, as_hls **qq)
+{
     AS_VEC(const char *) names = {0};
     AS_VEC(size_t) count = {0};
     size_t u, s, i, j, t, *y = as_xcalloc(h->nu + 1, sizeof *y);
@@ -1656,7 +1666,7 @@ as_heur_relabel(const as_heur *h, size_t *x, double deadline)
     double tv[RELABEL_TRY], best = as_heur_eval(h, x, tot);
     size_t nt = 0;
     int moved = 0;
-    as_hls *q = NULL; /* settles the relabelled plans */
+    as_hls *q = *qq; /* settles the relabelled plans */
 
     if (!isfinite(best))
         goto out;
@@ -1738,7 +1748,7 @@ as_heur_relabel(const as_heur *h, size_t *x, double deadline)
 out:
     AS_VEC_FREE(&names);
     AS_VEC_FREE(&count);
-    as_hls_free(q);
+    *qq = q;
     free(tot);
     free(y);
     return moved;
@@ -1763,11 +1773,21 @@ unit_image(const as_heur *h, size_t u, size_t s, size_t j)
 int
 as_heur_axismap(const as_heur *h, size_t *x, double deadline)
 {
+    as_hls *q = NULL;
+    int moved = as_heur_axismap_in(h, x, deadline, &q);
+
+    as_hls_free(q);
+    return moved;
+}
+
+int
+as_heur_axismap_in(const as_heur *h, size_t *x, double deadline, as_hls **qq)
+{
     size_t np = as_problem_axis_perms(h->p), j, u, moved_units;
     size_t *y, *z;
     double *tot, best, v, v0;
     int moved = 0, form;
-    as_hls *q = NULL; /* settles the mapped plans */
+    as_hls *q = *qq; /* settles the mapped plans */
 
     if (np == 0 || h->nu == 0)
         return 0;
@@ -1809,7 +1829,7 @@ as_heur_axismap(const as_heur *h, size_t *x, double deadline)
             }
         }
 out:
-    as_hls_free(q);
+    *qq = q;
     free(tot);
     free(y);
     free(z);

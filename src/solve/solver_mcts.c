@@ -487,11 +487,11 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
             as_heur_chain(&h, x, 3);
         /* and relabel moves: every unit at one strategy name to another at once */
-        if (as_heur_relabel(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
+        if (as_heur_relabel_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &q))
             as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
         /* and axis-map moves: every unit's specs with the mesh axes permuted at once */
-        if (as_heur_axismap(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
+        if (as_heur_axismap_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &q))
             as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
         as_heur_expand(&h, x, choice);
