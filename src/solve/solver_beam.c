@@ -38,6 +38,7 @@
 #define UNSET ((size_t)-1)
 #define DEFAULT_WIDTH 32
 #define MAX_WIDTH 100000000.0
+#define BOTH_MAX_K 100 /* polish both directions' plans up to this many strategies a node */
 
 enum { ORDER_FWD, ORDER_REV, ORDER_BOTH };
 
@@ -651,6 +652,18 @@ block_polish(const as_problem *p, const as_limits *lim, double t0, as_keeper *kp
     as_heur_free(&h);
 }
 
+/* Strategies per node of P, on average. */
+static double
+mean_k(const as_problem *p)
+{
+    size_t i, n = as_problem_nnodes(p);
+    double sum = 0;
+
+    for (i = 0; i < n; i++)
+        sum += (double)as_problem_node(p, i)->k;
+    return n > 0 ? sum / (double)n : 0;
+}
+
 /* The cheaper plans of FROM into TO (both already checked). */
 static void
 keeper_take(as_keeper *to, const as_keeper *from)
@@ -690,10 +703,16 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
     /* each direction's best plan polished by block, relabel and axis-map moves: the
        cheaper plan before them is not always the cheaper after (gpt2-small 2x4 under a
        budget: +4.98 % of the ILP from the cheaper, +4.37 % from the other; gpt3-13b 2x4:
-       +1.84 %, 0.00 %; only within 5 % of the cheaper, the latter stayed +1.84 %) */
-    for (dir = 0; dir < 2; dir++)
-        if (data->polish && isfinite(kd[dir].obj) && as_problem_nnodes(p) > 0)
+       +1.84 %, 0.00 %; only within 5 % of the cheaper, the latter stayed +1.84 %).  The
+       block moves cost O(k^2) a link: the other direction only up to BOTH_MAX_K strategies
+       a node on average (1-D and 2-D meshes: up to about 60; gpt2-small on 2x2x2 has 250,
+       and its beam K=1 took 65 s CPU with both polished against 37 s) */
+    for (dir = 0; dir < 2; dir++) {
+        int cheaper = !(kd[!dir].obj < kd[dir].obj);
+        if (data->polish && isfinite(kd[dir].obj) && as_problem_nnodes(p) > 0 &&
+            (cheaper || mean_k(p) <= BOTH_MAX_K))
             block_polish(p, lim, t0, &kd[dir]);
+    }
     keeper_take(&kp, &kd[0]);
     keeper_take(&kp, &kd[1]);
     /* the best plan; when none passes the caller's check, the cheapest the rows let through

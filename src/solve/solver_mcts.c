@@ -299,7 +299,12 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
     int pol, pairs, seeded = 0;
-    as_hls *q = NULL; /* the local search, carried from rollout to rollout */
+    /* the local search, carried from rollout to rollout: one per rollout order (forward on
+       even episodes, from the end on odd ones) and per kind (cheapest first, or least
+       memory first for a rollout over the budget), so that a rollout moves it only where
+       it differs from the last of its kind (one search for all: most of the units moved
+       every episode; bert-large 2x4 under a budget, 1.8 ms an episode) */
+    as_hls *qs[4] = {NULL, NULL, NULL, NULL}, **qp;
 
     as_heur_init_ex(&h, p, data->order);
     as_heur_init_ex(&hr, p, !data->order);
@@ -397,23 +402,25 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
         memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
         rollout(&m, x, ep == 0 ? 0 : data->eps, 0, (int)(ep & 1));
+        qp = &qs[ep & 1];
         if (pol == 2)
-            polish(&h, &q, x, 0, pairs);
+            polish(&h, qp, x, 0, pairs);
         val = as_heur_eval(&h, x, tot);
         if (pol == 2 && !pairs && data->pairs < 0 && h.nbind > 0 && isfinite(val) &&
             val < bestraw * (1 + NEAR_PAIRS)) {
             /* under a budget, a rollout near the best gets pair moves too (single moves
                alone are stuck more often there: two units trade memory) */
-            as_hls_improve(q, 20, 1);
-            memcpy(x, as_hls_x(q), h.nu * sizeof *x);
+            as_hls_improve(*qp, 20, 1);
+            memcpy(x, as_hls_x(*qp), h.nu * sizeof *x);
             val = as_heur_eval(&h, x, tot);
         }
         if (!isfinite(val)) {
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
             rollout(&m, x, 0, INFINITY, (int)(ep & 1));
+            qp = &qs[2 + (ep & 1)];
             if (pol == 2)
-                polish(&h, &q, x, 0, pairs);
+                polish(&h, qp, x, 0, pairs);
             val = as_heur_eval(&h, x, tot);
         }
         r = 0;
@@ -424,15 +431,15 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             bestraw = val;
             if (pol > 0) {
                 double pv;
-                polish(&h, &q, x, 3, 1);
+                polish(&h, qp, x, 3, 1);
                 /* still the best plan after polishing: block moves too (whole attention
                    or MLP blocks re-solved with the rest fixed) */
                 pv = as_heur_eval(&h, x, tot);
                 if (isfinite(pv) && (isinf(kp.obj) || pv + off < kp.obj - 1e-12 * fabs(kp.obj)) &&
-                    as_hls_block(q, AS_HEUR_BLOCK_UNITS, 1,
+                    as_hls_block(*qp, AS_HEUR_BLOCK_UNITS, 1,
                                  lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
-                    as_hls_chain(q, 3);
-                    memcpy(x, as_hls_x(q), h.nu * sizeof *x);
+                    as_hls_chain(*qp, 3);
+                    memcpy(x, as_hls_x(*qp), h.nu * sizeof *x);
                 }
             }
             as_heur_expand(&h, x, choice);
@@ -487,11 +494,11 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
             as_heur_chain(&h, x, 3);
         /* and relabel moves: every unit at one strategy name to another at once */
-        if (as_heur_relabel_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &q))
+        if (as_heur_relabel_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &qs[0]))
             as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
         /* and axis-map moves: every unit's specs with the mesh axes permuted at once */
-        if (as_heur_axismap_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &q))
+        if (as_heur_axismap_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &qs[0]))
             as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
         as_heur_expand(&h, x, choice);
@@ -528,7 +535,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(tot);
     as_keeper_free(&kp);
     free(m.xr);
-    as_hls_free(q);
+    for (u = 0; u < 4; u++)
+        as_hls_free(qs[u]);
     as_heur_free(&hr);
     as_heur_free(&h);
     return AS_OK;
