@@ -295,7 +295,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     mcts m;
     size_t u, s, d, ep, *x, *xd, *ownx, *path, *choice;
     size_t nepi = (size_t)data->episodes;
-    double ref = 0, bestraw = INFINITY, seedobj = INFINITY, ownobj = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
+    double ref = 0, bestraw = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
+    double seedobj = INFINITY, ownobj = INFINITY; /* beam's start; the search's own best */
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
     int pol, pairs, seeded = 0;

@@ -37,7 +37,7 @@ as solve --costgraph "$cg" --solver mcts --seed 3 --set mcts/start=none
 got=$(sed -n 's/^objective  *\([0-9.e+]*\) s$/\1/p' "$T/out")
 st=0
 [ -n "$want" ] && [ "$want" = "$got" ] || st=1
-ok $st "mcts (its own search, no beam start) on the 4-layer MLP (alpa, mesh 4): $got = the optimum $want"
+ok $st "mcts (its own search) on the 4-layer MLP (alpa, mesh 4): $got = the optimum $want"
 
 # issue 15: on a BERT layer stack (1-D meshes of 4 and 8, alpa) mcts finds Megatron's pattern
 # for every seed 1..25: q, k, v and fc1 column parallel, the attention output and fc2 row
