@@ -7,7 +7,7 @@
  * default gap) and to the reductions' lower bound.
  *
  *   bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] [-q] [-u]
- *              [-w REFS | -r REFS] [-s SOLVER]
+ *              [-w REFS | -r REFS] [-s SOLVER] [-x SOLVER/KEY=VALUE]
  *
  * -t limits every solve (default 120 s); -p and -m run one preset or mesh;
  * -b sets the global batch (default 8); -q: beam K=1,10 and mcts 1,000 only;
@@ -17,7 +17,9 @@
  * REFS; -r reads them from REFS instead of solving the ILP again (the ILP
  * does not change when the heuristics do).  -s runs only the heuristic runs
  * whose label starts with SOLVER ("beam", "mcts", "beam K=100").  At the end
- * a table: CPU seconds (user + system) and the gap to the ILP's plan.
+ * a table: CPU seconds (user + system) and the gap to the ILP's plan.  -x adds a
+ * parameter to every heuristic run (e.g. -x mcts/start=none, -x mcts/pairs=1; the
+ * other solver ignores it).
  */
 #include "config.h"
 
@@ -47,6 +49,7 @@ static int untied; /* -u: solve the layers apart (autoshard solve --no-tie) */
 static const char *only_s; /* -s: the runs whose label starts with this */
 static FILE *refs_w;        /* -w */
 static const char *refs_r;  /* -r */
+static const char *extra;   /* -x */
 
 /* The table printed at the end: one row per preset, mesh and budget. */
 #define NRUNS (sizeof runs / sizeof runs[0])
@@ -101,7 +104,7 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
     as_solve_opts o;
     as_solve_result r;
     as_err err = {0};
-    const char *params[1] = {param};
+    const char *params[2] = {param, extra};
     double obj = INFINITY;
 
     as_solve_opts_init(&o);
@@ -109,7 +112,7 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
     o.lim.time_limit_s = tlim;
     o.lim.gap = AS_DEFAULT_GAP;
     o.params = params;
-    o.nparams = param != NULL;
+    o.nparams = param != NULL ? 1 + (extra != NULL) : 0;
     o.groups = groups;
     *cpu = cpu_now();
     if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
@@ -281,7 +284,7 @@ main(int argc, char **argv)
     int c, rc = 0;
     size_t i, j;
 
-    while ((c = getopt(argc, argv, "t:p:m:b:quw:r:s:")) != -1) {
+    while ((c = getopt(argc, argv, "t:p:m:b:quw:r:s:x:")) != -1) {
         switch (c) {
         case 't': tlim = strtod(optarg, NULL); break;
         case 'p': only_p = optarg; break;
@@ -298,9 +301,10 @@ main(int argc, char **argv)
             break;
         case 'r': refs_r = optarg; break;
         case 's': only_s = optarg; break;
+        case 'x': extra = optarg; break;
         default:
             fprintf(stderr, "usage: bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] "
-                            "[-q] [-u] [-w REFS | -r REFS] [-s SOLVER]\n");
+                            "[-q] [-u] [-w REFS | -r REFS] [-s SOLVER] [-x SOLVER/KEY=VALUE]\n");
             return 2;
         }
     }

@@ -642,6 +642,13 @@ typedef struct ls {
     size_t *chg;           /* nu: the clock when the unit's vector or strategy last changed */
     size_t *btried;        /* nu: the clock when a block move around the unit last failed
                               (0: never); it fails again while nothing in it changed */
+    size_t *ctried;        /* nu: the clock when every chain move from the unit last failed
+                              (0: never); they fail again while nothing within CHAIN_DEPTH
+                              links of it changed */
+    size_t *ulog;          /* while logging: (unit, its chg before) pairs, so that a move
+                              undone leaves the clocks as they were */
+    size_t nulog, culog;
+    int logging;
 } ls;
 
 static void
@@ -662,6 +669,7 @@ ls_init(ls *st, const as_heur *h, size_t *x)
     st->pdirty = as_xcalloc(h->nu + 1, 1);
     st->chg = as_xcalloc(h->nu + 1, sizeof *st->chg);
     st->btried = as_xcalloc(h->nu + 1, sizeof *st->btried);
+    st->ctried = as_xcalloc(h->nu + 1, sizeof *st->ctried);
     st->clock = 1;
     nk = 0;
     for (u = 0; u < h->nu; u++) {
@@ -705,6 +713,8 @@ ls_free(ls *st)
     free(st->pdirty);
     free(st->chg);
     free(st->btried);
+    free(st->ctried);
+    free(st->ulog);
     seg_free(&st->tot);
 }
 
@@ -713,6 +723,20 @@ static double
 ls_cost(const ls *st, size_t u, size_t s)
 {
     return st->nbad[u][s] ? INFINITY : st->g[u][s];
+}
+
+/* While logging, remember unit U's change clock before it is overwritten. */
+static void
+ls_log(ls *st, size_t u)
+{
+    if (!st->logging)
+        return;
+    if (st->nulog + 2 > st->culog) {
+        st->culog = st->culog ? 2 * st->culog : 256;
+        st->ulog = as_xreallocarray(st->ulog, st->culog, sizeof *st->ulog);
+    }
+    st->ulog[st->nulog++] = u;
+    st->ulog[st->nulog++] = st->chg[u];
 }
 
 /* Unit U takes strategy B: its neighbours' vectors and the memory follow. */
@@ -725,12 +749,14 @@ ls_move(ls *st, size_t u, size_t b)
     if (a == b)
         return;
     st->clock++;
+    ls_log(st, u);
     st->chg[u] = st->clock;
     for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
         const as_hlink *l = &h->link[i];
         size_t o = l->other, ko = l->ko;
         double *g = st->g[o];
         st->dirty[o] = st->pdirty[o] = 1;
+        ls_log(st, o);
         st->chg[o] = st->clock;
         if (l->r != NULL) {
             const double *ra = l->ro + a * ko, *rb = l->ro + b * ko;
@@ -954,7 +980,67 @@ typedef struct chain {
     size_t *in;     /* nu: stamp of the chain a unit is in */
     size_t *old;    /* nu: its strategy before the chain */
     size_t *list, *depth, n, stamp;
+    size_t *bq, *bd; /* nu: breadth-first queue and depths (chain_settled) */
 } chain;
+
+static void
+chain_alloc(chain *c, size_t nu)
+{
+    c->in = as_xcalloc(nu + 1, sizeof *c->in);
+    c->old = as_xcalloc(nu + 1, sizeof *c->old);
+    c->list = as_xcalloc(CHAIN_UNITS + 1, sizeof *c->list);
+    c->depth = as_xcalloc(CHAIN_UNITS + 1, sizeof *c->depth);
+    c->bq = as_xcalloc(nu + 1, sizeof *c->bq);
+    c->bd = as_xcalloc(nu + 1, sizeof *c->bd);
+}
+
+static void
+chain_release(chain *c)
+{
+    free(c->in);
+    free(c->old);
+    free(c->list);
+    free(c->depth);
+    free(c->bq);
+    free(c->bd);
+}
+
+/*
+ * 1 if every chain move from U failed before and nothing it reads changed since: no unit
+ * within CHAIN_DEPTH links of U (whose vectors and strategies are all a chain from U looks
+ * at) changed its vector or strategy.  A chain undone leaves the clocks as they were
+ * (ls_log), so only kept moves count.  Then the chains from U fail again (the same
+ * computation on the same numbers), and are skipped.
+ */
+static int
+chain_settled(const ls *st, chain *c, size_t u)
+{
+    const as_heur *h = st->h;
+    size_t head = 0, n = 0, i, since = st->ctried[u];
+
+    if (since == 0 || st->chg[u] > since)
+        return 0;
+    c->stamp++;
+    c->in[u] = c->stamp;
+    c->bq[n] = u;
+    c->bd[n++] = 0;
+    while (head < n) {
+        size_t w = c->bq[head], dw = c->bd[head++];
+        if (dw >= CHAIN_DEPTH)
+            continue;
+        for (i = h->lstart[w]; i < h->lstart[w + 1]; i++) {
+            size_t o = h->link[i].other;
+            if (c->in[o] == c->stamp)
+                continue;
+            if (st->chg[o] > since)
+                return 0;
+            c->in[o] = c->stamp;
+            c->bq[n] = o;
+            c->bd[n++] = dw + 1;
+        }
+    }
+    return 1;
+}
 
 static size_t
 chain_moves(ls *st, chain *c)
@@ -963,13 +1049,18 @@ chain_moves(ls *st, chain *c)
     size_t *x = st->x;
     size_t u, s, j, i, moves = 0;
 
-    for (u = 0; u < h->nu; u++)
+    for (u = 0; u < h->nu; u++) {
+        int kept = 0, over = 0; /* a chain from u kept; one turned down by the budget only */
+        if (chain_settled(st, c, u))
+            continue;
         for (s = 0; s < h->k[u]; s++) {
             size_t head = 0;
             double d;
             long nbad;
             if (s == x[u] || !isfinite(h->cost[u][s]))
                 continue;
+            st->logging = 1;
+            st->nulog = 0;
             c->stamp++;
             c->n = 0;
             c->in[u] = c->stamp;
@@ -1009,16 +1100,29 @@ chain_moves(ls *st, chain *c)
             }
             {
                 int keep = nbad <= 0 && d < -1e-12 * fabs(h->share[u] + 1e-300) && d < 0;
-                if (keep && h->nbind > 0)
+                if (keep && h->nbind > 0) {
                     keep = st->tot.mx[1] <= h->cap;
+                    over |= !keep;
+                }
                 if (keep) {
+                    st->logging = 0;
                     moves++;
+                    kept = 1;
                     continue;
                 }
                 for (j = c->n; j-- > 0;)
                     ls_move(st, c->list[j], c->old[c->list[j]]);
+                /* undone: the clocks as they were (the log in reverse: first values last) */
+                st->logging = 0;
+                while (st->nulog > 0) {
+                    st->nulog -= 2;
+                    st->chg[st->ulog[st->nulog]] = st->ulog[st->nulog + 1];
+                }
             }
         }
+        if (!kept && !over)
+            st->ctried[u] = st->clock;
+    }
     return moves;
 }
 
@@ -1031,10 +1135,7 @@ as_heur_chain(const as_heur *h, size_t *x, int max_rounds)
     int r;
 
     ls_init(&st, h, x);
-    c.in = as_xcalloc(h->nu + 1, sizeof *c.in);
-    c.old = as_xcalloc(h->nu + 1, sizeof *c.old);
-    c.list = as_xcalloc(CHAIN_UNITS + 1, sizeof *c.list);
-    c.depth = as_xcalloc(CHAIN_UNITS + 1, sizeof *c.depth);
+    chain_alloc(&c, h->nu);
     for (r = 0; r < max_rounds; r++) {
         m = chain_moves(&st, &c);
         moves += m;
@@ -1042,10 +1143,7 @@ as_heur_chain(const as_heur *h, size_t *x, int max_rounds)
             break;
         ls_improve(&st, 20, 1);
     }
-    free(c.in);
-    free(c.old);
-    free(c.list);
-    free(c.depth);
+    chain_release(&c);
     ls_free(&st);
     return moves > 0;
 }
@@ -1064,10 +1162,7 @@ as_hls_new(const as_heur *h, const size_t *x)
 
     memcpy(own, x, h->nu * sizeof *own);
     ls_init(&q->st, h, own);
-    q->c.in = as_xcalloc(h->nu + 1, sizeof *q->c.in);
-    q->c.old = as_xcalloc(h->nu + 1, sizeof *q->c.old);
-    q->c.list = as_xcalloc(CHAIN_UNITS + 1, sizeof *q->c.list);
-    q->c.depth = as_xcalloc(CHAIN_UNITS + 1, sizeof *q->c.depth);
+    chain_alloc(&q->c, h->nu);
     return q;
 }
 
@@ -1081,10 +1176,7 @@ as_hls_free(as_hls *q)
     own = q->st.x;
     ls_free(&q->st);
     free(own);
-    free(q->c.in);
-    free(q->c.old);
-    free(q->c.list);
-    free(q->c.depth);
+    chain_release(&q->c);
     free(q);
 }
 
@@ -1500,6 +1592,24 @@ as_hls_block(as_hls *q, size_t units, int max_rounds, double deadline)
 
 /* ---- relabel moves ---- */
 
+/*
+ * Settle Y (a whole-plan move: relabel, axis map) by single, pair and chain moves in the
+ * local search *Q (made at the first call, then moved to each Y): the moves after the
+ * first only look again where Y and what came before differ (the units' dirty flags and
+ * chain_settled), so trying a few such moves costs little more than one.
+ */
+static void
+settle(const as_heur *h, as_hls **q, size_t *y)
+{
+    if (*q == NULL)
+        *q = as_hls_new(h, y);
+    else
+        as_hls_set(*q, y);
+    as_hls_improve(*q, 50, 1);
+    as_hls_chain(*q, 5);
+    memcpy(y, as_hls_x(*q), h->nu * sizeof *y);
+}
+
 #define RELABEL_MIN 4 /* units sharing a strategy name for a relabel move to be tried */
 #define RELABEL_TRY 6 /* relabels polished, cheapest (before the polish) first */
 
@@ -1538,6 +1648,16 @@ relabel(const as_heur *h, const size_t *x, const char *a, const char *b, size_t 
 int
 as_heur_relabel(const as_heur *h, size_t *x, double deadline)
 {
+    as_hls *q = NULL;
+    int moved = as_heur_relabel_in(h, x, deadline, &q);
+
+    as_hls_free(q);
+    return moved;
+}
+
+int
+as_heur_relabel_in(const as_heur *h, size_t *x, double deadline, as_hls **qq)
+{
     AS_VEC(const char *) names = {0};
     AS_VEC(size_t) count = {0};
     size_t u, s, i, j, t, *y = as_xcalloc(h->nu + 1, sizeof *y);
@@ -1546,6 +1666,7 @@ as_heur_relabel(const as_heur *h, size_t *x, double deadline)
     double tv[RELABEL_TRY], best = as_heur_eval(h, x, tot);
     size_t nt = 0;
     int moved = 0;
+    as_hls *q = *qq; /* settles the relabelled plans */
 
     if (!isfinite(best))
         goto out;
@@ -1612,8 +1733,7 @@ as_heur_relabel(const as_heur *h, size_t *x, double deadline)
             if (deadline > 0 && as_now() > deadline)
                 break;
             size_t nm = relabel(h, x0, ta[t], tb[t], y);
-            as_heur_improve(h, y, 50);
-            as_heur_chain(h, y, 5);
+            settle(h, &q, y);
             v = as_heur_eval(h, y, tot);
             as_debug("relabel %s -> %s: %zu units, %.9g as it is, %.9g settled (plan %.9g)",
                      ta[t], tb[t], nm, tv[t], v, best);
@@ -1628,6 +1748,7 @@ as_heur_relabel(const as_heur *h, size_t *x, double deadline)
 out:
     AS_VEC_FREE(&names);
     AS_VEC_FREE(&count);
+    *qq = q;
     free(tot);
     free(y);
     return moved;
@@ -1652,10 +1773,21 @@ unit_image(const as_heur *h, size_t u, size_t s, size_t j)
 int
 as_heur_axismap(const as_heur *h, size_t *x, double deadline)
 {
+    as_hls *q = NULL;
+    int moved = as_heur_axismap_in(h, x, deadline, &q);
+
+    as_hls_free(q);
+    return moved;
+}
+
+int
+as_heur_axismap_in(const as_heur *h, size_t *x, double deadline, as_hls **qq)
+{
     size_t np = as_problem_axis_perms(h->p), j, u, moved_units;
     size_t *y, *z;
     double *tot, best, v, v0;
     int moved = 0, form;
+    as_hls *q = *qq; /* settles the mapped plans */
 
     if (np == 0 || h->nu == 0)
         return 0;
@@ -1686,8 +1818,7 @@ as_heur_axismap(const as_heur *h, size_t *x, double deadline)
             if (moved_units == 0)
                 continue;
             v0 = as_heur_eval(h, y, tot);
-            as_heur_improve(h, y, 50);
-            as_heur_chain(h, y, 5);
+            settle(h, &q, y);
             v = as_heur_eval(h, y, tot);
             as_debug("axis map %zu%s: %zu units, %.9g as it is, %.9g settled (plan %.9g)", j,
                      form ? " (where cheaper)" : "", moved_units, v0, v, best);
@@ -1698,6 +1829,7 @@ as_heur_axismap(const as_heur *h, size_t *x, double deadline)
             }
         }
 out:
+    *qq = q;
     free(tot);
     free(y);
     free(z);

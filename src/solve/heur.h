@@ -183,6 +183,15 @@ int as_heur_relabel(const as_heur *h, size_t *x, double deadline);
  */
 int as_heur_axismap(const as_heur *h, size_t *x, double deadline);
 
+/**
+ * as_heur_relabel and as_heur_axismap settling their candidates in the local search *Q
+ * (made at the first use if NULL, left for the caller to free): one search serves both,
+ * so the second looks again only where its candidates differ from the first's (chain
+ * moves skip what did not change).
+ */
+int as_heur_relabel_in(const as_heur *h, size_t *x, double deadline, as_hls **q);
+int as_heur_axismap_in(const as_heur *h, size_t *x, double deadline, as_hls **q);
+
 /** Expand a unit assignment X into a node assignment CHOICE (n entries). */
 void as_heur_expand(const as_heur *h, const size_t *x, size_t *choice);
 

@@ -29,6 +29,7 @@
 #define UNSET ((size_t)-1)
 #define MAX_EPISODES 1e9
 #define AUTO_UNITS 1000 /* polish every rollout up to this many units */
+#define NEAR_PAIRS 0.02 /* under a budget, pair moves for rollouts within 2 % of the best */
 
 struct as_solver_data {
     double episodes; /**< "mcts/episodes", default 1000 */
@@ -39,11 +40,14 @@ struct as_solver_data {
                           (-1) 2 up to AUTO_UNITS units, else 1 */
     int order;       /**< "mcts/order": rollouts complete the units in topological order
                           (0, "fwd", default) or from the graph's end (1, "rev") */
+    int start;       /**< "mcts/start": the first incumbent, beam K=1's plan ("beam",
+                          default) or none ("none": the first rollout's plan) */
     int pairs;       /**< "mcts/pairs" 0/1: polish every rollout with pair moves too (1), or
-                          only the rollouts better than any before (0); default (-1) 0
-                          without a budget (pair moves of every rollout made an episode
-                          1.4-1.8 ms on 2-D meshes, for the same plans), 1 with one (bert-large
-                          mesh 8 at 1.6 GiB: +8.7 % instead of +3.7 % without them) */
+                          only the rollouts better than any before (0); default (-1) 0,
+                          and under a budget also the rollouts within NEAR_PAIRS of the best
+                          (pair moves of every rollout made an episode 1.4-1.8 ms on 2-D
+                          meshes, for the same plans; under a budget they were on for every
+                          rollout until the search started from beam K=1's plan) */
 };
 
 static AS_DECL_SOLVER_NEW(mcts_new)
@@ -55,6 +59,7 @@ static AS_DECL_SOLVER_NEW(mcts_new)
     (*data)->polish = -1;
     (*data)->order = 0;
     (*data)->pairs = -1;
+    (*data)->start = 1;
     return AS_OK;
 }
 
@@ -90,6 +95,10 @@ static AS_DECL_SOLVER_PARAM(mcts_param)
         if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/pairs' must be 0 or 1");
         data->pairs = value[0] == '1';
+    } else if (strcmp(key, "start") == 0) {
+        if (strcmp(value, "beam") != 0 && strcmp(value, "none") != 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/start' must be beam or none");
+        data->start = value[0] == 'b';
     } else if (strcmp(key, "eps") == 0) {
         if (bad || x < 0 || x > 1)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/eps' must be in 0..1");
@@ -250,17 +259,53 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int pairs)
     memcpy(x, as_hls_x(*q), h->nu * sizeof *x);
 }
 
+/*
+ * The first incumbent: beam K=1's plan (solver_beam.c, run through the driver, which
+ * checks it; under the caller's fits check beam returns the cheapest plan that passes),
+ * with at most half the time limit.  Its plan into CHOICE and its objective into *OBJ;
+ * 0 if it found none.
+ */
+static int
+beam_seed(const as_problem *p, const as_limits *lim, size_t *choice, double *obj)
+{
+    static const char *const params[] = {"beam/width=1"};
+    as_limits bl = *lim;
+    as_assignment a;
+    as_outcome oc = AS_OUTCOME_LIMIT;
+    as_err e = {0};
+    int ok = 0;
+
+    bl.start = NULL;
+    bl.verbosity = 0;
+    if (lim->time_limit_s > 0)
+        bl.time_limit_s = 0.5 * lim->time_limit_s;
+    if (as_solve(&as_solver_beam, p, &bl, params, 1, &a, &oc, &e) == AS_OK &&
+        (oc == AS_OUTCOME_OPTIMAL || oc == AS_OUTCOME_FEASIBLE) && isfinite(a.objective)) {
+        memcpy(choice, a.choice, as_problem_nnodes(p) * sizeof *choice);
+        *obj = a.objective;
+        ok = 1;
+    }
+    as_assignment_free(&a);
+    return ok;
+}
+
 static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
     as_heur h, hr;
     mcts m;
-    size_t u, s, d, ep, *x, *xd, *path, *choice;
+    size_t u, s, d, ep, *x, *xd, *ownx, *path, *choice;
     size_t nepi = (size_t)data->episodes;
     double ref = 0, bestraw = INFINITY, t0 = as_now(), *gshare, obj, val, off = 0;
+    double seedobj = INFINITY, ownobj = INFINITY; /* beam's start; the search's own best */
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
-    int pol, pairs;
-    as_hls *q = NULL; /* the local search, carried from rollout to rollout */
+    int pol, pairs, seeded = 0;
+    /* the local search, carried from rollout to rollout: one per rollout order (forward on
+       even episodes, from the end on odd ones) and per kind (cheapest first, or least
+       memory first for a rollout over the budget), so that a rollout moves it only where
+       it differs from the last of its kind (one search for all: most of the units moved
+       every episode; bert-large 2x4 under a budget, 1.8 ms an episode) */
+    as_hls *qs[4] = {NULL, NULL, NULL, NULL}, **qp;
 
     as_heur_init_ex(&h, p, data->order);
     as_heur_init_ex(&hr, p, !data->order);
@@ -289,13 +334,29 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     sort_by_share(m.dec, m.ng, gshare);
     x = as_xcalloc(h.nu + 1, sizeof *x);
     xd = as_xcalloc(h.nu + 1, sizeof *xd);
+    ownx = as_xcalloc(h.nu + 1, sizeof *ownx);
     path = as_xcalloc(m.ng + 2, sizeof *path);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
     pol = data->polish >= 0 ? data->polish : h.nu <= AUTO_UNITS ? 2 : 1;
-    pairs = data->pairs >= 0 ? data->pairs : as_problem_memory(p) > 0;
+    pairs = data->pairs > 0;
     as_keeper_init(&kp, h.n);
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
+    if (data->start && beam_seed(p, lim, choice, &obj)) {
+        /* beam K=1's plan is the first incumbent (the answer unless the search finds a
+           cheaper plan); the search itself is as without it: the reward's reference is the
+           first rollout's objective, and a rollout is polished further (pair, chain, block
+           moves) when it beats every rollout before (not the incumbent, a polished plan
+           few raw rollouts would beat) */
+        for (u = 0; u < h.n; u++)
+            x[h.unit[u]] = choice[u];
+        val = as_heur_eval(&h, x, tot);
+        if (isfinite(val) && as_keeper_offer(&kp, lim, choice, obj) > 0) {
+            off = obj - val;
+            seeded = 1;
+            seedobj = kp.obj;
+        }
+    }
     for (ep = 0; ep < nepi; ep++) {
         size_t node = 0, np = 0;
         double r;
@@ -342,15 +403,25 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
         memcpy(xd, x, h.nu * sizeof *x); /* the decisions of this episode */
         rollout(&m, x, ep == 0 ? 0 : data->eps, 0, (int)(ep & 1));
+        qp = &qs[ep & 1];
         if (pol == 2)
-            polish(&h, &q, x, 0, pairs);
+            polish(&h, qp, x, 0, pairs);
         val = as_heur_eval(&h, x, tot);
+        if (pol == 2 && !pairs && data->pairs < 0 && h.nbind > 0 && isfinite(val) &&
+            val < bestraw * (1 + NEAR_PAIRS)) {
+            /* under a budget, a rollout near the best gets pair moves too (single moves
+               alone are stuck more often there: two units trade memory) */
+            as_hls_improve(*qp, 20, 1);
+            memcpy(x, as_hls_x(*qp), h.nu * sizeof *x);
+            val = as_heur_eval(&h, x, tot);
+        }
         if (!isfinite(val)) {
             /* over the budget (or excluded): the undecided units take the least memory */
             memcpy(x, xd, h.nu * sizeof *x);
             rollout(&m, x, 0, INFINITY, (int)(ep & 1));
+            qp = &qs[2 + (ep & 1)];
             if (pol == 2)
-                polish(&h, &q, x, 0, pairs);
+                polish(&h, qp, x, 0, pairs);
             val = as_heur_eval(&h, x, tot);
         }
         r = 0;
@@ -361,15 +432,15 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             bestraw = val;
             if (pol > 0) {
                 double pv;
-                polish(&h, &q, x, 3, 1);
+                polish(&h, qp, x, 3, 1);
                 /* still the best plan after polishing: block moves too (whole attention
                    or MLP blocks re-solved with the rest fixed) */
                 pv = as_heur_eval(&h, x, tot);
                 if (isfinite(pv) && (isinf(kp.obj) || pv + off < kp.obj - 1e-12 * fabs(kp.obj)) &&
-                    as_hls_block(q, AS_HEUR_BLOCK_UNITS, 1,
+                    as_hls_block(*qp, AS_HEUR_BLOCK_UNITS, 1,
                                  lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0)) {
-                    as_hls_chain(q, 3);
-                    memcpy(x, as_hls_x(q), h.nu * sizeof *x);
+                    as_hls_chain(*qp, 3);
+                    memcpy(x, as_hls_x(*qp), h.nu * sizeof *x);
                 }
             }
             as_heur_expand(&h, x, choice);
@@ -377,6 +448,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                 obj = INFINITY;
             else
                 off = obj - as_heur_eval(&h, x, tot);
+            if (isfinite(obj) && obj < ownobj) {
+                ownobj = obj; /* the search's own best, the incumbent aside */
+                memcpy(ownx, x, h.nu * sizeof *x);
+            }
             if (isfinite(obj) && as_keeper_offer(&kp, lim, choice, obj) < 0)
                 obj = INFINITY; /* over the caller's check: no reward */
         } else if (isfinite(val)) {
@@ -405,10 +480,14 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
     }
     out->nodes = (long)ep;
-    if (isfinite(kp.obj) && pol > 0) {
-        /* the best plan, polished with pair, chain and block moves */
-        for (u = 0; u < h.n; u++)
-            x[h.unit[u]] = kp.best[u];
+    if (isfinite(kp.obj) && pol > 0 && (!(seeded && kp.obj == seedobj) || isfinite(ownobj))) {
+        /* the best plan, polished with pair, chain and block moves -- or, when the best is
+           still beam's start (which beam polished so already), the search's own best */
+        if (seeded && kp.obj == seedobj)
+            memcpy(x, ownx, h.nu * sizeof *x);
+        else
+            for (u = 0; u < h.n; u++)
+                x[h.unit[u]] = kp.best[u];
         as_heur_improve(&h, x, 50);
         as_heur_chain(&h, x, 10);
         /* and block moves: whole attention or MLP blocks re-solved with the rest fixed */
@@ -416,11 +495,11 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
             as_heur_chain(&h, x, 3);
         /* and relabel moves: every unit at one strategy name to another at once */
-        if (as_heur_relabel(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
+        if (as_heur_relabel_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &qs[0]))
             as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
         /* and axis-map moves: every unit's specs with the mesh axes permuted at once */
-        if (as_heur_axismap(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
+        if (as_heur_axismap_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &qs[0]))
             as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
                           lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
         as_heur_expand(&h, x, choice);
@@ -447,6 +526,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(m.gmem);
     free(gshare);
     free(xd);
+    free(ownx);
     free(m.dec);
     free(m.t);
     free(m.pool);
@@ -456,7 +536,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     free(tot);
     as_keeper_free(&kp);
     free(m.xr);
-    as_hls_free(q);
+    for (u = 0; u < 4; u++)
+        as_hls_free(qs[u]);
     as_heur_free(&hr);
     as_heur_free(&h);
     return AS_OK;

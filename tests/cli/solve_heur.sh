@@ -33,20 +33,21 @@ ok $st "beam --top 3: three plans"
 cg="$top_srcdir/tests/data/costgraph/mlp4l-alpa-m4.json"
 as solve --costgraph "$cg"
 want=$(sed -n 's/^objective  *\([0-9.e+]*\) s$/\1/p' "$T/out")
-as solve --costgraph "$cg" --solver mcts --seed 3
+as solve --costgraph "$cg" --solver mcts --seed 3 --set mcts/start=none
 got=$(sed -n 's/^objective  *\([0-9.e+]*\) s$/\1/p' "$T/out")
 st=0
 [ -n "$want" ] && [ "$want" = "$got" ] || st=1
-ok $st "mcts on the 4-layer MLP (alpa, mesh 4): $got = the optimum $want"
+ok $st "mcts (its own search) on the 4-layer MLP (alpa, mesh 4): $got = the optimum $want"
 
 # issue 15: on a BERT layer stack (1-D meshes of 4 and 8, alpa) mcts finds Megatron's pattern
 # for every seed 1..25: q, k, v and fc1 column parallel, the attention output and fc2 row
-# parallel, in both layers
+# parallel, in both layers -- by its own search (mcts/start=none: not from beam K=1's plan)
 as gen bert --layers 2 --hidden 128 --heads 8 --seq 8 --batch 8 --vocab 512 --train -o "$T/b.asg"
 for m in 4 8; do
     bad=""
     for seed in $(seq 1 25); do
-        as solve "$T/b.asg" --mesh $m --cost-model alpa --solver mcts --seed $seed -o "$T/m.json"
+        as solve "$T/b.asg" --mesh $m --cost-model alpa --solver mcts --seed $seed \
+            --set mcts/start=none -o "$T/m.json"
         [ "$rc" -eq 0 ] || { bad="$bad $seed(exit $rc)"; continue; }
         for l in 0 1; do
             for op in attn.q:column attn.k:column attn.v:column attn.out:row mlp.fc1:column \
@@ -85,5 +86,7 @@ as solve --costgraph "$cg" --solver beam --set beam/width=0
 expect_fail 2 "beam width must be an integer" "--set beam/width=0: exit 2"
 as solve --costgraph "$cg" --solver mcts --set mcts/bogus=1
 expect_fail 2 "unknown parameter 'mcts/bogus'" "unknown mcts parameter: exit 2"
+as solve --costgraph "$cg" --solver mcts --set mcts/start=ilp
+expect_fail 2 "parameter 'mcts/start' must be beam or none" "--set mcts/start=ilp: exit 2"
 
 done_testing

@@ -98,29 +98,40 @@ test_beam_exact(int i, unsigned reduce)
     as_problem_free(p);
 }
 
-/* Narrow beams and mcts return valid plans no cheaper than the optimum. */
+/* Narrow beams and mcts return valid plans no cheaper than the optimum; mcts (which starts
+   from beam K=1's plan) no dearer than beam K=1. */
 static void
 test_valid(int i)
 {
-    static const char *const cfg[][2] = {{"beam", "beam/width=1"}, {"beam", "beam/width=3"},
-                                         {"mcts", "mcts/episodes=50"}};
+    static const char *const cfg[][2] = {{"beam", "beam/width=1"},
+                                         {"beam", "beam/width=3"},
+                                         {"mcts", "mcts/episodes=50"},
+                                         {"mcts", "mcts/start=none"}};
     as_problem *p = instance(i);
     as_solve_result rb, rh;
     as_outcome ob = run(p, "brute", 0, NULL, 1, &rb);
+    double obj[4];
     size_t c;
 
     for (c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
         as_outcome oh = run(p, cfg[c][0], AS_REDUCE_ALL, cfg[c][1], 7, &rh);
-        if (oh == AS_OUTCOME_FEASIBLE)
+        obj[c] = INFINITY;
+        if (oh == AS_OUTCOME_FEASIBLE) {
             ok(rh.nplans == 1 && fits(p, &rh.plans[0]) && ob == AS_OUTCOME_OPTIMAL &&
                    rh.plans[0].objective >= rb.plans[0].objective * (1 - 1e-12),
                "instance %d: %s plan fits and costs %.9g >= optimum", i, cfg[c][1],
                rh.plans[0].objective);
-        else
+            if (rh.nplans == 1)
+                obj[c] = rh.plans[0].objective;
+        } else {
             ok(oh == AS_OUTCOME_LIMIT, "instance %d: %s finds no plan (%s)", i, cfg[c][1],
                as_outcome_name(oh));
+        }
         as_solve_result_free(&rh);
     }
+    ok(obj[2] <= obj[0] * (1 + 1e-12) || isinf(obj[0]),
+       "instance %d: mcts %.9g no dearer than beam K=1 %.9g, its first incumbent", i, obj[2],
+       obj[0]);
     as_solve_result_free(&rb);
     as_problem_free(p);
 }
