@@ -654,6 +654,8 @@ expand_segments(const as_problem *p)
     for (v = 0; v < as_problem_nnodes(p); v++) {
         const as_pnode *nd = as_problem_node(p, v);
         as_problem_add_node(q, nd->name, nd->k, nd->c, nd->d, nd->m, NULL, NULL);
+        for (j = 0; nd->snames != NULL && j < nd->k; j++) /* the relabel move reads them */
+            as_problem_set_strategy_name(q, v, j, nd->snames[j], NULL);
     }
     for (v = 0; v < as_problem_nnodes(p); v++)
         if (as_problem_node(p, v)->follow != AS_NO_FOLLOW)
@@ -791,8 +793,8 @@ test_segments(int layers, int solve)
             as_solve_problem(x, &o, &rx, &err) == AS_OK && rs.nplans > 0 && rx.nplans > 0)
             ok(rs.plans[0].objective == rx.plans[0].objective &&
                    near(rs.plans[0].peak, rx.plans[0].peak),
-               "segments: %s finds the same plan (%.12g, peak %.0f)", heur[r],
-               rs.plans[0].objective, rs.plans[0].peak);
+               "segments: %s finds the same plan (%.12g = %.12g, peak %.0f = %.0f)", heur[r],
+               rs.plans[0].objective, rx.plans[0].objective, rs.plans[0].peak, rx.plans[0].peak);
         else
             ok(0, "segments: %s: %s", heur[r], err.msg);
         as_solve_result_free(&rs);
