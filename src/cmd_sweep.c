@@ -45,7 +45,9 @@ const struct as_cmd as_cmd_sweep = {
             "  --devices N|LIST     devices in all (required); a list (1,2,4,8) sweeps each\n"
             "                       count, its keys prefixed by n=N\n"
             "  --hw NAME|FILE       hardware profile (default a100-dgx)\n"
-            "  --cost-model C       roofline (default), alpa or distir (as solve)\n"
+            "  --cost-model C[,C..] roofline (default), alpa or distir (as solve); a list\n"
+            "                       makes it a dimension (keys end \",cost=C\"; the\n"
+            "                       simulator times every plan alike)\n"
             "  --batch B|LIST       global batch of a PRESET (default the preset's); a list\n"
             "                       (256,1024) runs one sweep per batch into one -o, keys\n"
             "                       prefixed by b=B, one table each\n"
@@ -146,13 +148,32 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
         if (o->ndevs == 1)
             o->ndevs = 0; /* one count: the keys and header stay as they were */
         return AS_EXIT_OK;
-    case OPT_COST:
-        if (as_cost_model_find(optarg, &err) == NULL) {
-            fprintf(stderr, "autoshard: --cost-model: %s\n", err.msg);
+    case OPT_COST: {
+        char *q;
+        o->ncost = 0;
+        for (q = strtok(optarg, ","); q != NULL; q = strtok(NULL, ",")) {
+            if (as_cost_model_find(q, &err) == NULL) {
+                fprintf(stderr, "autoshard: --cost-model: %s\n", err.msg);
+                return AS_EXIT_USAGE;
+            }
+            for (i = 0; i < o->ncost; i++)
+                if (strcmp(o->costs[i], q) == 0) {
+                    fprintf(stderr, "autoshard: --cost-model lists %s twice\n", q);
+                    return AS_EXIT_USAGE;
+                }
+            if (o->ncost == 4) {
+                fprintf(stderr, "autoshard: --cost-model lists more than 4 models\n");
+                return AS_EXIT_USAGE;
+            }
+            o->costs[o->ncost++] = q;
+        }
+        if (o->ncost == 0) {
+            fprintf(stderr, "autoshard: --cost-model needs a model (roofline, alpa, distir)\n");
             return AS_EXIT_USAGE;
         }
-        o->cost = optarg;
+        o->cost = o->costs[0];
         return AS_EXIT_OK;
+    }
     case OPT_HW:
         o->hw = optarg;
         return AS_EXIT_OK;

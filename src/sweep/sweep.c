@@ -144,7 +144,8 @@ stage_meshes(int m, int max_axes, int tpmax, const char *roles, int nroles, mesh
 
 static void
 add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int devices, const char *prefix, int p, int k,
-        const char *mesh, as_recompute r, const char *solver, int zero, int zkey)
+        const char *mesh, as_recompute r, const char *solver, int zero, int zkey, const char *cost,
+        int ckey)
 {
     as_sweep_cfg *c;
     int w = 0;
@@ -162,12 +163,17 @@ add_cfg(as_sweep_cfg **cfg, size_t *n, size_t *cap, int devices, const char *pre
     c->recompute = r;
     c->solver = solver;
     c->zero = zero;
+    c->cost = cost;
     w = snprintf(c->key, sizeof c->key, "%s", prefix);
     snprintf(c->key + w, sizeof c->key - (size_t)w, "p=%d,k=%d,mesh=%s,recompute=%s,solver=%s",
              p, k, mesh, as_recompute_name(r), solver);
     if (zkey) {
         w = (int)strlen(c->key);
         snprintf(c->key + w, sizeof c->key - (size_t)w, ",zero=%d", zero);
+    }
+    if (ckey) {
+        w = (int)strlen(c->key);
+        snprintf(c->key + w, sizeof c->key - (size_t)w, ",cost=%s", cost);
     }
 }
 
@@ -209,6 +215,8 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
     const char *const *sl = o->nsolver ? o->solver : &glpk;
     int ns = o->nsolver ? o->nsolver : 1;
     int zl[4] = {o->zero}, nz = o->nzero > 1 ? o->nzero : 1, z, zero0 = 0;
+    const char *const *cl = o->ncost > 1 ? o->costs : &o->cost;
+    int nc = o->ncost > 1 ? o->ncost : 1, e;
     char pre[64];
 
     for (z = 0; z < nz && o->nzero > 1; z++) {
@@ -266,9 +274,11 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
                     for (b = 0; b < ns; b++)
                         for (z = 0; z < nz; z++)
                             /* ZeRO over a data degree of 1 is ZeRO 0 (listed: left out) */
-                            if (zl[z] == 0 || !zero0 || data_degree(o->roles, ms.m[mi]) > 1)
-                                add_cfg(cfg, n, cap, devices, pre, p, (int)(batch / db),
-                                        ms.m[mi], rl[a], sl[b], zl[z], o->nzero > 1);
+                            for (e = 0; e < nc; e++)
+                                if (zl[z] == 0 || !zero0 || data_degree(o->roles, ms.m[mi]) > 1)
+                                    add_cfg(cfg, n, cap, devices, pre, p, (int)(batch / db),
+                                            ms.m[mi], rl[a], sl[b], zl[z], o->nzero > 1, cl[e],
+                                            o->ncost > 1);
             }
         for (j = 0; j < nk; j++)
             for (mi = 0; mi < ms.n; mi++) {
@@ -278,9 +288,11 @@ enumerate_n(const as_sweep_opts *o, int devices, int prefix, int nlayers, int64_
                 for (a = 0; a < nr; a++)
                     for (b = 0; b < ns; b++)
                         for (z = 0; z < nz; z++)
-                            if (zl[z] == 0 || !zero0 || data_degree(o->roles, ms.m[mi]) > 1)
-                                add_cfg(cfg, n, cap, devices, pre, p, ks[j], ms.m[mi], rl[a],
-                                        sl[b], zl[z], o->nzero > 1);
+                            for (e = 0; e < nc; e++)
+                                if (zl[z] == 0 || !zero0 || data_degree(o->roles, ms.m[mi]) > 1)
+                                    add_cfg(cfg, n, cap, devices, pre, p, ks[j], ms.m[mi],
+                                            rl[a], sl[b], zl[z], o->nzero > 1, cl[e],
+                                            o->ncost > 1);
             }
     }
     free(ms.m);
@@ -759,7 +771,7 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         memset(&st, 0, sizeof st);
         st.mesh = c->mesh;
         st.hw = x->o->hw;
-        st.cost = x->o->cost;
+        st.cost = c->cost;
         st.tie = 1;
         as_build_opts_init(&st.build);
         st.build.memory = -1; /* the profile's device memory */
@@ -874,6 +886,7 @@ cfg_json(json_t *j, const as_sweep_cfg *c)
     json_object_set_new(j, "recompute", json_string(as_recompute_name(c->recompute)));
     json_object_set_new(j, "solver", json_string(c->solver));
     json_object_set_new(j, "zero", json_integer(c->zero));
+    json_object_set_new(j, "cost_model", json_string(c->cost != NULL ? c->cost : "roofline"));
 }
 
 /* DIR/p-2_k-4_mesh-2x2_recompute-none_solver-glpk.json: the plan file of KEY. */
@@ -1032,8 +1045,15 @@ header_json(const as_sweep_opts *o)
     } else if (o->zero > 0) {
         json_object_set_new(json_object_get(j, "sweep"), "zero", json_integer(o->zero));
     }
-    if (o->cost != NULL)
+    if (o->ncost > 1) { /* the cost model as a dimension */
+        json_t *a = json_array();
+        int i;
+        for (i = 0; i < o->ncost; i++)
+            json_array_append_new(a, json_string(o->costs[i]));
+        json_object_set_new(json_object_get(j, "sweep"), "cost_model", a);
+    } else if (o->cost != NULL) {
         json_object_set_new(json_object_get(j, "sweep"), "cost_model", json_string(o->cost));
+    }
     if (o->ndevs > 1) {
         json_t *a = json_array();
         int i;

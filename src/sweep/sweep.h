@@ -28,16 +28,22 @@ typedef struct as_sweep_cfg {
     as_recompute recompute;
     const char *solver;        /**< borrowed from the options */
     int zero;                  /**< ZeRO stage (as_build_opts.zero) */
+    const char *cost;          /**< cost model (NULL = roofline; borrowed from the options) */
     char key[AS_SWEEP_KEY_MAX]; /**< canonical string "p=2,k=4,mesh=2x2,recompute=none,solver=glpk",
                                      prefixed by "n=8," when --devices lists several counts,
-                                     ",zero=Z" after it with a --zero list */
+                                     ",zero=Z" after it with a --zero list, ",cost=C"
+                                     with a --cost-model list */
 } as_sweep_cfg;
 
 typedef struct as_sweep_opts {
     const char *source;        /**< graph path or preset name (the JSONL header) */
     int devices;               /**< N (the largest of DEVS) */
     int devs[AS_SWEEP_MAX_LIST], ndevs; /**< `--devices 1,2,4,8`: every count (0 entries = DEVICES) */
-    const char *cost;          /**< cost model (NULL = roofline) */
+    const char *cost;          /**< cost model (NULL = roofline): the single --cost-model, or
+                                    the first of the list */
+    const char *costs[4]; int ncost; /**< `--cost-model roofline,alpa`: with more than one, the
+                                    cost model is a dimension (keys end ",cost=C", the header
+                                    lists them); the simulator ranks every plan the same way */
     const char *hw;            /**< profile (NULL = a100-dgx) */
     int64_t batch;             /**< global batch of the graph */
     int batch_index;           /**< which of BATCHES this run is (the caller sets it): the
