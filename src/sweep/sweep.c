@@ -363,9 +363,9 @@ typedef struct sweep_ctx {
     double flops;              /* model FLOPs of one step (no recomputation) */
     as_dtype dtype;
     double peak_flops;         /* the profile's peak for DTYPE (0 = unknown), loaded once */
-    double sim_rate;           /* the largest seconds per microbatch and op of a pipeline
-                                  simulation in this process so far (0: none yet), for the
-                                  time a configuration keeps for its simulation */
+    double sim_rate;           /* the largest seconds per microbatch and op of the
+                                  simulations in this process so far (0: none yet), for
+                                  the time a configuration keeps for its simulation */
 } sweep_ctx;
 
 static const as_graph *
