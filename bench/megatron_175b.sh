@@ -18,7 +18,8 @@
 # 11 configurations with P <= 4 too (`--pipeline 1,2,4` costs ~35 s CPU, all pruned).
 #
 #   bench/megatron_175b.sh [TIME_LIMIT]   (default 30 s per configuration;
-#                          AUTOSHARD=path/to/autoshard, default ./autoshard; JOBS=2: -j 2)
+#                          AUTOSHARD=path/to/autoshard, default ./autoshard; JOBS=2: -j 2;
+#                          KEEP=FILE keeps the JSONL)
 #
 # Prints the CPU and wall time, the table of every configuration, where t=8,p=16,d=8
 # ranks, and its simulated TFLOP/s per GPU: the model FLOPs of the step (no
@@ -27,7 +28,7 @@ set -u
 A=${AUTOSHARD:-./autoshard}
 TL=${1:-30}
 T=$(mktemp -d "${TMPDIR:-/tmp}/megatron.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP:-}" ] && cp "$T/m.jsonl" "$KEEP"; rm -rf "$T"' EXIT
 
 set -- sweep gpt3-175b --devices 1024 --hw a100-dgx --batch 1536 --role data,tensor \
     --tp-max 8 --microbatch-size 1 --recompute full --pipeline 8,16,32 --time-limit "$TL" \

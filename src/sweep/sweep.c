@@ -375,6 +375,9 @@ typedef struct sweep_ctx {
     double flops;              /* model FLOPs of one step (no recomputation) */
     as_dtype dtype;
     double peak_flops;         /* the profile's peak for DTYPE (0 = unknown), loaded once */
+    double sim_rate;           /* the largest seconds per microbatch and op of the
+                                  simulations in this process so far (0: none yet), for
+                                  the time a configuration keeps for its simulation */
 } sweep_ctx;
 
 static const as_graph *
@@ -630,11 +633,15 @@ first_of(const int *cls, int n, int q)
  * The first solve of every stage.  Stages whose problems differ only by the
  * microbatches they hold (the middle stages of a uniform model under 1F1B)
  * form chains, tightest first; only the ends of a chain are solved outright,
- * the members between them by fill().  Under a time limit every solve gets
- * its share of 90 % of it (the rest: simulation and refits).
+ * the members between them by fill().  Under a time limit the first solves
+ * share what is left of it after SIM_S seconds kept for the simulation (at
+ * least 10 % of the limit) and, for a pipeline, one solve's share kept for
+ * a memory refit round (the simulated peak can exceed what the ILP's memory rows held: a
+ * stage is then re-solved under a tighter budget, eval_run).
  */
 static int
-solve_stages(const sweep_ctx *x, const as_sweep_cfg *c, eval *E, double t0, as_err *err)
+solve_stages(const sweep_ctx *x, const as_sweep_cfg *c, eval *E, double t0, double sim_s,
+             as_err *err)
 {
     int P = c->p, *cls = as_xcalloc((size_t)P, sizeof *cls), *last = as_xcalloc((size_t)P,
         sizeof *last), *m = as_xcalloc((size_t)P, sizeof *m), ncls = 0, s, q, unsolved = P;
@@ -653,13 +660,21 @@ solve_stages(const sweep_ctx *x, const as_sweep_cfg *c, eval *E, double t0, as_e
     }
     memset(&S, 0, sizeof S);
     S.E = E;
-    S.deadline = x->o->time_limit > 0 ? t0 + 0.9 * x->o->time_limit : 0;
     S.unsolved = &unsolved;
     /* the ends of every chain first: the tight ends (a class of one: its only stage), then
        the loose ends, which can do without a solve of their own (the tight end's plan is one
        of theirs) */
     for (q = 0; q < ncls; q++)
         ends += last[q] != first_of(cls, P, q) ? 2 : 1;
+    if (x->o->time_limit > 0) {
+        double tl = x->o->time_limit, now = as_now();
+        double avail = t0 + tl - fmax(0.1 * tl, sim_s) - now;
+        /* the first solves: ENDS shares of AVAIL, a pipeline's refit round one more (its
+           stages' memory rows hold the microbatches in flight as the ILP sees them, the
+           simulation holds them as 1F1B runs them) */
+        int keep = P > 1;
+        S.deadline = avail > 0 ? now + avail * ends / (ends + keep) : now;
+    }
     for (q = 0; q < 2 * ncls && rc == AS_OK; q++) {
         int tight = first_of(cls, P, q % ncls), st = q < ncls ? tight : last[q % ncls];
         double share;
@@ -726,7 +741,7 @@ static int
 eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
 {
     const as_graph *g;
-    double t0 = as_now(), *cost;
+    double t0 = as_now(), *cost, sim_est, sim_last;
     int s, round, nunits;
     size_t nops, nt;
 
@@ -793,18 +808,24 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
     }
     if (E->status != NULL)
         return AS_OK;
-    if (solve_stages(x, c, E, t0, err) != AS_OK)
+    /* the simulation's seconds as the largest rate of this process's simulations so far
+       predicts them (0: none yet; solve_stages keeps 10 % of the limit at least) */
+    sim_est = x->sim_rate * c->k * (double)nops;
+    if (solve_stages(x, c, E, t0, sim_est, err) != AS_OK)
         return err->code;
     for (round = 0;; round++) {
         int over = 0, left = 0;
+        double s0 = E->sim_s;
         if (merge_sim(x, c, g, E, err) != AS_OK)
             return err->code;
+        sim_last = E->sim_s - s0;
+        x->sim_rate = fmax(x->sim_rate, sim_last / (c->k * (double)nops));
         if (E->limit[0] != '\0')
             break; /* no time for another refit: the plans as they are (their peak simulated) */
         for (s = 0; s < c->p; s++)
             left += E->budget[s] > 0 && E->peak[s] > E->budget[s] * (1 + 1e-9);
         for (s = 0; s < c->p; s++) {
-            double share;
+            double share, ts;
             if (E->budget[s] <= 0 || E->peak[s] <= E->budget[s] * (1 + 1e-9))
                 continue;
             over++;
@@ -815,7 +836,8 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
                                "device memory with %d microbatches in flight", s,
                                as_pipe_inflight(c->p, c->k, s, 0));
             }
-            share = solve_share(E, x->o->time_limit > 0 ? t0 + x->o->time_limit : 0,
+            /* what is left of the limit but the next simulation's time (this one's) */
+            share = solve_share(E, x->o->time_limit > 0 ? t0 + x->o->time_limit - sim_last : 0,
                                 left - over + 1);
             if (share < 0) {
                 /* the simulated peak of the current plans exceeds the memory: the line says
@@ -825,9 +847,11 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
                          x->o->time_limit, round + 1, s, E->rb[s] / (1 << 30));
                 break;
             }
+            ts = as_now();
             if (stage_solve(c, E, s, share, err) != AS_OK) {
                 if (E->status == NULL && x->o->time_limit > 0 &&
-                    as_now() - t0 >= 0.99 * x->o->time_limit) {
+                    (as_now() - t0 >= 0.99 * x->o->time_limit ||
+                     as_now() - ts >= 0.99 * share)) {
                     /* the re-solve found nothing in time: the previous plan stays */
                     snprintf(E->limit, sizeof E->limit, "time limit (%g s) reached in memory "
                              "refit round %d: %.300s", x->o->time_limit, round + 1, err->msg);
