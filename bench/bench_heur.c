@@ -16,8 +16,8 @@
  * objective and peak without a budget, its objective with the budget) to
  * REFS; -r reads them from REFS instead of solving the ILP again (the ILP
  * does not change when the heuristics do).  -s runs only the heuristic runs
- * whose label starts with SOLVER ("beam", "mcts", "beam K=100"; "beam K=1$": that label only).  At the end
- * a table: CPU seconds (user + system) and the gap to the ILP's plan.  -x adds a
+ * whose label starts with SOLVER ("beam", "mcts", "beam K=100"; "beam K=1$": that label
+ * only).  At the end a table: CPU seconds (user + system) and the gap to the ILP's plan.  -x adds a
  * parameter to every heuristic run (e.g. -x mcts/start=none, -x mcts/pairs=1; the
  * other solver ignores it).
  */
