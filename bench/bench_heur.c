@@ -16,8 +16,8 @@
  * objective and peak without a budget, its objective with the budget) to
  * REFS; -r reads them from REFS instead of solving the ILP again (the ILP
  * does not change when the heuristics do).  -s runs only the heuristic runs
- * whose label starts with SOLVER ("beam", "mcts", "beam K=100").  At the end
- * a table: CPU seconds (user + system) and the gap to the ILP's plan.  -x adds a
+ * whose label starts with SOLVER ("beam", "mcts", "beam K=100"; "beam K=1$": that label
+ * only).  At the end a table: CPU seconds (user + system) and the gap to the ILP's plan.  -x adds a
  * parameter to every heuristic run (e.g. -x mcts/start=none, -x mcts/pairs=1; the
  * other solver ignores it).
  */
@@ -166,7 +166,10 @@ bench_problem(const as_problem *p, double tlim, const char *name, const char *ta
         rw->ms_ep[i] = 0;
         if (quick && (strstr(runs[i].label, "100") || strstr(runs[i].label, "10k")))
             continue;
-        if (only_s != NULL && strncmp(runs[i].label, only_s, strlen(only_s)) != 0)
+        if (only_s != NULL && strncmp(runs[i].label, only_s, strlen(only_s)) != 0 &&
+            !(only_s[strlen(only_s) - 1] == '$' &&
+              strncmp(runs[i].label, only_s, strlen(only_s) - 1) == 0 &&
+              runs[i].label[strlen(only_s) - 1] == '\0'))
             continue;
         rw->obj[i] = one(p, runs[i].solver, runs[i].param, runs[i].label, tlim, ref, NULL,
                          &rw->cpu[i], &rw->ms_ep[i]);

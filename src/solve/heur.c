@@ -469,6 +469,13 @@ typedef struct seg {
     double *mx, *lz; /* 2 * size: maximum of the node's range, pending add */
 } seg;
 
+/* The larger of A and B, neither a NaN (fmax is a libm call: the tree's hot path) */
+static inline double
+dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
 static void
 seg_init(seg *t, const double *v, size_t n)
 {
@@ -482,7 +489,7 @@ seg_init(seg *t, const double *v, size_t n)
     for (i = 0; i < t->size; i++)
         t->mx[t->size + i] = i < n ? v[i] : -INFINITY;
     for (i = t->size - 1; i >= 1; i--)
-        t->mx[i] = fmax(t->mx[2 * i], t->mx[2 * i + 1]);
+        t->mx[i] = dmax(t->mx[2 * i], t->mx[2 * i + 1]);
 }
 
 static void
@@ -508,7 +515,7 @@ seg_add(seg *t, size_t x, size_t nl, size_t nr, size_t lo, size_t hi, double d)
     mid = (nl + nr) / 2;
     seg_add(t, 2 * x, nl, mid, lo, hi, d);
     seg_add(t, 2 * x + 1, mid, nr, lo, hi, d);
-    t->mx[x] = fmax(t->mx[2 * x], t->mx[2 * x + 1]) + t->lz[x];
+    t->mx[x] = dmax(t->mx[2 * x], t->mx[2 * x + 1]) + t->lz[x];
 }
 
 static double
@@ -521,7 +528,7 @@ seg_max(const seg *t, size_t x, size_t nl, size_t nr, size_t lo, size_t hi)
     if (lo <= nl && nr <= hi)
         return t->mx[x];
     mid = (nl + nr) / 2;
-    return fmax(seg_max(t, 2 * x, nl, mid, lo, hi), seg_max(t, 2 * x + 1, mid, nr, lo, hi)) +
+    return dmax(seg_max(t, 2 * x, nl, mid, lo, hi), seg_max(t, 2 * x + 1, mid, nr, lo, hi)) +
            t->lz[x];
 }
 
@@ -544,6 +551,64 @@ memory_of(const as_heur *h, const size_t *x, double *tot)
     }
 }
 
+int
+as_heur_repair(const as_heur *h, size_t *x, int max_steps)
+{
+    double *tot = as_xcalloc(h->nbind + 2, sizeof *tot);
+    int step, ok = 0;
+
+    for (step = 0; step < max_steps; step++) {
+        size_t u, s, i, at = 0, bu = UNSET, bs = 0;
+        double peak = -INFINITY, best = INFINITY;
+        memory_of(h, x, tot);
+        for (i = 0; i < h->nbind; i++)
+            if (tot[i] > peak) {
+                peak = tot[i];
+                at = i;
+            }
+        if (!(peak > h->cap)) {
+            ok = 1;
+            break;
+        }
+        /* the move with the least cost per byte it takes off the highest point */
+        for (u = 0; u < h->nu; u++) {
+            double cur = NAN;
+            for (i = h->rstart[u]; i < h->rstart[u + 1]; i++)
+                if (h->run[i].lo <= at && at < h->run[i].hi)
+                    break;
+            if (i == h->rstart[u + 1])
+                continue; /* the unit holds nothing at that point */
+            for (s = 0; s < h->k[u]; s++) {
+                size_t j;
+                double dm = 0, dc, r;
+                if (s == x[u])
+                    continue;
+                for (j = i; j < h->rstart[u + 1]; j++)
+                    if (h->run[j].lo <= at && at < h->run[j].hi)
+                        dm += h->run[j].dm[s] - h->run[j].dm[x[u]];
+                if (!(dm < 0))
+                    continue;
+                if (isnan(cur))
+                    cur = as_heur_step_cost(h, x, u, x[u]);
+                dc = as_heur_step_cost(h, x, u, s) - cur;
+                if (!isfinite(dc))
+                    continue;
+                r = dc / fmin(-dm, peak - h->cap);
+                if (r < best) {
+                    best = r;
+                    bu = u;
+                    bs = s;
+                }
+            }
+        }
+        if (bu == UNSET)
+            break; /* nothing takes bytes off the highest point */
+        x[bu] = bs;
+    }
+    free(tot);
+    return ok;
+}
+
 /* Memory at every binding point still fits if unit U moves from strategy A to B. */
 static int
 move_fits(const as_heur *h, const seg *t, size_t u, size_t a, size_t b)
@@ -553,7 +618,8 @@ move_fits(const as_heur *h, const seg *t, size_t u, size_t a, size_t b)
     for (i = h->rstart[u]; i < h->rstart[u + 1]; i++) {
         const as_hrun *r = &h->run[i];
         double d = r->dm[b] - r->dm[a];
-        if (d > 0 && seg_max(t, 1, 0, t->size, r->lo, r->hi) + d > h->cap)
+        /* the highest point of all (the root) first: most moves fit below it */
+        if (d > 0 && t->mx[1] + d > h->cap && seg_max(t, 1, 0, t->size, r->lo, r->hi) + d > h->cap)
             return 0;
     }
     return 1;
@@ -603,7 +669,7 @@ pair_fits(const as_heur *h, const seg *t, size_t u, size_t a0, size_t a, size_t 
             hi = rw->hi < hi ? rw->hi : hi;
         } else if (rw != NULL)
             hi = rw->lo < hi ? rw->lo : hi;
-        if (d > 0 && seg_max(t, 1, 0, t->size, lo, hi) + d > h->cap)
+        if (d > 0 && t->mx[1] + d > h->cap && seg_max(t, 1, 0, t->size, lo, hi) + d > h->cap)
             return 0;
         pos = hi;
         if (ru != NULL && ru->hi <= pos)

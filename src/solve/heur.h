@@ -192,6 +192,14 @@ int as_heur_axismap(const as_heur *h, size_t *x, double deadline);
 int as_heur_relabel_in(const as_heur *h, size_t *x, double deadline, as_hls **q);
 int as_heur_axismap_in(const as_heur *h, size_t *x, double deadline, as_hls **q);
 
+/**
+ * Repair a complete assignment X over the budget: while a binding liveness point exceeds
+ * it, the unit move with the least cost (against the others) per byte it takes off the
+ * highest point (counting at most the excess) is made, up to MAX_STEPS moves.  1 if X
+ * then fits (at once if it did).  Makes X dearer, as little as it sees.
+ */
+int as_heur_repair(const as_heur *h, size_t *x, int max_steps);
+
 /** Expand a unit assignment X into a node assignment CHOICE (n entries). */
 void as_heur_expand(const as_heur *h, const size_t *x, size_t *choice);
 

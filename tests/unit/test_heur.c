@@ -132,6 +132,10 @@ test_valid(int i)
     ok(obj[2] <= obj[0] * (1 + 1e-12) || isinf(obj[0]),
        "instance %d: mcts %.9g no dearer than beam K=1 %.9g, its first incumbent", i, obj[2],
        obj[0]);
+    if (!isfinite(as_problem_memory_cap(p)))
+        ok(obj[1] <= obj[0] * (1 + 1e-12) || isinf(obj[0]),
+           "instance %d: beam K=3 %.9g no dearer than beam K=1 %.9g (it runs K=1 too)", i,
+           obj[1], obj[0]);
     as_solve_result_free(&rb);
     as_problem_free(p);
 }
@@ -287,6 +291,7 @@ test_eval(int i)
     as_problem *p = instance(i);
     as_heur h;
     size_t *x, *choice, u, t, agree = 0, same = 0, nfeas = 0, better = 0, tries = 200;
+    size_t over = 0, repaired = 0, rfits = 0;
     double *tot;
     uint64_t r = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 
@@ -305,6 +310,17 @@ test_eval(int i)
         as_heur_expand(&h, x, choice);
         okc = as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK;
         agree += okc == (isfinite(v) != 0);
+        if (isfinite(as_problem_memory_cap(p)) &&
+            as_problem_peak(p, choice) > as_problem_memory_cap(p)) {
+            /* over the budget: a repair that says it fits, fits */
+            over++;
+            if (as_heur_repair(&h, x, 4 * (int)h.nu + 16)) {
+                repaired++;
+                as_heur_expand(&h, x, choice);
+                rfits += as_problem_peak(p, choice) <= as_problem_memory_cap(p);
+            }
+            continue;
+        }
         if (!okc)
             continue;
         nfeas++;
@@ -318,6 +334,9 @@ test_eval(int i)
     ok(agree == tries && same == nfeas && better == nfeas,
        "instance %d: as_heur_eval = as_problem_check on %zu random plans (%zu fit: same "
        "objective %zu, improved and still fitting %zu)", i, agree, nfeas, same, better);
+    ok(rfits == repaired && (over == 0 || i == 14 || repaired > 0),
+       "instance %d: as_heur_repair: %zu of %zu plans over the budget repaired, %zu fit", i,
+       repaired, over, rfits);
     free(x);
     free(choice);
     free(tot);
