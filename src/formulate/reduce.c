@@ -1215,6 +1215,22 @@ crows_sums(const work *w, const cgraph *cg, const crows *cr, const size_t *plan,
             sum[cr->row[x]] += w->rows.v[cr->row[x]].m[cr->ent[x]][cg->sub[c][plan[c]]];
 }
 
+/* A repair move: node C to strategy B, its cost per byte of excess removed. */
+typedef struct rmove {
+    double score;
+    size_t c, b;
+} rmove;
+
+static int
+rmove_cmp(const void *a, const void *b)
+{
+    const rmove *x = a, *y = b;
+
+    if (x->score != y->score)
+        return x->score < y->score ? -1 : 1;
+    return x->c < y->c ? -1 : x->c > y->c;
+}
+
 /*
  * Make PLAN (compact) satisfy the live memory rows: greedily apply the
  * single-node move with the least cost increase per byte of excess removed,
@@ -1229,11 +1245,13 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
     size_t *stamp = as_xcalloc(nn + 1, sizeof *stamp), *touched = as_xcalloc(nn + 1, sizeof *touched);
     size_t *doff = as_xcalloc(nn + 1, sizeof *doff);
     double *sum = as_xcalloc(nr + 1, sizeof *sum), excess = 0, *de;
+    rmove *mv;
     int fits = 0;
 
     for (c = 0; c < nn; c++)
         doff[c + 1] = doff[c] + cg->g.k[c];
     de = as_xcalloc(doff[nn] + 1, sizeof *de);
+    mv = as_xcalloc(nn + 1, sizeof *mv);
     crows_sums(w, cg, cr, plan, sum);
 #define ROWM(x) (w->rows.v[irow[x]].m[ient[x]])
 #define OVER(t_, x_) fmax(0, (x_) - w->rows.v[t_].room * (1 + 1e-12))
@@ -1242,9 +1260,9 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
             excess += OVER(t, sum[t]);
     for (it = 1; excess > 0 && it <= 20 * nn + 100; it++) {
         double best = INFINITY;
-        if ((it & 15) == 0 && past(w))
+        if (it > 1 && past(w)) /* a scan of the rows can take a second */
             break; /* out of time: no plan (the bound rounds only prune less) */
-        size_t bc = NONE, bb = 0, ntouch = 0;
+        size_t bc = NONE, bb = 0, ntouch = 0, nmv, j, moved;
         /* excess removed by each move, over the rows over their room now */
         for (t = 0; t < nr; t++) {
             double e;
@@ -1262,7 +1280,10 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
                     de[doff[c] + b] += fmax(-e, m[cg->sub[c][b]] - m[cg->sub[c][plan[c]]]);
             }
         }
-        for (i = 0; i < ntouch; i++) {
+        nmv = 0;
+        for (i = 0; i < ntouch; i++) { /* each node's best move */
+            double nb = INFINITY;
+            size_t nbb = 0;
             c = touched[i];
             for (b = 0; b < cg->g.k[c]; b++) {
                 double dc, score;
@@ -1270,22 +1291,47 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
                     continue;
                 dc = move_cost(cg, plan, c, plan[c], b);
                 score = dc / -de[doff[c] + b];
-                if (score < best) {
-                    best = score;
-                    bc = c;
-                    bb = b;
+                if (score < nb) {
+                    nb = score;
+                    nbb = b;
                 }
             }
+            if (nb < INFINITY)
+                mv[nmv++] = (rmove){nb, c, nbb};
+            if (nb < best)
+                best = nb;
         }
-        if (bc == NONE)
+        if (nmv == 0)
             break;
-        for (i = ioff[bc]; i < ioff[bc + 1]; i++)
-            sum[irow[i]] += ROWM(i)[cg->sub[bc][bb]] - ROWM(i)[cg->sub[bc][plan[bc]]];
-        plan[bc] = bb;
-        excess = 0;
-        for (t = 0; t < nr; t++)
-            if (w->rows.v[t].alive)
-                excess += OVER(t, sum[t]);
+        /* the moves in order of score, each checked again after those before it: one scan
+           of the rows makes several (a scan of gpt3-175b 4x4x4's 619k row entries took
+           longer than the time the reductions had left) */
+        qsort(mv, nmv, sizeof *mv, rmove_cmp);
+        for (j = 0, moved = 0; j < nmv && excess > 0; j++) {
+            double dx = 0, dc;
+            bc = mv[j].c;
+            bb = mv[j].b;
+            for (i = ioff[bc]; i < ioff[bc + 1]; i++) {
+                double was = sum[irow[i]],
+                       now = was + ROWM(i)[cg->sub[bc][bb]] - ROWM(i)[cg->sub[bc][plan[bc]]];
+                dx += OVER(irow[i], now) - OVER(irow[i], was);
+            }
+            if (!(dx < 0))
+                continue;
+            dc = move_cost(cg, plan, bc, plan[bc], bb);
+            if (moved > 0 && dc > 0 && dc / -dx > 2 * fmax(best, 0))
+                continue;
+            for (i = ioff[bc]; i < ioff[bc + 1]; i++)
+                sum[irow[i]] += ROWM(i)[cg->sub[bc][bb]] - ROWM(i)[cg->sub[bc][plan[bc]]];
+            plan[bc] = bb;
+            moved++;
+            excess = 0;
+            for (t = 0; t < nr; t++)
+                if (w->rows.v[t].alive)
+                    excess += OVER(t, sum[t]);
+        }
+        if (moved == 0)
+            break;
     }
     fits = !(excess > 0);
     for (it = 0; fits && it < 20; it++) { /* cheaper moves that keep every row within room */
@@ -1326,6 +1372,7 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
     free(touched);
     free(doff);
     free(de);
+    free(mv);
     free(sum);
     return fits;
 }
@@ -1859,7 +1906,12 @@ work_bound(work *w)
     }
     pen = cg_penalise(w, &cg, &cr, c0);
     st = as_mrf_state_new(&cg.g);
-    as_mrf_state_set_deadline(st, w->deadline);
+    /* with live rows and no plan that fits yet, half the time left is the repair's and the
+       Lagrangian's (gpt3-175b 4x4x4 under 324 GiB: TRW-S ran to the deadline, the repair
+       had no time and the round found no plan, so pruned nothing) */
+    as_mrf_state_set_deadline(st, w->deadline > 0 && cr.off[nn] > 0 && w->best == NULL
+                                      ? t0 + 0.5 * fmax(0, w->deadline - t0)
+                                      : w->deadline);
     as_mrf_state_run(st, BOUND_SWEEPS, &res);
     res.lb -= pen;
     bblb = res.lb;
