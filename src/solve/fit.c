@@ -565,7 +565,8 @@ best_into(fit_best *b, as_solve_result *res)
 
 static int
 fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan *from,
-          double bound, double budget, double deadline, double ddeadline, as_plan *pl)
+          double bound, double budget, double deadline, double ddeadline, double *copies_s,
+          as_plan *pl)
 {
     size_t n = as_problem_nnodes(p), added = 0, *prev = as_xcalloc(n + 1, sizeof *prev);
     double rb = as_problem_memory(p), tb = rb, peak = HUGE_VAL, prev_peak = HUGE_VAL;
@@ -591,13 +592,17 @@ fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan
             break;
         /* its own copies into the rows (they grow P: gpt3-13b gets 2644 rows each time, and
            the next repair takes longer), unless the time left is short for that */
-        if (deadline > 0 && deadline - as_now() < 4 * (as_now() - t_it)) {
+        /* COPIES_S: the longest as_build_add_copies so far (it does not stop at the limit:
+           gpt3-175b 16x8 under 300 GiB overran a 60 s limit by 15 s in it) */
+        if (deadline > 0 && deadline - as_now() < 4 * (as_now() - t_it) + 2 * *copies_s) {
             added = 0;
         } else {
+            double tc = as_now();
             rep_index_free(&ix); /* the rows change */
             memset(&ix, 0, sizeof ix);
             if (as_build_add_copies(map, p, pl->choice, &added, &e2) != AS_OK)
                 break;
+            *copies_s = fmax(*copies_s, as_now() - tc);
         }
         if (added > 0 && as_problem_peak(p, pl->choice) > as_problem_memory(p) * (1 + 1e-9))
             continue; /* its own copies cut it off: repair against them */
@@ -660,7 +665,7 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
     as_plan start = {0};
     as_err e2 = {0};
     as_fit_status st = AS_FIT_OK;
-    double deadline, ddeadline, sim_s = 0;
+    double deadline, ddeadline, sim_s = 0, copies_s = 0;
     int round;
 
     for (round = 0;; round++) {
@@ -699,10 +704,12 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
             goto take_best;
         if (round < FIT_COPY_ROUNDS) {
             size_t added = 0;
+            double tc = as_now();
             if (as_build_add_copies(map, p, res->plans[0].choice, &added, err) != AS_OK) {
                 st = AS_FIT_ERROR;
                 goto out;
             }
+            copies_s = fmax(copies_s, as_now() - tc);
             /* progress only when the rows now cut the plan off: copies already in the rows
                (added in an earlier round) leave the rows' budget to lower */
             if (added > 0 && as_problem_peak(p, res->plans[0].choice) > rb * (1 + 1e-9)) {
@@ -742,9 +749,10 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
         deadline = limit > 0 ? as_now() + 0.8 * (limit - (as_now() - fo->t0)) : 0;
         /* the descent: up to the limit, less two checks by the model and the output */
         ddeadline = limit > 0 ? fo->t0 + limit - 2 * sim_s - 0.5 : 0;
-        if (fit_start(map, p, fo, &res->plans[0], bound0, budget, deadline, ddeadline, &start) ||
-            (best.pl.choice != NULL &&
-             fit_start(map, p, fo, &best.pl, bound0, budget, deadline, ddeadline, &start))) {
+        if (fit_start(map, p, fo, &res->plans[0], bound0, budget, deadline, ddeadline,
+                      &copies_s, &start) ||
+            (best.pl.choice != NULL && fit_start(map, p, fo, &best.pl, bound0, budget, deadline,
+                                                 ddeadline, &copies_s, &start))) {
             so.incumbent = start.choice;
             best_take(&best, &start, n, budget, as_problem_peak(p, start.choice));
             fprintf(fo->log, "%-13sstarting from a plan that fits the new rows: %.9g s, %s "
