@@ -364,12 +364,69 @@ alias_apply(work *w, size_t i)
         AS_VEC_PUSH(&w->kept_alias, i);
 }
 
+/* L's vector in row R (leader space), added when R has none yet (STAMP[L] != MARK). */
+static double *
+row_slot(const work *w, wrow *r, size_t L, size_t *slot, size_t *stamp, size_t mark)
+{
+    if (stamp[L] != mark) {
+        stamp[L] = mark;
+        slot[L] = r->n;
+        r->node[r->n] = L;
+        r->m[r->n++] = as_xcalloc(kof(w, L), sizeof **r->m);
+    }
+    return r->m[slot[L]];
+}
+
+/* Adds the entries of E (a point or a segment, its own only) to R in leader space; entries
+   with no memory are skipped.  INMEM: mark their leaders as in a memory row. */
+static void
+row_add_entries(work *w, wrow *r, const as_plive *e, size_t *slot, size_t *stamp, size_t mark,
+                int inmem)
+{
+    const as_reduction *red = w->red;
+    size_t ie, s;
+
+    for (ie = 0; ie < e->n; ie++) {
+        size_t v0 = e->nodes[ie], L = red->leader[v0], kl = kof(w, L);
+        double *m;
+        int nz = 0;
+        for (s = 0; s < kof(w, v0); s++)
+            nz |= e->m[ie][s] != 0;
+        if (!nz)
+            continue;
+        if (inmem)
+            w->nodes[L].inmem = 1;
+        m = row_slot(w, r, L, slot, stamp, mark);
+        for (s = 0; s < kl; s++)
+            if (w->nodes[L].ok[s])
+                m[s] += e->m[ie][fmap(red, v0, s)];
+    }
+}
+
+/* Adds segment row G (leader space) to R.  INMEM: mark its leaders as in a memory row. */
+static void
+row_add(work *w, wrow *r, const wrow *g, size_t *slot, size_t *stamp, size_t mark, int inmem)
+{
+    size_t i, s;
+
+    for (i = 0; i < g->n; i++) {
+        size_t L = g->node[i];
+        double *m = row_slot(w, r, L, slot, stamp, mark);
+        if (inmem)
+            w->nodes[L].inmem = 1;
+        for (s = 0; s < kof(w, L); s++)
+            m[s] += g->m[i][s];
+    }
+}
+
 /* 1 when the abort time came first (memory rows left out). */
 static int
 work_init(work *w, const as_problem *p)
 {
-    size_t n = as_problem_nnodes(p), v, s, t, i, j, *slot, *stamp;
+    size_t n = as_problem_nnodes(p), v, s, t, i, j, *slot, *stamp, nseg, mark;
     as_reduction *red = w->red;
+    wrow *segs;
+    int rc = 0;
 
     w->nodes = as_xcalloc(n, sizeof *w->nodes);
     for (v = 0; v < n; v++)
@@ -413,53 +470,64 @@ work_init(work *w, const as_problem *p)
         w->nodes[red->leader[a->a]].pinned = w->nodes[red->leader[a->b]].pinned = 1;
     }
     slot = as_xcalloc(n + 1, sizeof *slot);   /* L's index in the row being built */
-    stamp = as_xcalloc(n + 1, sizeof *stamp); /* point + 1 that slot[L] is for */
+    stamp = as_xcalloc(n + 1, sizeof *stamp); /* row + 1 that slot[L] is for */
+    nseg = as_problem_memory(p) > 0 ? as_problem_nsegs(p) : 0;
+    segs = as_xcalloc(nseg + 1, sizeof *segs);
+    /* each segment's chain (its parents' entries included) in leader space, once: a point
+       adds its own entries and its chains' sums, as as_problem_live_bytes does, instead of
+       walking every chain again (175b: 23 M entries over 6346 points, 4121 in segments) */
+    for (j = 0; j < nseg; j++) {
+        const as_plive *e = as_problem_live_seg(p, j);
+        wrow *r = &segs[j];
+        size_t cap = e->n + (e->seg != AS_NO_SEG ? segs[e->seg].n : 0);
+        r->node = as_xcalloc(cap + 1, sizeof *r->node);
+        r->m = as_xcalloc(cap + 1, sizeof *r->m);
+        if (e->seg != AS_NO_SEG) /* parents come first (as_problem_add_live_seg) */
+            row_add(w, r, &segs[e->seg], slot, stamp, j + 1, 0);
+        row_add_entries(w, r, e, slot, stamp, j + 1, 0);
+    }
     for (t = 0; as_problem_memory(p) > 0 && t < as_problem_nlive(p); t++) {
-        const as_plive *l = as_problem_live(p, t), *e;
-        as_plive_iter it;
-        size_t cap = 0, ie;
+        const as_plive *l = as_problem_live(p, t);
+        size_t cap = l->n, k;
         wrow row = {0};
         /* rows with every copy of a budgeted gpt3-175b take 9 s: the limit counts */
         if ((t & 15) == 15 && w->abort_at > 0 && as_now() > w->abort_at) {
-            free(slot);
-            free(stamp);
-            return 1;
+            rc = 1;
+            break;
         }
         if (!as_problem_live_binds(p, t))
             continue;
-        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it))
-            cap += e->n;
+        if (l->seg != AS_NO_SEG)
+            cap += segs[l->seg].n;
+        for (k = 0; k < AS_LIVE_MORE; k++)
+            if (l->more[k] != AS_NO_SEG)
+                cap += segs[l->more[k]].n;
         row.node = as_xcalloc(cap + 1, sizeof *row.node);
         row.m = as_xcalloc(cap + 1, sizeof *row.m);
         row.room = as_problem_memory(p) - l->resident;
         row.resident = l->resident;
-        /* the point's entries, then its segments' */
-        for (e = as_plive_begin(&it, p, l); e != NULL; e = as_plive_next(&it)) {
-            for (ie = 0; ie < e->n; ie++) {
-                size_t v0 = e->nodes[ie], L = red->leader[v0], kl = kof(w, L);
-                int nz = 0;
-                for (s = 0; s < kof(w, v0); s++)
-                    nz |= e->m[ie][s] != 0;
-                if (!nz)
-                    continue;
-                w->nodes[L].inmem = 1;
-                if (stamp[L] != t + 1) { /* L's first entry in this row */
-                    stamp[L] = t + 1;
-                    slot[L] = row.n;
-                    row.node[row.n] = L;
-                    row.m[row.n++] = as_xcalloc(kl, sizeof **row.m);
-                }
-                j = slot[L];
-                for (s = 0; s < kl; s++)
-                    if (w->nodes[L].ok[s])
-                        row.m[j][s] += e->m[ie][fmap(red, v0, s)];
-            }
-        }
+        mark = nseg + 1 + t;
+        /* the point's entries, then its chains' */
+        row_add_entries(w, &row, l, slot, stamp, mark, 1);
+        if (l->seg != AS_NO_SEG)
+            row_add(w, &row, &segs[l->seg], slot, stamp, mark, 1);
+        for (k = 0; k < AS_LIVE_MORE; k++)
+            if (l->more[k] != AS_NO_SEG)
+                row_add(w, &row, &segs[l->more[k]], slot, stamp, mark, 1);
         row.alive = 1;
         AS_VEC_PUSH(&w->rows, row);
     }
+    for (j = 0; j < nseg; j++) {
+        for (i = 0; i < segs[j].n; i++)
+            free(segs[j].m[i]);
+        free(segs[j].node);
+        free(segs[j].m);
+    }
+    free(segs);
     free(slot);
     free(stamp);
+    if (rc != 0)
+        return rc;
     for (v = 0; as_problem_nnogoods(p) > 0 && v < n; v++)
         w->nodes[v].pinned = 1;
     return 0;
@@ -1147,6 +1215,22 @@ crows_sums(const work *w, const cgraph *cg, const crows *cr, const size_t *plan,
             sum[cr->row[x]] += w->rows.v[cr->row[x]].m[cr->ent[x]][cg->sub[c][plan[c]]];
 }
 
+/* A repair move: node C to strategy B, its cost per byte of excess removed. */
+typedef struct rmove {
+    double score;
+    size_t c, b;
+} rmove;
+
+static int
+rmove_cmp(const void *a, const void *b)
+{
+    const rmove *x = a, *y = b;
+
+    if (x->score != y->score)
+        return x->score < y->score ? -1 : 1;
+    return x->c < y->c ? -1 : x->c > y->c;
+}
+
 /*
  * Make PLAN (compact) satisfy the live memory rows: greedily apply the
  * single-node move with the least cost increase per byte of excess removed,
@@ -1161,11 +1245,13 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
     size_t *stamp = as_xcalloc(nn + 1, sizeof *stamp), *touched = as_xcalloc(nn + 1, sizeof *touched);
     size_t *doff = as_xcalloc(nn + 1, sizeof *doff);
     double *sum = as_xcalloc(nr + 1, sizeof *sum), excess = 0, *de;
+    rmove *mv;
     int fits = 0;
 
     for (c = 0; c < nn; c++)
         doff[c + 1] = doff[c] + cg->g.k[c];
     de = as_xcalloc(doff[nn] + 1, sizeof *de);
+    mv = as_xcalloc(nn + 1, sizeof *mv);
     crows_sums(w, cg, cr, plan, sum);
 #define ROWM(x) (w->rows.v[irow[x]].m[ient[x]])
 #define OVER(t_, x_) fmax(0, (x_) - w->rows.v[t_].room * (1 + 1e-12))
@@ -1174,9 +1260,9 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
             excess += OVER(t, sum[t]);
     for (it = 1; excess > 0 && it <= 20 * nn + 100; it++) {
         double best = INFINITY;
-        if ((it & 15) == 0 && past(w))
+        if (it > 1 && past(w)) /* a scan of the rows can take a second */
             break; /* out of time: no plan (the bound rounds only prune less) */
-        size_t bc = NONE, bb = 0, ntouch = 0;
+        size_t bc = NONE, bb = 0, ntouch = 0, nmv, j, moved;
         /* excess removed by each move, over the rows over their room now */
         for (t = 0; t < nr; t++) {
             double e;
@@ -1194,7 +1280,10 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
                     de[doff[c] + b] += fmax(-e, m[cg->sub[c][b]] - m[cg->sub[c][plan[c]]]);
             }
         }
-        for (i = 0; i < ntouch; i++) {
+        nmv = 0;
+        for (i = 0; i < ntouch; i++) { /* each node's best move */
+            double nb = INFINITY;
+            size_t nbb = 0;
             c = touched[i];
             for (b = 0; b < cg->g.k[c]; b++) {
                 double dc, score;
@@ -1202,22 +1291,47 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
                     continue;
                 dc = move_cost(cg, plan, c, plan[c], b);
                 score = dc / -de[doff[c] + b];
-                if (score < best) {
-                    best = score;
-                    bc = c;
-                    bb = b;
+                if (score < nb) {
+                    nb = score;
+                    nbb = b;
                 }
             }
+            if (nb < INFINITY)
+                mv[nmv++] = (rmove){nb, c, nbb};
+            if (nb < best)
+                best = nb;
         }
-        if (bc == NONE)
+        if (nmv == 0)
             break;
-        for (i = ioff[bc]; i < ioff[bc + 1]; i++)
-            sum[irow[i]] += ROWM(i)[cg->sub[bc][bb]] - ROWM(i)[cg->sub[bc][plan[bc]]];
-        plan[bc] = bb;
-        excess = 0;
-        for (t = 0; t < nr; t++)
-            if (w->rows.v[t].alive)
-                excess += OVER(t, sum[t]);
+        /* the moves in order of score, each checked again after those before it: one scan
+           of the rows makes several (a scan of gpt3-175b 4x4x4's 619k row entries took
+           longer than the time the reductions had left) */
+        qsort(mv, nmv, sizeof *mv, rmove_cmp);
+        for (j = 0, moved = 0; j < nmv && excess > 0; j++) {
+            double dx = 0, dc;
+            bc = mv[j].c;
+            bb = mv[j].b;
+            for (i = ioff[bc]; i < ioff[bc + 1]; i++) {
+                double was = sum[irow[i]],
+                       now = was + ROWM(i)[cg->sub[bc][bb]] - ROWM(i)[cg->sub[bc][plan[bc]]];
+                dx += OVER(irow[i], now) - OVER(irow[i], was);
+            }
+            if (!(dx < 0))
+                continue;
+            dc = move_cost(cg, plan, bc, plan[bc], bb);
+            if (moved > 0 && dc > 0 && dc / -dx > 2 * fmax(best, 0))
+                continue;
+            for (i = ioff[bc]; i < ioff[bc + 1]; i++)
+                sum[irow[i]] += ROWM(i)[cg->sub[bc][bb]] - ROWM(i)[cg->sub[bc][plan[bc]]];
+            plan[bc] = bb;
+            moved++;
+            excess = 0;
+            for (t = 0; t < nr; t++)
+                if (w->rows.v[t].alive)
+                    excess += OVER(t, sum[t]);
+        }
+        if (moved == 0)
+            break;
     }
     fits = !(excess > 0);
     for (it = 0; fits && it < 20; it++) { /* cheaper moves that keep every row within room */
@@ -1258,6 +1372,7 @@ work_repair(const work *w, const cgraph *cg, const crows *cr, size_t *plan)
     free(touched);
     free(doff);
     free(de);
+    free(mv);
     free(sum);
     return fits;
 }
@@ -1791,7 +1906,12 @@ work_bound(work *w)
     }
     pen = cg_penalise(w, &cg, &cr, c0);
     st = as_mrf_state_new(&cg.g);
-    as_mrf_state_set_deadline(st, w->deadline);
+    /* with live rows and no plan that fits yet, half the time left is the repair's and the
+       Lagrangian's (gpt3-175b 4x4x4 under 324 GiB: TRW-S ran to the deadline, the repair
+       had no time and the round found no plan, so pruned nothing) */
+    as_mrf_state_set_deadline(st, w->deadline > 0 && cr.off[nn] > 0 && w->best == NULL
+                                      ? t0 + 0.5 * fmax(0, w->deadline - t0)
+                                      : w->deadline);
     as_mrf_state_run(st, BOUND_SWEEPS, &res);
     res.lb -= pen;
     bblb = res.lb;

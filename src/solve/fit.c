@@ -12,11 +12,13 @@ typedef struct rep_index {
     size_t n, nl;
     size_t *root;                /* follow root of every node */
     size_t *gstart, *gmem;       /* members of the group of root r: gmem[gstart[r]..gstart[r+1]) */
-    size_t *rstart, *rrow, *rent; /* (row, entry) of node v: [rstart[v], rstart[v+1]) */
-    /* the rows' entries, a point's liveness segments included (formulate/problem.h):
-       row t's are [lstart[t], lstart[t+1]) of lnode (node) and lm (memory vector) */
-    size_t *lstart, *lnode;
-    const double **lm;
+    size_t ns;                   /* liveness segments (formulate/problem.h) */
+    /* the entries of node v, [rstart[v], rstart[v+1]): the point (t < nl) or segment
+       (nl + j) that holds it, and its memory vector; a point's rows are its own entries and
+       its segment chains' (as_problem_live_bytes), not written out per point */
+    size_t *rstart, *rpart;
+    const double **rm;
+    size_t *sstart, *spt;        /* points whose chains hold segment j (once per chain) */
     size_t *estart, *eidx;       /* edges of node v */
     size_t *astart, *aidx;       /* aliases of node v */
 } rep_index;
@@ -57,10 +59,25 @@ pairs_csr(const as_problem *p, size_t n, size_t m, int aliases, size_t **start, 
     free(val);
 }
 
+/* Part T of P's rows: point T (< NL), else segment T - NL (its own entries). */
+static const as_plive *
+part(const as_problem *p, size_t nl, size_t t)
+{
+    return t < nl ? as_problem_live(p, t) : as_problem_live_seg(p, t - nl);
+}
+
+/* Memory vector of entry E of part Q. */
+static const double *
+part_m(const as_problem *p, const as_plive *q, size_t e)
+{
+    return q->m != NULL && q->m[e] != NULL ? q->m[e] : as_problem_node(p, q->nodes[e])->m;
+}
+
 static void
 rep_index_init(rep_index *ix, const as_problem *p)
 {
     size_t v, t, e, n = as_problem_nnodes(p), nl = as_problem_nlive(p), m = 0, i;
+    size_t ns = as_problem_nsegs(p);
     size_t *key, *val, *ent;
 
     memset(ix, 0, sizeof *ix);
@@ -78,39 +95,62 @@ rep_index_init(rep_index *ix, const as_problem *p)
         val[v] = v;
     csr(n, ix->root, val, n, &ix->gstart, &ix->gmem);
     free(val);
-    ix->lstart = as_xcalloc(nl + 1, sizeof *ix->lstart);
-    for (t = 0; t < nl; t++) {
-        const as_plive *q;
-        as_plive_iter it;
-        for (q = as_plive_begin(&it, p, as_problem_live(p, t)); q != NULL; q = as_plive_next(&it))
-            m += q->n;
-        ix->lstart[t + 1] = m;
-    }
-    ix->lnode = as_xcalloc(m + 1, sizeof *ix->lnode);
-    ix->lm = as_xcalloc(m + 1, sizeof *ix->lm);
+    ix->ns = ns;
+    for (t = 0; t < nl + ns; t++) /* own entries of the points and the segments */
+        m += part(p, nl, t)->n;
     key = as_xcalloc(m + 1, sizeof *key);
     val = as_xcalloc(m + 1, sizeof *val);
     ent = as_xcalloc(m + 1, sizeof *ent);
-    for (t = 0, i = 0; t < nl; t++) {
-        const as_plive *q;
-        as_plive_iter it;
-        for (q = as_plive_begin(&it, p, as_problem_live(p, t)); q != NULL;
-             q = as_plive_next(&it))
-            for (e = 0; e < q->n; e++, i++) {
-                ix->lnode[i] = q->nodes[e];
-                ix->lm[i] = q->m != NULL && q->m[e] != NULL ? q->m[e]
-                                                            : as_problem_node(p, q->nodes[e])->m;
-                key[i] = q->nodes[e];
-                val[i] = t;
-                ent[i] = i;
-            }
+    for (t = 0, i = 0; t < nl + ns; t++) {
+        const as_plive *q = part(p, nl, t);
+        for (e = 0; e < q->n; e++, i++) {
+            key[i] = q->nodes[e];
+            val[i] = t;
+            ent[i] = i;
+        }
     }
-    csr(n, key, val, m, &ix->rstart, &ix->rrow);
+    csr(n, key, val, m, &ix->rstart, &ix->rpart);
     free(ix->rstart);
-    csr(n, key, ent, m, &ix->rstart, &ix->rent);
+    csr(n, key, ent, m, &ix->rstart, &val);
+    ix->rm = as_xcalloc(m + 1, sizeof *ix->rm);
+    for (t = 0, i = 0; t < nl + ns; t++) { /* entry number -> vector */
+        const as_plive *q = part(p, nl, t);
+        for (e = 0; e < q->n; e++, i++)
+            ent[i] = (size_t)e;
+    }
+    for (t = 0, i = 0; t < nl + ns; t++) {
+        const as_plive *q = part(p, nl, t);
+        for (e = 0; e < q->n; e++, i++)
+            key[i] = t;
+    }
+    for (i = 0; i < m; i++)
+        ix->rm[i] = part_m(p, part(p, nl, key[val[i]]), ent[val[i]]);
     free(key);
     free(val);
     free(ent);
+    /* segment -> the points whose chains hold it: the parts as_plive_iter walks */
+    m = 0;
+    for (t = 0; t < nl; t++) {
+        const as_plive *q;
+        as_plive_iter it;
+        for (as_plive_begin(&it, p, as_problem_live(p, t)), q = as_plive_next(&it); q != NULL;
+             q = as_plive_next(&it))
+            m++;
+    }
+    key = as_xcalloc(m + 1, sizeof *key);
+    val = as_xcalloc(m + 1, sizeof *val);
+    for (t = 0, i = 0; t < nl; t++) {
+        const as_plive *q;
+        as_plive_iter it;
+        for (as_plive_begin(&it, p, as_problem_live(p, t)), q = as_plive_next(&it); q != NULL;
+             q = as_plive_next(&it), i++) {
+            key[i] = (size_t)(q - as_problem_live_seg(p, 0));
+            val[i] = t;
+        }
+    }
+    csr(ns, key, val, m, &ix->sstart, &ix->spt);
+    free(key);
+    free(val);
     pairs_csr(p, n, as_problem_nedges(p), 0, &ix->estart, &ix->eidx);
     pairs_csr(p, n, as_problem_naliases(p), 1, &ix->astart, &ix->aidx);
 }
@@ -122,22 +162,23 @@ rep_index_free(rep_index *ix)
     free(ix->gstart);
     free(ix->gmem);
     free(ix->rstart);
-    free(ix->rrow);
-    free(ix->rent);
+    free(ix->rpart);
+    free(ix->rm);
+    free(ix->sstart);
+    free(ix->spt);
     free(ix->estart);
     free(ix->eidx);
     free(ix->astart);
     free(ix->aidx);
-    free(ix->lstart);
-    free(ix->lnode);
-    free(ix->lm);
 }
 
 /* Scratch of one move's evaluation. */
 typedef struct rep_work {
     double *delta;          /* per row */
     size_t *touched, nt;    /* rows with a delta */
-    unsigned *rstamp, *estamp, *astamp, stamp;
+    double *sdelta;         /* per segment */
+    size_t *stouched, nst;  /* segments with a delta */
+    unsigned *rstamp, *sstamp, *estamp, *astamp, stamp;
 } rep_work;
 
 /* Strategy of node W if group G moved to Q. */
@@ -190,18 +231,40 @@ rep_rows(const rep_index *ix, rep_work *w, const double *sum, double budget, con
     double de = 0;
 
     w->stamp++;
-    w->nt = 0;
+    w->nt = w->nst = 0;
     for (a = ix->gstart[g]; a < ix->gstart[g + 1]; a++) {
         size_t v = ix->gmem[a];
         for (i = ix->rstart[v]; i < ix->rstart[v + 1]; i++) {
-            size_t t = ix->rrow[i];
-            const double *m = ix->lm[ix->rent[i]];
+            size_t t = ix->rpart[i];
+            const double *m = ix->rm[i];
+            if (t >= ix->nl) { /* a segment: its points below, once */
+                t -= ix->nl;
+                if (w->sstamp[t] != w->stamp) {
+                    w->sstamp[t] = w->stamp;
+                    w->sdelta[t] = 0;
+                    w->stouched[w->nst++] = t;
+                }
+                w->sdelta[t] += m[q] - m[x[v]];
+                continue;
+            }
             if (w->rstamp[t] != w->stamp) {
                 w->rstamp[t] = w->stamp;
                 w->delta[t] = 0;
                 w->touched[w->nt++] = t;
             }
             w->delta[t] += m[q] - m[x[v]];
+        }
+    }
+    for (j = 0; j < w->nst; j++) {
+        size_t sg = w->stouched[j];
+        for (i = ix->sstart[sg]; i < ix->sstart[sg + 1]; i++) {
+            size_t t = ix->spt[i];
+            if (w->rstamp[t] != w->stamp) {
+                w->rstamp[t] = w->stamp;
+                w->delta[t] = 0;
+                w->touched[w->nt++] = t;
+            }
+            w->delta[t] += w->sdelta[sg];
         }
     }
     for (j = 0; j < w->nt; j++) {
@@ -301,7 +364,7 @@ rep_descend(const as_problem *p, const rep_index *ix, rep_work *w, double *sum, 
 static int
 rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index *keep)
 {
-    double budget = as_problem_memory(p), *sum, excess = 0;
+    double budget = as_problem_memory(p), *sum, *segs, excess = 0;
     rep_index ix;
     rep_work w;
     size_t t, e, steps, n = as_problem_nnodes(p);
@@ -320,16 +383,19 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
     w.delta = as_xcalloc(ix.nl + 1, sizeof *w.delta);
     w.touched = as_xcalloc(ix.nl + 1, sizeof *w.touched);
     w.rstamp = as_xcalloc(ix.nl + 1, sizeof *w.rstamp);
+    w.sdelta = as_xcalloc(ix.ns + 1, sizeof *w.sdelta);
+    w.stouched = as_xcalloc(ix.ns + 1, sizeof *w.stouched);
+    w.sstamp = as_xcalloc(ix.ns + 1, sizeof *w.sstamp);
     w.estamp = as_xcalloc(as_problem_nedges(p) + 1, sizeof *w.estamp);
     w.astamp = as_xcalloc(as_problem_naliases(p) + 1, sizeof *w.astamp);
     gstamp = as_xcalloc(n + 1, sizeof *gstamp);
     sum = as_xcalloc(ix.nl + 1, sizeof *sum);
+    segs = as_problem_seg_bytes(p, x);
     for (t = 0; t < ix.nl; t++) {
-        sum[t] = as_problem_live(p, t)->resident;
-        for (e = ix.lstart[t]; e < ix.lstart[t + 1]; e++)
-            sum[t] += ix.lm[e][x[ix.lnode[e]]];
+        sum[t] = as_problem_live_bytes(p, t, segs, x);
         excess += fmax(0, sum[t] - budget);
     }
+    free(segs);
     cand = as_xcalloc(n + 1, sizeof *cand);
     for (steps = 0; excess > 0 && steps < 4 * n + 16; steps++) {
         size_t nc = 0, c, q, moved = 0, nq, try[REP_TRY];
@@ -337,11 +403,20 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
             break;
         /* every group with bytes in a row above the budget: its best move */
         for (t = 0; t < ix.nl; t++) {
+            const as_plive *pt;
+            as_plive_iter it;
             if (sum[t] <= budget)
                 continue;
-            for (e = ix.lstart[t]; e < ix.lstart[t + 1]; e++) {
-                const double *lme = ix.lm[e];
-                size_t v = ix.lnode[e], g = ix.root[v], k = as_problem_node(p, g)->k;
+            for (pt = as_plive_begin(&it, p, as_problem_live(p, t)), e = 0; pt != NULL;
+                 e + 1 < pt->n ? e++ : (pt = as_plive_next(&it), e = 0)) {
+                const double *lme;
+                size_t v, g, k;
+                if (e >= pt->n)
+                    continue;
+                lme = part_m(p, pt, e);
+                v = pt->nodes[e];
+                g = ix.root[v];
+                k = as_problem_node(p, g)->k;
                 rep_move best = {HUGE_VAL, 0, 0, 0};
                 if (gstamp[g] == steps + 1 || !(lme[x[v]] > 0))
                     continue;
@@ -419,6 +494,9 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
     free(w.delta);
     free(w.touched);
     free(w.rstamp);
+    free(w.sdelta);
+    free(w.stouched);
+    free(w.sstamp);
     free(w.estamp);
     free(w.astamp);
     if (keep != NULL)
@@ -487,7 +565,8 @@ best_into(fit_best *b, as_solve_result *res)
 
 static int
 fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan *from,
-          double bound, double budget, double deadline, double ddeadline, as_plan *pl)
+          double bound, double budget, double deadline, double ddeadline, double *copies_s,
+          as_plan *pl)
 {
     size_t n = as_problem_nnodes(p), added = 0, *prev = as_xcalloc(n + 1, sizeof *prev);
     double rb = as_problem_memory(p), tb = rb, peak = HUGE_VAL, prev_peak = HUGE_VAL;
@@ -513,13 +592,17 @@ fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan
             break;
         /* its own copies into the rows (they grow P: gpt3-13b gets 2644 rows each time, and
            the next repair takes longer), unless the time left is short for that */
-        if (deadline > 0 && deadline - as_now() < 4 * (as_now() - t_it)) {
+        /* COPIES_S: the longest as_build_add_copies so far (it does not stop at the limit:
+           gpt3-175b 16x8 under 300 GiB overran a 60 s limit by 15 s in it) */
+        if (deadline > 0 && deadline - as_now() < 4 * (as_now() - t_it) + 2 * *copies_s) {
             added = 0;
         } else {
+            double tc = as_now();
             rep_index_free(&ix); /* the rows change */
             memset(&ix, 0, sizeof ix);
             if (as_build_add_copies(map, p, pl->choice, &added, &e2) != AS_OK)
                 break;
+            *copies_s = fmax(*copies_s, as_now() - tc);
         }
         if (added > 0 && as_problem_peak(p, pl->choice) > as_problem_memory(p) * (1 + 1e-9))
             continue; /* its own copies cut it off: repair against them */
@@ -582,7 +665,7 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
     as_plan start = {0};
     as_err e2 = {0};
     as_fit_status st = AS_FIT_OK;
-    double deadline, ddeadline, sim_s = 0;
+    double deadline, ddeadline, sim_s = 0, copies_s = 0;
     int round;
 
     for (round = 0;; round++) {
@@ -621,10 +704,12 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
             goto take_best;
         if (round < FIT_COPY_ROUNDS) {
             size_t added = 0;
+            double tc = as_now();
             if (as_build_add_copies(map, p, res->plans[0].choice, &added, err) != AS_OK) {
                 st = AS_FIT_ERROR;
                 goto out;
             }
+            copies_s = fmax(copies_s, as_now() - tc);
             /* progress only when the rows now cut the plan off: copies already in the rows
                (added in an earlier round) leave the rows' budget to lower */
             if (added > 0 && as_problem_peak(p, res->plans[0].choice) > rb * (1 + 1e-9)) {
@@ -664,9 +749,10 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
         deadline = limit > 0 ? as_now() + 0.8 * (limit - (as_now() - fo->t0)) : 0;
         /* the descent: up to the limit, less two checks by the model and the output */
         ddeadline = limit > 0 ? fo->t0 + limit - 2 * sim_s - 0.5 : 0;
-        if (fit_start(map, p, fo, &res->plans[0], bound0, budget, deadline, ddeadline, &start) ||
-            (best.pl.choice != NULL &&
-             fit_start(map, p, fo, &best.pl, bound0, budget, deadline, ddeadline, &start))) {
+        if (fit_start(map, p, fo, &res->plans[0], bound0, budget, deadline, ddeadline,
+                      &copies_s, &start) ||
+            (best.pl.choice != NULL && fit_start(map, p, fo, &best.pl, bound0, budget, deadline,
+                                                 ddeadline, &copies_s, &start))) {
             so.incumbent = start.choice;
             best_take(&best, &start, n, budget, as_problem_peak(p, start.choice));
             fprintf(fo->log, "%-13sstarting from a plan that fits the new rows: %.9g s, %s "
