@@ -702,6 +702,10 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
         if (limit > 0 && best.pl.choice != NULL &&
             limit - (as_now() - fo->t0) < 4 * sim_s + 1)
             goto take_best;
+        /* no plan fits and the time is out (adding a huge plan's copies takes seconds: on
+           gpt3-175b 4x4x4 under 324 GiB it ran 100 s past a 60 s limit) */
+        if (limit > 0 && limit - (as_now() - fo->t0) < sim_s + 0.5)
+            goto out_of_time;
         if (round < FIT_COPY_ROUNDS) {
             size_t added = 0;
             double tc = as_now();
@@ -764,6 +768,7 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
             /* less the time to check the plan it returns (the simulator: 1.5 s on gpt3-13b) */
             so.lim.time_limit_s = limit - (as_now() - fo->t0) - sim_s;
             if (so.lim.time_limit_s <= 0) {
+            out_of_time:
                 if (best.pl.choice != NULL)
                     goto take_best;
                 fprintf(fo->errfp, "autoshard: stopped at the time limit (%g s) before a plan "

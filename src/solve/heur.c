@@ -842,13 +842,20 @@ ls_move(ls *st, size_t u, size_t b)
 }
 
 /* One sweep of single moves in unit order; the number of moves. */
+/* The caller's deadline passed (checked every 16th unit U). */
+static int
+late(const as_heur *h, size_t u)
+{
+    return h->deadline > 0 && (u & 15) == 0 && as_now() > h->deadline;
+}
+
 static size_t
 ls_sweep(ls *st)
 {
     const as_heur *h = st->h;
     size_t u, s, moves = 0;
 
-    for (u = 0; u < h->nu; u++) {
+    for (u = 0; u < h->nu && !late(h, u); u++) {
         size_t cur = st->x[u], best = cur, ku = h->k[u];
         double bc;
         if (!st->dirty[u])
@@ -902,7 +909,7 @@ ls_pairs(ls *st)
     cw = as_xcalloc(kmax, sizeof *cw);
     lk = as_xcalloc(h->lstart[h->nu] + 1, sizeof *lk);
     seen = as_xcalloc(h->nu + 1, sizeof *seen);
-    for (u = 0; u < h->nu; u++)
+    for (u = 0; u < h->nu && !late(h, u); u++)
         for (i = h->lstart[u]; i < h->lstart[u + 1]; i++) {
             const as_hlink *l = &h->link[i];
             size_t w = l->other, a0 = x[u], b0 = x[w], a, b, ba = a0, bb = b0, ku = h->k[u];
@@ -989,6 +996,8 @@ ls_pairs(ls *st)
                 moves++;
             }
         }
+    for (; u < h->nu; u++) /* stopped at the deadline: the pairs not looked at stay due */
+        st->pdirty[u] |= pd[u];
     free(cu);
     free(cw);
     free(lk);
@@ -1004,7 +1013,7 @@ ls_improve(ls *st, int max_sweeps, int use_pairs)
     size_t moves = 0;
     int sweep, changed = 1, pairs = 0;
 
-    for (sweep = 0; changed && sweep < max_sweeps; sweep++) {
+    for (sweep = 0; changed && sweep < max_sweeps && !late(st->h, 0); sweep++) {
         size_t m = ls_sweep(st);
         moves += m;
         changed = m > 0;
@@ -1115,7 +1124,7 @@ chain_moves(ls *st, chain *c)
     size_t *x = st->x;
     size_t u, s, j, i, moves = 0;
 
-    for (u = 0; u < h->nu; u++) {
+    for (u = 0; u < h->nu && !late(h, u); u++) {
         int kept = 0, over = 0; /* a chain from u kept; one turned down by the budget only */
         if (chain_settled(st, c, u))
             continue;
@@ -1202,7 +1211,7 @@ as_heur_chain(const as_heur *h, size_t *x, int max_rounds)
 
     ls_init(&st, h, x);
     chain_alloc(&c, h->nu);
-    for (r = 0; r < max_rounds; r++) {
+    for (r = 0; r < max_rounds && !late(h, 0); r++) {
         m = chain_moves(&st, &c);
         moves += m;
         if (m == 0)

@@ -68,6 +68,10 @@ typedef struct as_heur {
                                 how much memory a strategy takes), 0 without a budget */
     double *share;         /**< nu: how much the unit's choice can change the objective */
     int reverse;           /**< units numbered in reverse node order (as_heur_init_ex) */
+    double deadline;       /**< as_now() time after which the local searches (single, pair
+                                and chain moves) stop where they are, 0 = none (the
+                                caller's --time-limit: a search over millions of columns
+                                must not outlive it) */
     double **tr;           /**< ntr transposed edge matrices (owned) */
     size_t ntr;
 } as_heur;

@@ -393,6 +393,7 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
     int merge = as_problem_nnogoods(p) == 0, limited = 0;
 
     as_heur_init_ex(&h, p, reverse);
+    h.deadline = lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0;
     cap = h.cap;
     if (relax)
         h.cap = INFINITY; /* the beam without the budget; its plans repaired to fit */
@@ -628,6 +629,7 @@ block_polish(const as_problem *p, const as_limits *lim, double t0, as_keeper *kp
     as_hls *q = NULL; /* settles the relabels and axis maps: one search for both */
 
     as_heur_init(&h, p);
+    h.deadline = lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0;
     x = as_xcalloc(h.nu + 1, sizeof *x);
     choice = as_xcalloc(h.n + 1, sizeof *choice);
     for (u = 0; u < h.n; u++)

@@ -309,6 +309,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
 
     as_heur_init_ex(&h, p, data->order);
     as_heur_init_ex(&hr, p, !data->order);
+    h.deadline = hr.deadline = lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0;
     memset(&m, 0, sizeof m);
     m.h = &h;
     m.hr = &hr;
