@@ -111,6 +111,7 @@ rep_index_init(rep_index *ix, const as_problem *p)
     }
     csr(n, key, val, m, &ix->rstart, &ix->rpart);
     free(ix->rstart);
+    free(val); /* the parts are in rpart: VAL now takes each entry's number */
     csr(n, key, ent, m, &ix->rstart, &val);
     ix->rm = as_xcalloc(m + 1, sizeof *ix->rm);
     for (t = 0, i = 0; t < nl + ns; t++) { /* entry number -> vector */
