@@ -149,15 +149,23 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
             o->ndevs = 0; /* one count: the keys and header stay as they were */
         return AS_EXIT_OK;
     case OPT_COST: {
-        char *q;
+        /* Parsed from a copy: argv stays as the user gave it, and the
+         * names kept are the models' own (static) names. */
+        char buf[256], *q, *save = NULL;
+        const as_cost_ops *m;
+        if (strlen(optarg) >= sizeof buf) {
+            fprintf(stderr, "autoshard: --cost-model: list too long\n");
+            return AS_EXIT_USAGE;
+        }
+        strcpy(buf, optarg);
         o->ncost = 0;
-        for (q = strtok(optarg, ","); q != NULL; q = strtok(NULL, ",")) {
-            if (as_cost_model_find(q, &err) == NULL) {
+        for (q = strtok_r(buf, ",", &save); q != NULL; q = strtok_r(NULL, ",", &save)) {
+            if ((m = as_cost_model_find(q, &err)) == NULL) {
                 fprintf(stderr, "autoshard: --cost-model: %s\n", err.msg);
                 return AS_EXIT_USAGE;
             }
             for (i = 0; i < o->ncost; i++)
-                if (strcmp(o->costs[i], q) == 0) {
+                if (strcmp(o->costs[i], m->name) == 0) {
                     fprintf(stderr, "autoshard: --cost-model lists %s twice\n", q);
                     return AS_EXIT_USAGE;
                 }
@@ -165,7 +173,7 @@ sweep_opt(as_sweep_opts *o, int opt, int64_t *batch)
                 fprintf(stderr, "autoshard: --cost-model lists more than 4 models\n");
                 return AS_EXIT_USAGE;
             }
-            o->costs[o->ncost++] = q;
+            o->costs[o->ncost++] = m->name;
         }
         if (o->ncost == 0) {
             fprintf(stderr, "autoshard: --cost-model needs a model (roofline, alpa, distir)\n");

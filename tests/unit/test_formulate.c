@@ -14,27 +14,34 @@
 #include "formulate/problem.h"
 #include "tap.h"
 
+/* The plan after X in odometer order; 0 when X was the last. */
+static int
+next_plan(const as_problem *p, size_t *x)
+{
+    size_t v, n = as_problem_nnodes(p);
+
+    for (v = 0; v < n; v++) {
+        if (++x[v] < as_problem_node(p, v)->k)
+            return 1;
+        x[v] = 0;
+    }
+    return 0;
+}
+
 /* Exhaustive optimum of P (HUGE_VAL if infeasible), plan in X. */
 static double
 best_of(const as_problem *p, size_t *best)
 {
-    size_t n = as_problem_nnodes(p), v, *x = calloc(n + 1, sizeof *x);
+    size_t n = as_problem_nnodes(p), *x = calloc(n + 1, sizeof *x);
     double obj, min = HUGE_VAL;
 
-    for (;;) {
+    do {
         if (as_problem_check(p, x, &obj, NULL, NULL) == AS_OK && obj < min) {
             min = obj;
             if (best != NULL)
                 memcpy(best, x, n * sizeof *x);
         }
-        for (v = 0; v < n; v++) {
-            if (++x[v] < as_problem_node(p, v)->k)
-                break;
-            x[v] = 0;
-        }
-        if (v == n)
-            break;
-    }
+    } while (next_plan(p, x));
     free(x);
     return min;
 }
@@ -380,7 +387,7 @@ test_reduce_incumbent(int seed)
     as_problem *p, *rp;
     as_reduction *red;
     as_err err = {0};
-    size_t n, v, *x, *y, *inc[2], *full;
+    size_t n, *x, *y, *inc[2], *full;
     double want, worst = -HUGE_VAL, got, obj;
     int which;
 
@@ -399,19 +406,12 @@ test_reduce_incumbent(int seed)
     inc[1] = calloc(n + 1, sizeof *inc[1]);
     x = calloc(n + 1, sizeof *x);
     want = best_of(p, inc[1]);
-    for (;;) { /* the dearest plan that fits */
+    do { /* the dearest plan that fits */
         if (as_problem_check(p, x, &obj, NULL, NULL) == AS_OK && obj > worst) {
             worst = obj;
             memcpy(inc[0], x, n * sizeof *x);
         }
-        for (v = 0; v < n; v++) {
-            if (++x[v] < as_problem_node(p, v)->k)
-                break;
-            x[v] = 0;
-        }
-        if (v == n)
-            break;
-    }
+    } while (next_plan(p, x));
     free(x);
     for (which = 0; which < 2 && isfinite(want); which++) {
         as_reduce_opts ro = {.flags = AS_REDUCE_ALL, .top = 1, .incumbent = inc[which]};
