@@ -1515,6 +1515,7 @@ as_plan_from_choice(const as_build_map *map, const size_t *choice, const as_plan
     AS_CHECK(as_shard_plan_new(as_mesh_str(as_cost_model_mesh(cm)), &pl, err));
     pl->graph = as_shard_plan_strdup(pl, as_graph_name(g));
     pl->hw = as_shard_plan_strdup(pl, as_cost_model_hw(cm)->name);
+    pl->hw_file = as_shard_plan_strdup(pl, as_cost_model_hw(cm)->file);
     pl->cost_model = as_shard_plan_strdup(pl, as_cost_model_ops(cm)->name);
     memcpy(pl->role, map->role, sizeof pl->role);
     pl->zero = map->zero;

@@ -421,6 +421,7 @@ as_pipe_merge(const as_graph *g, const int *stage, const int *tstage,
     AS_CHECK(as_shard_plan_new(as_mesh_str(sp[0]->mesh), &pl, err));
     pl->graph = as_shard_plan_strdup(pl, as_graph_name(g));
     pl->hw = as_shard_plan_strdup(pl, sp[0]->hw);
+    pl->hw_file = as_shard_plan_strdup(pl, sp[0]->hw_file != NULL ? sp[0]->hw_file : "");
     pl->cost_model = as_shard_plan_strdup(pl, sp[0]->cost_model);
     pl->solver = as_shard_plan_strdup(pl, sp[0]->solver);
     pl->status = as_shard_plan_strdup(pl, sp[0]->status);

@@ -29,7 +29,7 @@ as_shard_plan_new(const char *mesh_spec, as_shard_plan **out, as_err *err)
     p = as_xcalloc(1, sizeof *p);
     p->arena = as_arena_new();
     p->mesh = m;
-    p->graph = p->hw = p->cost_model = p->solver = p->status = "";
+    p->graph = p->hw = p->hw_file = p->cost_model = p->solver = p->status = "";
     p->schedule = p->recompute = p->recompute_layers = "";
     p->bound = -HUGE_VAL;
     p->peak = -1;
@@ -150,6 +150,8 @@ plan_json(const as_shard_plan *p)
     json_object_set_new(o, "graph", json_string(p->graph));
     json_object_set_new(o, "mesh", json_string(as_mesh_str(p->mesh)));
     json_object_set_new(o, "hardware", json_string(p->hw));
+    if (p->hw_file != NULL && *p->hw_file)
+        json_object_set_new(o, "hardware_file", json_string(p->hw_file));
     json_object_set_new(o, "cost_model", json_string(p->cost_model));
     json_object_set_new(o, "solver", json_string(p->solver));
     json_object_set_new(o, "status", json_string(p->status));
@@ -454,6 +456,8 @@ plan_from_json(json_t *o, const char *name, as_shard_plan **out, as_err *err)
     }
     AS_CHECK_GOTO(rc, get_str(p, o, "plan", "graph", &p->graph, name, err), out);
     AS_CHECK_GOTO(rc, get_str(p, o, "plan", "hardware", &p->hw, name, err), out);
+    if (json_object_get(o, "hardware_file") != NULL)
+        AS_CHECK_GOTO(rc, get_str(p, o, "plan", "hardware_file", &p->hw_file, name, err), out);
     AS_CHECK_GOTO(rc, get_str(p, o, "plan", "cost_model", &p->cost_model, name, err), out);
     AS_CHECK_GOTO(rc, get_str(p, o, "plan", "solver", &p->solver, name, err), out);
     AS_CHECK_GOTO(rc, get_str(p, o, "plan", "status", &p->status, name, err), out);

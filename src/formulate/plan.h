@@ -36,6 +36,7 @@ typedef struct as_plan_op {
 typedef struct as_shard_plan {
     const char *graph;      /**< graph name */
     const char *hw;         /**< hardware profile name */
+    const char *hw_file;    /**< profile file the plan was costed with, "" = the built-in `hw` */
     const char *cost_model; /**< cost model name */
     const char *solver;     /**< solver name ("" if none) */
     const char *status;     /**< "optimal", "feasible", ... */

@@ -1294,12 +1294,21 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
         return as_errf(err, AS_EUSAGE, "%d stages of %d devices exceed %d devices", L.np, L.n,
                        AS_MESH_MAX_DEVICES);
     AS_CHECK(lower_check_mesh(&L, o.mesh, err));
-    hwname = o.hw ? o.hw : plan->hw && *plan->hw ? plan->hw : "a100-dgx";
+    /* The plan's own profile: the file it was costed with, else its built-in. */
+    hwname = o.hw                                  ? o.hw
+             : plan->hw_file && *plan->hw_file     ? plan->hw_file
+             : plan->hw && *plan->hw               ? plan->hw
+                                                   : "a100-dgx";
     model = o.cost_model ? o.cost_model : plan->cost_model && *plan->cost_model ? plan->cost_model
                                                                               : "roofline";
     if (strcmp(model, "alpa") == 0)
         model = "roofline"; /* the simulator needs seconds; alpa plans are costed in time */
-    AS_CHECK(as_hw_load(hwname, &hw, err));
+    if ((rc = as_hw_load(hwname, &hw, err)) != AS_OK) {
+        if (o.hw == NULL && hwname == plan->hw_file)
+            as_err_prefix(err, "the plan was costed with hardware profile %s (give --hw): ",
+                          plan->hw_file);
+        return rc;
+    }
     if ((ops = as_cost_model_find(model, err)) == NULL)
         return err->code;
     AS_CHECK(as_cost_model_new(ops, &hw, plan->mesh, o.params, o.nparams, &L.cm, err));

@@ -572,6 +572,8 @@ as_hw_read(const char *path, as_hw *out, as_err *err)
         rc = as_err_nul(err, path, text, "not a text profile");
     else
         rc = as_hw_parse(path, text, out, err);
+    if (rc == AS_OK && strlen(path) < sizeof out->file)
+        strcpy(out->file, path);
     free(text);
     return rc;
 }

@@ -24,6 +24,12 @@ typedef struct as_hw {
     char name[AS_HW_NAME_MAX]; /**< "a100-dgx" */
     char desc[160];            /**< one line: "8x A100 SXM4 80GB, NVSwitch, 8x HDR IB" */
     /**
+     * The profile file it was read from, as given; "" for a built-in.  Plans
+     * record it, so that a plan costed with a file is simulated with that file
+     * even when the file's name is a built-in's.
+     */
+    char file[512];
+    /**
      * Peak FLOP/s per element type, indexed by as_dtype.  0 = not given:
      * as_hw_peak_flops() then falls back to the f32 figure.  For f16, bf16
      * and int8 these are dense tensor-core figures; f32 is the CUDA-core

@@ -133,6 +133,29 @@ as hw mesh 2x4 --set tf32=3
 expect_fail 2 "'tf32' must be 0 or 1" "bad roofline parameter"
 as hw frob
 ok $([ $rc -eq 2 ] && grep -q "unknown action 'frob'" "$T/err"; echo $?) "unknown action"
+# A profile file that keeps a built-in's name: plans record the file, and
+# simulate (without --hw) costs them with it, not with the built-in.
+as hw show a100-dgx
+sed -e 's/^memory .*/memory = 16777216/' -e 's/^reserved_memory .*/reserved_memory = 0/' \
+    "$T/out" > "$T/small.hw"
+as gen mlp-1b --layers 2 --hidden 1024 --batch 64 --train -o "$T/m.asg"
+as solve "$T/m.asg" --mesh 2 --hw "$T/small.hw" -o "$T/m.json"
+ok $([ $rc -eq 0 ] && grep -q '"hardware": "a100-dgx"' "$T/m.json" &&
+     grep -q "\"hardware_file\": \"$T/small.hw\"" "$T/m.json"; echo $?) \
+    "a plan records the profile file it was costed with"
+as simulate "$T/m.asg" --plan "$T/m.json" --json
+ok $([ $rc -eq 3 ] && grep -q '"oom": true' "$T/out" && grep -q 'capacity 16.00 MiB' "$T/err"
+     echo $?) \
+    "simulate --plan without --hw uses the plan's profile file (16 MiB: OOM, exit 3)"
+as simulate "$T/m.asg" --plan "$T/m.json" --hw a100-dgx --json
+ok $([ $rc -eq 0 ] && ! grep -q '"oom": true' "$T/out"; echo $?) \
+    "simulate --hw overrides the plan's profile file"
+rm -f "$T/small.hw"
+as simulate "$T/m.asg" --plan "$T/m.json"
+ok $([ $rc -ne 0 ] && [ $(wc -l < "$T/err") -eq 1 ] &&
+     grep -q "^autoshard: the plan was costed with hardware profile $T/small.hw (give --hw): " "$T/err"
+     echo $?) "a plan whose profile file is gone: one line naming it"
+
 as hw show
 ok $([ $rc -eq 2 ] && grep -q "^usage: autoshard hw" "$T/err"; echo $?) "show without a profile"
 as hw --help
