@@ -1201,11 +1201,13 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
     as_strmap idx;
     as_arena *keys = as_arena_new();
     size_t i, c, npts = map->point_op.n, nadd = 0;
+    double **vecs;
     int rc = AS_OK;
     int32_t o;
 
     as_strmap_init(&idx);
-    /* the copies the plan makes, one per (tensor, layout needed), as the lowering caches them */
+    /* the copies the plan makes, one per (tensor, pass, layout needed), as the lowering
+     * caches them: a forward copy is made again for the backward (sim/lower.c lower_reshard) */
     for (o = 0; o < as_graph_nops(g); o++) {
         const as_op *op = as_graph_op(g, o);
         size_t v = map->op_node[o];
@@ -1222,7 +1224,7 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
             /* a ZeRO-3 parameter is resharded from the copy gathered for each op, uncached */
             len = zero3_reads(map, o, as_graph_tensor(g, t))
                       ? snprintf(key, sizeof key, "%d@%d/", (int)t, (int)o)
-                      : snprintf(key, sizeof key, "%d/", (int)t);
+                      : snprintf(key, sizeof key, "%d/%d/", (int)t, as_op_phase(op));
             as_spec_str(&st->in[j], as_cost_model_mesh(map->cm), key + len,
                         sizeof key - (size_t)len);
             if (as_strmap_get(&idx, key, (size_t)-1, &k)) {
@@ -1233,32 +1235,34 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
             AS_VEC_PUSH(&sp, ((copy_span){t, o, o, v, j, &st->in[j]}));
         }
     }
+    /* each span's bytes per strategy of its node, once: the copy is made when V's
+     * strategy needs a layout the producer's does not give */
+    vecs = as_xcalloc(sp.n + 1, sizeof *vecs);
+    for (c = 0; c < sp.n; c++) {
+        const copy_span *cs = &sp.v[c];
+        const as_strategy_set *set = map->node_set[cs->v];
+        const as_shape *sh = &as_graph_tensor(g, cs->t)->shape;
+        const as_spec *from = as_build_map_tensor_spec(map, cs->t, choice);
+        int q;
+        vecs[c] = as_xmalloc((size_t)set->n * sizeof *vecs[c]);
+        for (q = 0; q < set->n; q++)
+            vecs[c][q] = as_reshard_copies(map->cm, sh, from, &set->s[q].in[cs->j])
+                             ? spec_bytes(map, &set->s[q].in[cs->j], sh)
+                             : 0;
+    }
     /* every point inside a span gets a copy of itself plus the spans' entries */
     for (i = 0; i < npts && rc == AS_OK && sp.n > 0; i++) {
         int32_t at = map->point_op.v[i];
         const as_plive *l = as_problem_live(p, i);
         AS_VEC(size_t) nodes = {0};
         AS_VEC(const double *) m = {0};
-        AS_VEC(double *) own = {0};
         size_t e;
         for (c = 0; c < sp.n; c++) {
             const copy_span *cs = &sp.v[c];
-            const as_strategy_set *set = map->node_set[cs->v];
-            const as_shape *sh = &as_graph_tensor(g, cs->t)->shape;
-            const as_spec *from = as_build_map_tensor_spec(map, cs->t, choice);
-            double *vec;
-            int q;
             if (at < cs->first || at > cs->last)
                 continue;
-            vec = as_xmalloc((size_t)set->n * sizeof *vec);
-            /* the copy is made when V's strategy needs a layout the producer's does not give */
-            for (q = 0; q < set->n; q++)
-                vec[q] = as_reshard_copies(map->cm, sh, from, &set->s[q].in[cs->j])
-                             ? spec_bytes(map, &set->s[q].in[cs->j], sh)
-                             : 0;
             AS_VEC_PUSH(&nodes, cs->v);
-            AS_VEC_PUSH(&m, vec);
-            AS_VEC_PUSH(&own, vec);
+            AS_VEC_PUSH(&m, vecs[c]);
         }
         if (nodes.n > 0) {
             for (e = 0; e < l->n; e++) {
@@ -1272,12 +1276,12 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
                                              1 + AS_LIVE_MORE, err);
             nadd++;
         }
-        for (e = 0; e < own.n; e++)
-            free(own.v[e]);
-        AS_VEC_FREE(&own);
         AS_VEC_FREE(&m);
         AS_VEC_FREE(&nodes);
     }
+    for (c = 0; c < sp.n; c++)
+        free(vecs[c]);
+    free(vecs);
     if (added != NULL)
         *added = nadd;
     as_strmap_destroy(&idx);

@@ -172,6 +172,13 @@ typedef struct as_op {
     int line;       /**< source line, 0 if generated */
 } as_op;
 
+/** The pass OP runs in: 0 forward, 1 backward (recomputed forward ops too), 2 optimizer. */
+static inline int
+as_op_phase(const as_op *op)
+{
+    return (op->flags & AS_OF_OPTIMIZER) ? 2 : (op->flags & AS_OF_BACKWARD) ? 1 : 0;
+}
+
 typedef struct as_graph as_graph;
 
 /* Training configuration (the `train` directive). */

@@ -61,7 +61,10 @@ typedef struct lower {
     int *mbdim;                /* [nt] dim divided by K, -1 none */
     int32_t *ids;              /* [nmicro * nt] program tensor id, -1 = not yet */
     double *act_bytes;         /* [np] bytes per device sent forward per microbatch */
-    as_strmap rcache;          /* reshard cache "t/micro/stage/spec" -> tensor id */
+    as_strmap rcache;          /* reshard cache "t/micro/stage/phase/spec" -> tensor id */
+    int phase;                 /* of the op being lowered: 0 forward, 1 backward, 2 optimizer */
+    int32_t *last_wr;          /* [np] each stage's last compute event's first output, -1 none */
+    int32_t dep;               /* lower_coll_on: a second tensor the collective waits for, -1 */
     long nrs;                  /* resharded tensors so far (fresh names) */
     const uint8_t *mrole;      /* [AS_MESH_MAX_AXES] axis roles of the plan */
     int zero;                  /* ZeRO stage of the plan (0..3) */
@@ -346,8 +349,9 @@ lower_coll_on(lower *L, as_coll kind, int axis, double bytes, int32_t rd, int32_
         e.devs = L->grp;
         e.ndevs = size;
         e.bytes = bytes;
-        e.reads = &rd;
-        e.nreads = 1;
+        int32_t rds[2] = {rd, L->dep};
+        e.reads = rds;
+        e.nreads = L->dep >= 0 && L->dep != rd ? 2 : 1;
         e.writes = &wr;
         e.wbytes = wb >= 0 ? &wb : NULL;
         e.nwrites = 1;
@@ -368,7 +372,11 @@ lower_coll(lower *L, as_coll kind, int axis, double bytes, int32_t rd, int32_t w
 /*
  * Reshard graph tensor T (microbatch shape) held as SRC in spec FROM into TO.
  * DST >= 0 forces the final tensor id (partial resolution); else a fresh
- * name, cached per (T, micro, stage, TO).  *OUT gets the id to read.
+ * name, cached per (T, micro, stage, phase, TO): a copy made for the forward
+ * is not kept for the backward but made again there, as the ILP charges a
+ * reshard per reading edge and as ZeRO-3/FSDP gather again for the backward
+ * (formulate/build.c as_build_add_copies keys its spans alike).  *OUT gets
+ * the id to read.
  */
 static int
 lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec *to, int32_t src,
@@ -379,7 +387,7 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
     const as_tensor *gt = as_graph_tensor(L->g, t);
     int inplace = (gt->flags & AS_TF_GRAD) || gt->update_of >= 0;
     char key[AS_SPEC_TEXT_MAX + 64], name[600], label[600];
-    int ns, i, last = -1;
+    int ns, i, last = -1, rc;
     double zdiv = 1; /* ZeRO-3: devices the gradient is already reduce-scattered over */
     int32_t cur = src;
     int64_t v;
@@ -389,7 +397,8 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
         return AS_OK;
     }
     if (dst < 0 && !L->nocache) {
-        int len = snprintf(key, sizeof key, "%d/%d/%d/", (int)t, micro, L->cur_stage);
+        int len = snprintf(key, sizeof key, "%d/%d/%d/%d/", (int)t, micro, L->cur_stage,
+                           L->phase);
         as_spec_str(to, L->mesh, key + len, sizeof key - (size_t)len);
         if (as_strmap_get(&L->rcache, key, (size_t)-1, &v)) {
             *out = (int32_t)v;
@@ -400,6 +409,13 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
     for (i = 0; i < ns; i++)
         if (st[i].kind >= 0 && as_mesh_axis_size(L->mesh, st[i].axis) > 1)
             last = i;
+    if (dst < 0 && L->phase == 1 && L->last_wr[L->cur_stage] >= 0 &&
+        (gt->producer < 0 || as_op_phase(as_graph_op(L->g, gt->producer)) != 1))
+        /* the backward's copy of a tensor made before it is made when the backward
+         * reaches its reader (after the stage's last compute), not prefetched as
+         * soon as the source exists: it lives over the reader's span, as the ILP's
+         * rows and as_build_add_copies count it */
+        L->dep = L->last_wr[L->cur_stage];
     for (i = 0; i <= last; i++) {
         int32_t next;
         double wb = -1;
@@ -448,10 +464,13 @@ lower_reshard(lower *L, int32_t t, int micro, const as_spec *from, const as_spec
         else
             snprintf(label, sizeof label, "%s/%s.%s", L->sname[t],
                      as_coll_name((as_coll)st[i].kind), as_mesh_axis_name(L->mesh, st[i].axis));
-        AS_CHECK(lower_coll(L, (as_coll)st[i].kind, st[i].axis, st[i].bytes, cur, next, wb, base,
-                            label, err));
+        rc = lower_coll(L, (as_coll)st[i].kind, st[i].axis, st[i].bytes, cur, next, wb, base,
+                        label, err);
+        L->dep = -1; /* the later steps wait for this one */
+        AS_CHECK(rc);
         cur = next;
     }
+    L->dep = -1;
     if (last < 0 && dst >= 0) {
         /* nothing to communicate (size-1 axes): a free local copy */
         double wb = inplace ? 0 : lower_bytes(L, t, to);
@@ -635,6 +654,7 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
     char name[600];
     int j, k, nr = 0, rc = AS_OK;
 
+    L->phase = as_op_phase(op);
     for (j = 0; j < op->nin; j++) {
         int32_t t = op->in[j], src = lower_src(L, t, micro, c), r;
         as_shape gs = lower_shape(L, t);
@@ -712,6 +732,8 @@ lower_op(lower *L, int32_t o, int micro, int base, const as_sim_pipe_ctx *c, as_
         e.label = name;
     }
     AS_CHECK_GOTO(rc, as_sim_add(L->p, &e, err), out);
+    if (op->nout > 0)
+        L->last_wr[L->cur_stage] = wr[0];
     for (k = 0; k < op->nout; k++) {
         int32_t t = op->out[k], r;
 
@@ -1315,6 +1337,10 @@ as_sim_lower(const as_graph *g, const as_shard_plan *plan, const as_lower_opts *
     L.sctx = as_strat_ctx_new(L.cm);
     L.arena = as_arena_new();
     as_strmap_init(&L.rcache);
+    L.dep = -1;
+    L.last_wr = as_xmalloc((size_t)L.np * sizeof *L.last_wr);
+    for (int st = 0; st < L.np; st++)
+        L.last_wr[st] = -1;
     L.strat = as_xcalloc((size_t)L.nops + 1, sizeof *L.strat);
     L.pstr = as_xcalloc((size_t)L.nops + 1, sizeof *L.pstr);
     L.spec = as_xcalloc((size_t)L.nt + 1, sizeof *L.spec);
@@ -1386,6 +1412,7 @@ out:
     free(L.devs);
     free(L.ids);
     free(L.icache);
+    free(L.last_wr);
     as_strmap_destroy(&L.rcache);
     as_arena_free(L.arena);
     as_strat_ctx_free(L.sctx);
