@@ -51,6 +51,8 @@ struct as_mrf_state {
     double **rc, **rct; /* rct[e]: rc[e] transposed, so that both ends read rows */
     double *gmax, *cmin; /* scratch, kmax */
     double deadline; /**< as_now() after which a run stops after its current sweep; 0 = none */
+    int min_iters;   /**< sweeps a run makes past DEADLINE (not past HARD) */
+    double hard;     /**< as_now() after which a run stops regardless; 0 = none */
 };
 typedef struct as_mrf_state dual;
 
@@ -543,6 +545,13 @@ as_mrf_state_set_deadline(as_mrf_state *d, double deadline)
 }
 
 void
+as_mrf_state_set_floor(as_mrf_state *d, int min_iters, double hard)
+{
+    d->min_iters = min_iters;
+    d->hard = hard;
+}
+
+void
 as_mrf_state_sync(as_mrf_state *d)
 {
     const as_mrf *g = d->g;
@@ -592,7 +601,8 @@ as_mrf_state_run(as_mrf_state *d, int max_iters, as_mrf_result *res)
         if (it >= 10 && lb - hist[it % 10] <= 1e-12 * fabs(lb))
             break; /* stalled over the last 10 sweeps */
         hist[it % 10] = lb;
-        if (d->deadline > 0 && as_now() > d->deadline)
+        if (d->deadline > 0 && as_now() > d->deadline &&
+            (it + 1 >= d->min_iters || (d->hard > 0 && as_now() > d->hard)))
             break; /* the time limit: the bound holds after any sweep */
     }
     dual_icm(d, res->plan);

@@ -515,6 +515,17 @@ test_mrf_deadline(void)
     ok(res.lb <= res.ub + 1e-12 && res.ub >= 1 - 1e-12,
        "mrf: it still returns a plan (%g) and a bound (%g)", res.ub, res.lb);
     as_mrf_result_free(&res, g.n);
+    /* a floor: past the deadline the run still makes its sweeps, unless the hard stop
+       passed too */
+    as_mrf_state_set_floor(st, 5, as_now() + 600);
+    as_mrf_state_run(st, 300, &res);
+    ok(res.iters == 5, "mrf: past the deadline a floor of 5 sweeps makes 5 (%d)", res.iters);
+    ok(res.lb <= res.ub + 1e-12, "mrf: floor: bound %g <= plan %g", res.lb, res.ub);
+    as_mrf_result_free(&res, g.n);
+    as_mrf_state_set_floor(st, 5, as_now() - 1);
+    as_mrf_state_run(st, 300, &res);
+    ok(res.iters == 1, "mrf: a passed hard stop ends the run after one sweep (%d)", res.iters);
+    as_mrf_result_free(&res, g.n);
     as_mrf_state_free(st);
 }
 
