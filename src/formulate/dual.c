@@ -528,33 +528,30 @@ dual_bound(const dual *d)
  * its reduced costs are then on the edges to its earlier neighbours.
  */
 static void
-dual_edge_gaps(const dual *d, double **gap)
+dual_edge_gaps(dual *d, double **gap)
 {
     const as_mrf *g = d->g;
-    size_t j, p, q;
-    double *cm = d->msg;
+    size_t j, p;
+    double *rm = d->tmp, *cm = d->msg;
 
     for (j = 0; j < g->m; j++) {
         size_t u = g->eu[j], v = g->ev[j], ku = g->k[u], kv = g->k[v];
-        const double *fu = d->f[2 * j], *fv = d->f[2 * j + 1], *r = g->r[j];
+        const double *fu = d->f[2 * j], *fv = d->f[2 * j + 1];
+        inc from_v = {j, u, 1}, from_u = {j, v, 0};
         double m = INFINITY;
-        for (q = 0; q < kv; q++)
-            cm[q] = INFINITY;
+        /* min_q t_e(p, q) = min_q (r(p, q) - fv(q)) - fu(p): edge_min over the classes */
+        edge_min(d, &from_v, fv, rm);
         for (p = 0; p < ku; p++) {
-            const double *row = r + p * kv;
-            double rm = INFINITY;
-            for (q = 0; q < kv; q++) {
-                double a = row[q] - fu[p] - fv[q]; /* as dual_bound takes it */
-                rm = a < rm ? a : rm;
-                cm[q] = a < cm[q] ? a : cm[q];
-            }
-            d->tmp[p] = rm;
-            m = rm < m ? rm : m;
+            rm[p] -= fu[p];
+            m = rm[p] < m ? rm[p] : m;
         }
+        edge_min(d, &from_u, fu, cm);
+        for (p = 0; p < kv; p++)
+            cm[p] -= fv[p];
         for (p = 0; p < ku; p++)
-            gap[u][p] += d->tmp[p] - m;
-        for (q = 0; q < kv; q++)
-            gap[v][q] += cm[q] - m;
+            gap[u][p] += rm[p] - m;
+        for (p = 0; p < kv; p++)
+            gap[v][p] += cm[p] > m ? cm[p] - m : 0; /* the same minimum, up to rounding */
     }
 }
 

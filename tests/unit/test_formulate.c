@@ -661,7 +661,8 @@ test_mrf_gaps(void)
                     double want = a.lb + a.gap[i][p];
                     if (want > best[i][p] + 1e-9 * fabs(best[i][p]))
                         bad++;
-                    if (fabs(want - best[i][p]) <= 1e-9 * fabs(best[i][p]) && a.gap[i][p] > 0)
+                    if (fabs(want - best[i][p]) <= 1e-9 * fabs(best[i][p]) &&
+                        a.gap[i][p] > 1e-6)
                         tight++;
                 }
             }
@@ -671,7 +672,7 @@ test_mrf_gaps(void)
                     lo = fmin(lo, a.gap[i][p]);
                     hi = fmax(hi, a.gap[i][p]);
                 }
-                flat += hi > lo;
+                flat += hi > lo + 1e-6;
             }
             as_mrf_result_free(&a, n);
             as_mrf_state_free(st);
@@ -684,8 +685,8 @@ test_mrf_gaps(void)
     }
     ok(bad == 0, "mrf gaps: on %d runs every plan with s_v = p costs at least lb + gap[v][p] "
        "(%d violations against enumeration)", runs, bad);
-    /* the nodes' own reduced costs alone: 47 tight, 242 nodes not flat */
-    ok(tight > 100 && flat > 400, "mrf gaps: with the edges' share %d reduced costs are tight, "
+    /* the nodes' own reduced costs alone: 36 tight, 197 nodes not flat */
+    ok(tight > 50 && flat > 300, "mrf gaps: with the edges' share %d reduced costs are tight, "
        "%d nodes not flat", tight, flat);
 }
 
