@@ -2353,11 +2353,12 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         goto done;
     }
     DBG("edges");
-    if (w.deadline > 0) {
+    if (w.deadline > 0 && !o->whole) {
         /* dominance may take half the time left before the bound rounds: the rest is the
            first round's, whose bound a tight limit reports (gpt3-1.3b 2x2x4 in the sweep's
            5 s: dominance took 1.7 s of it and left TRW-S one sweep, 8-18 % under the
-           plan); the nodes it did not reach stay due for the next simplify */
+           plan); the nodes it did not reach stay due for the next simplify.  Not for a
+           whole reduction (export): a less reduced problem would be another ILP */
         double dl = w.deadline, now = as_now();
         w.deadline = now + 0.5 * fmax(0, dl - now);
         work_simplify(&w);
