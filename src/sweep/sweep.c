@@ -1509,6 +1509,9 @@ typedef struct run {
     double t0, best;
     char bestkey[AS_SWEEP_KEY_MAX];
     int running;
+    int jobs;                  /* configurations evaluated at once (1: this process) */
+    size_t nsolved;            /* lines received that were not pruned */
+    double solved_s;           /* their wall_s, summed */
 } run;
 
 /* The line of queue entry T (owned text): record it, append every line now in order. */
@@ -1524,6 +1527,11 @@ run_got(run *R, size_t t, char *text, as_err *err)
         return as_errf(err, AS_EINTERNAL, "a sweep worker sent a bad line");
     }
     record_from_json(j, rec, R->o->zero);
+    if (strcmp(rec->status, "pruned") != 0) {
+        json_t *w = json_object_get(j, "wall_s");
+        R->nsolved++;
+        R->solved_s += w != NULL ? json_number_value(w) : 0;
+    }
     json_decref(j);
     R->nrec++;
     R->line[t] = text;
@@ -1543,6 +1551,25 @@ run_got(run *R, size_t t, char *text, as_err *err)
     return AS_OK;
 }
 
+double
+as_sweep_eta(size_t left, size_t nsolved, double solved_s, size_t got, double elapsed, int jobs,
+             double time_limit)
+{
+    double each;
+
+    if (left == 0)
+        return 0;
+    if (nsolved > 0)
+        each = solved_s / (double)nsolved; /* a configuration that is solved, on average */
+    else if (time_limit > 0)
+        each = time_limit;                 /* only pruned lines so far: the limit bounds one */
+    else if (got > 0)
+        return elapsed / (double)got * (double)left;
+    else
+        return NAN;
+    return each * (double)left / (jobs > 1 ? jobs : 1);
+}
+
 static void
 run_progress(const run *R, const char *running)
 {
@@ -1553,8 +1580,10 @@ run_progress(const run *R, const char *running)
     if (!R->tty)
         return;
     if (R->got > 0) {
-        double left = el / (double)R->got * (double)(R->nqueue - R->got);
-        snprintf(eta, sizeof eta, "%.0f s", left);
+        double left = as_sweep_eta(R->nqueue - R->got, R->nsolved, R->solved_s, R->got, el,
+                                   R->jobs, R->o->time_limit);
+        if (!isnan(left))
+            snprintf(eta, sizeof eta, "%.0f s", left);
     }
     fprintf(stderr, "\rsweep: %zu/%zu done, %d running, best %s (%.4g samples/s), ETA %s%s%s"
             "\033[K", done, R->total, R->running,
@@ -2126,15 +2155,18 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
         if (!key_done(R.recs, R.nrec, cfg[i].key))
             R.queue[R.nqueue++] = i;
     R.line = as_xcalloc(R.nqueue + 1, sizeof *R.line);
+    R.jobs = o->jobs > 1 && R.nqueue > 1 ? (o->jobs < (int)R.nqueue ? o->jobs : (int)R.nqueue)
+                                         : 1;
 #ifdef HAVE_MPI
     if (mpi_size > 1) {
+        R.jobs = mpi_size - 1;
         rc = mpi_coordinator(&R, mpi_size, err);
         mpi_stop(mpi_size);
         mpi_stopped = 1;
     } else
 #endif
-    if (o->jobs > 1 && R.nqueue > 1)
-        rc = run_parallel(&R, o->jobs < (int)R.nqueue ? o->jobs : (int)R.nqueue, err);
+    if (R.jobs > 1)
+        rc = run_parallel(&R, R.jobs, err);
     else
         rc = run_serial(&R, err);
     if (R.tty)
