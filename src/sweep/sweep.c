@@ -555,7 +555,9 @@ kept_add(sweep_ctx *x, const as_sweep_cfg *c, const eval *E, int s)
     kept_plan *k;
     char buf[64];
 
-    if (x->o->roles != NULL || mesh_factors(c->mesh, f) >= 3 || E->res[s].nplans == 0)
+    /* a start is only taken under a time limit */
+    if (x->o->roles != NULL || x->o->time_limit <= 0 || mesh_factors(c->mesh, f) >= 3 ||
+        E->res[s].nplans == 0)
         return;
     if (x->nkept == SWEEP_KEPT_MAX) { /* the oldest goes */
         for (v = 0; v < x->kept[0].nn; v++)
@@ -700,8 +702,8 @@ stage_solve(const as_sweep_cfg *c, eval *E, int s, double share, as_err *err)
     {
         double t = as_now();
         as_err e = {0};
-        if (E->start != NULL && E->res[s].nplans == 0) /* a first solve */
-            sibling_start(c, E, s);
+        if (E->start != NULL && E->res[s].nplans == 0 && share > 0) /* a first solve */
+            sibling_start(c, E, s); /* (without a time limit the solver's plan is the answer) */
         /* under the rows of this solve (a refit's are tighter).  The solver does not get it
            as its incumbent: with one, the reductions' first bound round runs its Lagrangian
            whatever the time (gpt3-1.3b, 16 devices, P = 2, 2x2x2: 5.0 s on a 0.9 s share);
@@ -1307,9 +1309,9 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "oom", json_boolean(oom));
         json_object_set_new(j, "bubble", json_real(E.sim->bubble));
         json_object_set_new(j, "stages_copied", json_integer(E.copied));
-        if (E.start_mesh[0] != '\0') {
-            /* the solver started from a plan of the configuration on this mesh (its axes
-               split), and so many stages kept it: the solver found no cheaper one in time */
+        if (E.started > 0) {
+            /* so many stages took the plan of the configuration on START_MESH (its axes
+               split): the solver found none, or a dearer one, in its time */
             double so = 0;
             for (s = 0; s < c->p && E.start[s] != NULL; s++)
                 so += E.start_obj[s];
