@@ -894,11 +894,77 @@ test_ilp_count(void)
        good, tried);
 }
 
+/*
+ * K > 1 microbatches: a reshard into a forward or backward op costs K times (the matrix of
+ * K = 1 times K, exactly), and edges that borrow one shared matrix at K = 1 borrow one at K
+ * too (made once per map, not copied per edge).
+ */
+static void
+test_micro_share(void)
+{
+    as_graph *g = NULL;
+    as_mesh *m = NULL;
+    as_cost_model *cm = NULL;
+    as_problem *p1 = NULL, *p4 = NULL;
+    as_build_map *m1 = NULL, *m4 = NULL;
+    as_build_opts o;
+    as_hw hw;
+    as_err err = {0};
+    size_t j, j2, n = 0, bad = 0, times4 = 0, same1 = 0, same4 = 0;
+
+    const as_preset *pr = as_preset_find("mlp-1b");
+    as_preset_cfg cfg = pr->cfg;
+    as_train_opts t;
+
+    cfg.layers = 3; /* repeated layers: edges that reshard alike */
+    cfg.hidden = 256;
+    cfg.batch = 64;
+    as_train_opts_init(&t);
+    if (as_preset_build(pr, &cfg, &g, &err) != AS_OK || as_autodiff(g, &t, &err) != AS_OK ||
+        as_mesh_parse("2x2", &m, &err) != AS_OK || !as_hw_find_builtin("a100-dgx", &hw) ||
+        as_cost_model_new(&as_cost_roofline, &hw, m, NULL, 0, &cm, &err) != AS_OK) {
+        diag("setup: %s", err.msg);
+        exit(1);
+    }
+    as_build_opts_init(&o);
+    is_int(as_problem_from_graph(g, m, cm, &o, &p1, &m1, &err), AS_OK, "K = 1: %s", err.msg);
+    o.microbatches = 4;
+    is_int(as_problem_from_graph(g, m, cm, &o, &p4, &m4, &err), AS_OK, "K = 4: %s", err.msg);
+    is_int((long)as_problem_nedges(p4), (long)as_problem_nedges(p1), "the same edges");
+    for (j = 0; j < as_problem_nedges(p1) && j < as_problem_nedges(p4); j++) {
+        const as_pedge *a = as_problem_edge(p1, j), *b = as_problem_edge(p4, j);
+        size_t q, kk = as_problem_node(p1, a->u)->k * as_problem_node(p1, a->v)->k, four = 0;
+        for (q = 0; q < kk; q++) {
+            four += b->r[q] != a->r[q];
+            bad += b->r[q] != a->r[q] && b->r[q] != 4 * a->r[q];
+        }
+        times4 += four > 0;
+        for (j2 = j + 1; j2 < as_problem_nedges(p1); j2++)
+            if (as_problem_edge(p1, j2)->r == a->r) {
+                same1++;
+                same4 += as_problem_edge(p4, j2)->r == b->r;
+            }
+        n++;
+    }
+    is_int((long)bad, 0, "every entry at K = 4 is K = 1's or 4 x it (%zu edges)", n);
+    ok(times4 > 0, "%zu edges cost 4 x", times4);
+    ok(same1 > 0, "edges share a matrix at K = 1 (%zu pairs)", same1);
+    is_int((long)same4, (long)same1, "and the same pairs share one at K = 4");
+    as_problem_free(p1);
+    as_problem_free(p4);
+    as_build_map_free(m1);
+    as_build_map_free(m4);
+    as_cost_model_free(cm);
+    as_mesh_free(m);
+    as_graph_free(g);
+}
+
 int
 main(void)
 {
     as_rules_set_cache_path("off");
     test_mlp();
+    test_micro_share();
     test_emit();
     test_real_graphs();
     test_alpa_patterns();
