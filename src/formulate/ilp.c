@@ -399,7 +399,7 @@ entry_nz(const as_problem *p, const as_plive *l, size_t i, double mem, int *neg)
 static void
 mvshare_init(mvshare *sh, const as_problem *p)
 {
-    size_t t, i, e, x, c, nent = 0, nc = 0, start = 0, *cnt, *rt, *ri, *num;
+    size_t t, i, e, x, c, nent = 0, nc = 0, nlead = 0, *cnt, *rt, *ri, *num, *lead;
     double mem = as_problem_memory(p);
     hrow *h;
 
@@ -436,17 +436,15 @@ mvshare_init(mvshare *sh, const as_problem *p)
     qsort(h, nent, sizeof *h, hrow_cmp);
     cnt = as_xcalloc(nent, sizeof *cnt);
     num = as_xcalloc(nent, sizeof *num); /* group of each group-leading entry */
+    lead = as_xcalloc(nent, sizeof *lead); /* the groups' first entries in this hash */
     for (e = 0; e < nent; e++) {
         size_t me = h[e].i;
         const as_plive *l = as_problem_live(p, rt[me]);
-        if (e > 0 && h[e].h != h[e - 1].h)
-            start = e; /* the entries of this hash start here */
-        for (c = start; c < e; c++) {
-            size_t o = h[c].i, k;
-            const as_plive *lo;
-            if (sh->cls[o] != o)
-                continue; /* not a group's first entry */
-            lo = as_problem_live(p, rt[o]);
+        if (e == 0 || h[e].h != h[e - 1].h)
+            nlead = 0; /* the entries of a new hash start here */
+        for (c = 0; c < nlead; c++) {
+            size_t o = lead[c], k;
+            const as_plive *lo = as_problem_live(p, rt[o]);
             if (lo->nodes[ri[o]] != l->nodes[ri[me]])
                 continue;
             k = as_problem_node(p, l->nodes[ri[me]])->k;
@@ -455,9 +453,12 @@ mvshare_init(mvshare *sh, const as_problem *p)
             if (x == k)
                 break;
         }
-        sh->cls[me] = c < e ? h[c].i : me; /* its group's first entry */
+        if (c == nlead)
+            lead[nlead++] = me; /* a new group */
+        sh->cls[me] = lead[c]; /* its group's first entry */
         cnt[sh->cls[me]]++;
     }
+    free(lead);
     free(h);
     /* a shared column where it saves non-zeros: NZ in each of CNT rows, against a column, its
        row (NZ + 1) and one coefficient per row */
