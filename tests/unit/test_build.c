@@ -700,13 +700,61 @@ near(double a, double b)
  * segments' columns) at random plans, the optimum under a binding budget, the heuristics'
  * plans, and a cost-graph file round trip.
  */
+
+/*
+ * Random plans of P (20) through its ILP (as_ilp_point): every mem_<t> row's activity in bytes
+ * = X's point t written out; returns how many differ, with the rows in *NROW and the mv_<c>
+ * columns in *MV (1: no ILP).
+ */
+static size_t
+ilp_rows_bytes(const as_problem *p, const as_problem *x, size_t *choice, size_t *nrow, size_t *mv)
+{
+    as_ilp *ilp = NULL;
+    as_err err = {0};
+    const as_ilp_view *iv;
+    double *xv, *act, *segs;
+    size_t bad = 0, i, r, t, v, n = as_problem_nnodes(p);
+
+    if (as_ilp_build(p, NULL, &ilp, &err) != AS_OK) {
+        ok(0, "segments: ILP: %s", err.msg);
+        return 1;
+    }
+    iv = as_ilp_data(ilp);
+    xv = calloc(iv->ncols + 1, sizeof *xv);
+    act = calloc(iv->nrows + 1, sizeof *act);
+    for (i = 0; i < iv->ncols; i++)
+        *mv += strncmp(iv->col_name[i], "mv_", 3) == 0;
+    for (r = 0; r < 20; r++) {
+        for (v = 0; v < n; v++)
+            choice[v] = (size_t)rand() % as_problem_node(p, v)->k;
+        as_ilp_point(ilp, choice, xv);
+        memset(act, 0, (iv->nrows + 1) * sizeof *act);
+        for (i = 0; i < iv->nnz; i++)
+            act[iv->ti[i]] += iv->tv[i] * xv[iv->tj[i]];
+        segs = as_problem_seg_bytes(x, choice);
+        for (i = 0; i < iv->nrows; i++) {
+            if (strncmp(iv->row_name[i], "mvd_", 4) == 0 || strncmp(iv->row_name[i], "seg_", 4) == 0)
+                bad += fabs(act[i]) > 1e-12; /* the defining rows hold at the point */
+            if (sscanf(iv->row_name[i], "mem_%zu", &t) != 1)
+                continue;
+            (*nrow)++;
+            bad += fabs(act[i] * as_problem_memory(x) + as_problem_live(x, t)->resident -
+                        as_problem_live_bytes(x, t, segs, choice)) > 1e-9 * as_problem_memory(x);
+        }
+        free(segs);
+    }
+    free(xv);
+    free(act);
+    as_ilp_free(ilp);
+    return bad;
+}
+
 static void
 test_segments(int layers, int solve)
 {
     as_graph_setup su = {.mesh = "2"};
     as_graph_problem gp;
     as_problem *x, *rt = NULL;
-    as_ilp *ilp = NULL;
     as_err err = {0};
     as_ilp_stats a, b;
     size_t n, t, r, v, *choice, bad = 0, binds = 0, nb = 0;
@@ -750,39 +798,15 @@ test_segments(int layers, int solve)
        "segments: the plan check agrees");
     if (as_ilp_count(gp.p, &a, &err) == AS_OK && as_ilp_count(x, &b, &err) == AS_OK)
         ok(a.nnz < b.nnz, "segments: the ILP has %zu non-zeros, %zu written out", a.nnz, b.nnz);
-    /* the ILP's memory rows at random plans: mem_<t> with the mseg columns = the bytes */
-    if (as_ilp_build(gp.p, NULL, &ilp, &err) == AS_OK) {
-        const as_ilp_view *iv = as_ilp_data(ilp);
-        double *xv = calloc(iv->ncols + 1, sizeof *xv), *act = calloc(iv->nrows + 1, sizeof *act);
-        double *segs;
-        size_t nrow = 0, i;
-        bad = 0;
-        for (r = 0; r < 20; r++) {
-            for (v = 0; v < n; v++)
-                choice[v] = (size_t)rand() % as_problem_node(gp.p, v)->k;
-            as_ilp_point(ilp, choice, xv);
-            memset(act, 0, (iv->nrows + 1) * sizeof *act);
-            for (i = 0; i < iv->nnz; i++)
-                act[iv->ti[i]] += iv->tv[i] * xv[iv->tj[i]];
-            segs = as_problem_seg_bytes(x, choice);
-            for (i = 0; i < iv->nrows; i++) {
-                if (sscanf(iv->row_name[i], "mem_%zu", &t) != 1)
-                    continue;
-                nrow++;
-                bad += fabs(act[i] * as_problem_memory(x) + as_problem_live(x, t)->resident -
-                            as_problem_live_bytes(x, t, segs, choice)) >
-                       1e-9 * as_problem_memory(x);
-            }
-            free(segs);
-        }
-        ok(bad == 0 && nrow > 0, "segments: %zu ILP memory rows at 20 random plans = the bytes "
-           "written out (%zu differ)", nrow, bad);
-        free(xv);
-        free(act);
-    } else {
-        ok(0, "segments: ILP: %s", err.msg);
+    /* the ILP's memory rows at random plans: mem_<t> with the mseg columns = the bytes; also
+       of the problem written out, whose repeated entries share mv_<c> columns */
+    for (r = 0; r < 2; r++) {
+        size_t nrow = 0, mv = 0;
+        bad = ilp_rows_bytes(r ? x : gp.p, x, choice, &nrow, &mv);
+        ok(bad == 0 && nrow > 0 && (r == 0 || mv > 0), "segments%s: %zu ILP memory rows at 20 "
+           "random plans = the bytes written out (%zu differ, %zu mv columns)",
+           r ? " written out" : "", nrow, bad, mv);
     }
-    as_ilp_free(ilp);
     for (r = 0; r < 2 && solve; r++) { /* glpk needs minutes on the larger ones */
         as_solve_opts o;
         as_solve_result rs, rx;
@@ -818,6 +842,9 @@ test_segments(int layers, int solve)
     as_graph_problem_free(&gp);
 }
 
+/* Built ILPs with shared memory columns (mv_<c>, ilp.c's mvshare) in count_matches. */
+static size_t count_shared;
+
 /* as_ilp_count == the built ILP's size (one truth: the report's "ILP before" line). */
 static int
 count_matches(const as_problem *p, const char *what)
@@ -825,6 +852,7 @@ count_matches(const as_problem *p, const char *what)
     as_ilp_stats a, b;
     as_ilp *ilp = NULL;
     as_err err = {0};
+    size_t j;
     int good;
 
     memset(&a, 0xff, sizeof a);
@@ -834,6 +862,7 @@ count_matches(const as_problem *p, const char *what)
         return 0;
     }
     as_ilp_stats_get(ilp, &b);
+    count_shared += as_ilp_find_col(ilp, "mv_0", &j);
     good = a.cols == b.cols && a.int_cols == b.int_cols && a.rows == b.rows && a.nnz == b.nnz;
     if (!good)
         ok(0, "%s: counted %zu cols (%zu int), %zu rows, %zu nnz; built %zu (%zu), %zu, %zu",
@@ -892,6 +921,7 @@ test_ilp_count(void)
     }
     ok(tried > 50 && good == tried, "as_ilp_count = built ILP on %zu of %zu random problems",
        good, tried);
+    ok(count_shared > 10, "%zu of them share memory entries in mv_<c> columns", count_shared);
 }
 
 /*
