@@ -339,6 +339,195 @@ build_segs(as_ilp *ilp, const as_problem *p)
     free(hi);
 }
 
+/* Bits of X with -0 as 0, so that equal values (==) hash alike. */
+static uint64_t
+dbits(double x)
+{
+    uint64_t b = 0;
+
+    if (x != 0)
+        memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+typedef struct hrow {
+    uint64_t h;
+    size_t i;
+} hrow;
+
+static int
+hrow_cmp(const void *a, const void *b)
+{
+    const hrow *x = a, *y = b;
+
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/*
+ * Shared memory entries: the entries of the binding mem_<t> rows, numbered in row order
+ * (point t's entry i), grouped by (node, memory vector) with == on every coefficient.  A
+ * group that enough rows hold becomes one continuous column mv_<c> = Σ_p m[p] · s[p] (in
+ * units of M) and a defining row mvd_<c>; those rows then hold mv_<c> (coefficient 1)
+ * instead of the vector.  The reductions write every point's row out in full (per leader,
+ * the followers' vectors summed), so a refit round's rows repeat the same few vectors:
+ * gpt3-1.3b on 2x4 under 10.1 GiB, 514k entries and 1336 distinct pairs, 11.9 M non-zeros
+ * before.  The LP is the same (mv_<c> is a name for a sum).
+ */
+typedef struct mvshare {
+    size_t nent;     /**< entries of the binding rows */
+    size_t *cls;     /**< each entry's shared column (0..ncls), or SIZE_MAX: written out */
+    size_t ncls;
+    size_t *rep_t, *rep_i; /**< the first entry of each shared column: point, entry */
+    size_t *nz;      /**< non-zero coefficients of each shared column's vector */
+} mvshare;
+
+/* Non-zeros of entry I of L as one row's only terms (m[p] / MEM != 0). */
+static size_t
+entry_nz(const as_problem *p, const as_plive *l, size_t i, double mem, int *neg)
+{
+    size_t s, nz = 0, k = as_problem_node(p, l->nodes[i])->k;
+
+    for (s = 0; s < k; s++) {
+        nz += l->m[i][s] / mem != 0;
+        *neg |= l->m[i][s] < 0;
+    }
+    return nz;
+}
+
+static void
+mvshare_init(mvshare *sh, const as_problem *p)
+{
+    size_t t, i, e, x, c, nent = 0, nc = 0, nlead = 0, *cnt, *rt, *ri, *num, *lead;
+    double mem = as_problem_memory(p);
+    hrow *h;
+
+    memset(sh, 0, sizeof *sh);
+    for (t = 0; mem > 0 && t < as_problem_nlive(p); t++)
+        if (as_problem_live_binds(p, t))
+            nent += as_problem_live(p, t)->n;
+    sh->nent = nent;
+    sh->cls = as_xmalloc((nent + 1) * sizeof *sh->cls);
+    if (nent == 0)
+        return;
+    h = as_xcalloc(nent, sizeof *h);
+    rt = as_xcalloc(nent, sizeof *rt);
+    ri = as_xcalloc(nent, sizeof *ri);
+    for (t = 0, e = 0; t < as_problem_nlive(p); t++) {
+        const as_plive *l = as_problem_live(p, t);
+        if (!as_problem_live_binds(p, t))
+            continue;
+        for (i = 0; i < l->n; i++, e++) {
+            size_t k = as_problem_node(p, l->nodes[i])->k;
+            uint64_t a = 0x9e3779b97f4a7c15ull ^ (uint64_t)l->nodes[i];
+            for (x = 0; x < k; x++) {
+                a ^= dbits(l->m[i][x]);
+                a *= 0x100000001b3ull;
+                a ^= a >> 29;
+            }
+            h[e].h = a;
+            h[e].i = e;
+            rt[e] = t;
+            ri[e] = i;
+        }
+    }
+    /* groups in order of their first entry: a group's first member sorts first in its hash */
+    qsort(h, nent, sizeof *h, hrow_cmp);
+    cnt = as_xcalloc(nent, sizeof *cnt);
+    num = as_xcalloc(nent, sizeof *num); /* group of each group-leading entry */
+    lead = as_xcalloc(nent, sizeof *lead); /* the groups' first entries in this hash */
+    for (e = 0; e < nent; e++) {
+        size_t me = h[e].i;
+        const as_plive *l = as_problem_live(p, rt[me]);
+        if (e == 0 || h[e].h != h[e - 1].h)
+            nlead = 0; /* the entries of a new hash start here */
+        for (c = 0; c < nlead; c++) {
+            size_t o = lead[c], k;
+            const as_plive *lo = as_problem_live(p, rt[o]);
+            if (lo->nodes[ri[o]] != l->nodes[ri[me]])
+                continue;
+            k = as_problem_node(p, l->nodes[ri[me]])->k;
+            for (x = 0; x < k && lo->m[ri[o]][x] == l->m[ri[me]][x]; x++)
+                ;
+            if (x == k)
+                break;
+        }
+        if (c == nlead)
+            lead[nlead++] = me; /* a new group */
+        sh->cls[me] = lead[c]; /* its group's first entry */
+        cnt[sh->cls[me]]++;
+    }
+    free(lead);
+    free(h);
+    /* a shared column where it saves non-zeros: NZ in each of CNT rows, against a column, its
+       row (NZ + 1) and one coefficient per row */
+    for (e = 0; e < nent; e++) {
+        int neg = 0;
+        size_t nz;
+        if (sh->cls[e] != e || cnt[e] < 2) {
+            num[e] = SIZE_MAX;
+            continue;
+        }
+        nz = entry_nz(p, as_problem_live(p, rt[e]), ri[e], mem, &neg);
+        if (neg || cnt[e] * nz <= nz + 1 + cnt[e]) {
+            num[e] = SIZE_MAX;
+            continue;
+        }
+        num[e] = nc;
+        cnt[nc] = nz; /* cnt[0..nc) becomes the columns' non-zeros (nc <= e) */
+        rt[nc] = rt[e];
+        ri[nc] = ri[e];
+        nc++;
+    }
+    for (e = 0; e < nent; e++)
+        sh->cls[e] = num[sh->cls[e]];
+    free(num);
+    sh->ncls = nc;
+    sh->nz = cnt;
+    sh->rep_t = rt;
+    sh->rep_i = ri;
+}
+
+static void
+mvshare_free(mvshare *sh)
+{
+    free(sh->cls);
+    free(sh->nz);
+    free(sh->rep_t);
+    free(sh->rep_i);
+    memset(sh, 0, sizeof *sh);
+}
+
+/* mv_<c> columns and mvd_<c> rows (defining rows, as the segments': as_ilp_point sets them). */
+static void
+build_mvshare(as_ilp *ilp, const as_problem *p, const mvshare *sh, size_t *mvcol)
+{
+    char name[64];
+    double mem = as_problem_memory(p);
+    size_t c, s;
+
+    for (c = 0; c < sh->ncls; c++) {
+        const as_plive *l = as_problem_live(p, sh->rep_t[c]);
+        size_t i = sh->rep_i[c], v = l->nodes[i];
+        double mx = 0;
+        segrow r;
+        for (s = 0; s < ilp->kk[v]; s++)
+            mx = fmax(mx, l->m[i][s] / mem);
+        mvcol[c] = r.col = ilp->obj.n;
+        NAMEF(ilp, "mv_%zu", c);
+        add_col(ilp, name, 0.0, mx * (1 + 1e-9) + 1e-12, 0);
+        for (s = 0; s < ilp->kk[v]; s++)
+            row_add(ilp, ilp->scol[v] + s, l->m[i][s] / mem);
+        row_add(ilp, r.col, -1.0);
+        r.t0 = ilp->tv.n;
+        NAMEF(ilp, "mvd_%zu", c);
+        row_end(ilp, name, 0.0, 0.0);
+        r.t1 = ilp->tv.n;
+        AS_VEC_PUSH(&ilp->segrows, r);
+    }
+}
+
 /* Memory, alias, follow and no-good rows. */
 static void
 build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
@@ -348,21 +537,34 @@ build_rows(as_ilp *ilp, const as_problem *p, const size_t *ids)
     double mem = as_problem_memory(p);
     int c;
 
+    mvshare sh;
+    size_t *mvcol, e = 0;
+
     build_segs(ilp, p);
+    mvshare_init(&sh, p);
+    mvcol = as_xcalloc(sh.ncls + 1, sizeof *mvcol);
+    build_mvshare(ilp, p, &sh, mvcol);
     for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
         if (!as_problem_live_binds(p, t))
             continue;
         /* in units of the budget: byte counts (1e9) beside 0/1 rows upset LP tolerances */
-        for (i = 0; i < l->n; i++)
+        for (i = 0; i < l->n; i++, e++) {
+            if (sh.cls[e] != SIZE_MAX) {
+                row_add(ilp, mvcol[sh.cls[e]], 1.0);
+                continue;
+            }
             for (s = 0; s < ilp->kk[l->nodes[i]]; s++)
                 row_add(ilp, ilp->scol[l->nodes[i]] + s, l->m[i][s] / mem);
+        }
         for (c = 0; c <= AS_LIVE_MORE; c++)
             if (point_seg(l, c) != AS_NO_SEG)
                 row_add(ilp, ilp->segcol[point_seg(l, c)], 1.0);
         NAMEF(ilp, "mem_%zu", t);
         row_end(ilp, name, -HUGE_VAL, (mem - l->resident) / mem);
     }
+    free(mvcol);
+    mvshare_free(&sh);
     for (i = 0; i < as_problem_naliases(p); i++) {
         const as_palias *a = as_problem_alias(p, i);
         for (s = 0; s < ilp->kk[a->a]; s++)
@@ -499,31 +701,6 @@ as_ilp_build(const as_problem *p, const as_ilp_opts *o, as_ilp **out, as_err *er
 
 /* ---- sizes without building (as_ilp_count) ---- */
 
-/* Bits of X with -0 as 0, so that equal values (==) hash alike. */
-static uint64_t
-dbits(double x)
-{
-    uint64_t b = 0;
-
-    if (x != 0)
-        memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-typedef struct hrow {
-    uint64_t h;
-    size_t i;
-} hrow;
-
-static int
-hrow_cmp(const void *a, const void *b)
-{
-    const hrow *x = a, *y = b;
-
-    if (x->h != y->h)
-        return x->h < y->h ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
-}
 
 /*
  * Number of distinct rows (BY_ROW) or columns of the KU x KV matrix R, as
@@ -588,16 +765,21 @@ edge_ptr_cmp(const void *a, const void *b)
     return (x->j > y->j) - (x->j < y->j);
 }
 
-/* Non-zeros of the entries of L in one row (ACC, TOUCHED: scratch over the s columns). */
+/*
+ * Non-zeros of the entries of L in one row (ACC, TOUCHED: scratch over the s columns); CLS
+ * (NULL: none) the entries' shared columns (mvshare), which are not written out here.
+ */
 static size_t
-count_entries(const as_problem *p, const as_plive *l, const size_t *scol, double *acc,
-              size_t *touched)
+count_entries(const as_problem *p, const as_plive *l, const size_t *cls, const size_t *scol,
+              double *acc, size_t *touched)
 {
     double mem = as_problem_memory(p);
     size_t i, s, ntouched = 0, nnz = 0;
 
     for (i = 0; i < l->n; i++) {
         size_t u = l->nodes[i];
+        if (cls != NULL && cls[i] != SIZE_MAX)
+            continue;
         for (s = 0; s < as_problem_node(p, u)->k; s++) {
             double x = l->m[i][s] / mem;
             if (x == 0)
@@ -618,7 +800,8 @@ int
 as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
 {
     size_t n = as_problem_nnodes(p), v, j, t, i, s, q, kmax = 1, ks = 0, nr = 1, nc = 1;
-    size_t lku = 0, lkv = 0;
+    size_t lku = 0, lkv = 0, ent, mc, *seen;
+    mvshare sh;
     edge_ptr *ord;
     size_t *scol, *rep, *touched;
     double mem = as_problem_memory(p), *acc;
@@ -681,22 +864,36 @@ as_ilp_count(const as_problem *p, as_ilp_stats *st, as_err *err)
             const as_plive *g = as_problem_live_seg(p, j);
             st->cols++;
             st->rows++;
-            st->nnz += count_entries(p, g, scol, acc, touched) + (g->seg != AS_NO_SEG) + 1;
+            st->nnz += count_entries(p, g, NULL, scol, acc, touched) + (g->seg != AS_NO_SEG) + 1;
         }
     free(used);
-    for (t = 0; mem > 0 && t < as_problem_nlive(p); t++) {
+    /* mv_<c>, mvd_<c>; in mem_<t>, each shared column once */
+    mvshare_init(&sh, p);
+    st->cols += sh.ncls;
+    st->rows += sh.ncls;
+    for (mc = 0; mc < sh.ncls; mc++)
+        st->nnz += sh.nz[mc] + 1;
+    seen = as_xcalloc(sh.ncls + 1, sizeof *seen);
+    for (t = 0, ent = 0; mem > 0 && t < as_problem_nlive(p); t++) {
         const as_plive *l = as_problem_live(p, t);
         int c, d;
         if (!as_problem_live_binds(p, t))
             continue;
         st->rows++;
-        st->nnz += count_entries(p, l, scol, acc, touched);
+        st->nnz += count_entries(p, l, sh.cls + ent, scol, acc, touched);
+        for (i = 0; i < l->n; i++, ent++)
+            if (sh.cls[ent] != SIZE_MAX && seen[sh.cls[ent]] != t + 1) {
+                seen[sh.cls[ent]] = t + 1;
+                st->nnz++;
+            }
         for (c = 0; c <= AS_LIVE_MORE; c++) { /* distinct segment columns */
             for (d = 0; d < c && point_seg(l, d) != point_seg(l, c); d++)
                 ;
             st->nnz += point_seg(l, c) != AS_NO_SEG && d == c;
         }
     }
+    free(seen);
+    mvshare_free(&sh);
     free(acc);
     free(touched);
     /* alias_<i>_<p>_<q>: one row per forbidden pair */

@@ -906,6 +906,15 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
     else if (as_problem_nnodes(rp) > 0)
         res->after.uncounted = 1;
     res->build_s = as_now() - t0;
+    if (getenv("AS_DEBUG_REDUCE") != NULL) {
+        size_t v, ks = 0;
+        for (v = 0; v < as_problem_nnodes(rp); v++)
+            ks += as_problem_node(rp, v)->k;
+        fprintf(stderr, "solve: reduced problem %zu nodes, %zu strategies, %zu edges, %zu rows; "
+                "ILP %zu cols, %zu rows, %zu nnz%s\n", as_problem_nnodes(rp), ks,
+                as_problem_nedges(rp), as_problem_nlive(rp), res->after.cols, res->after.rows,
+                res->after.nnz, res->after.uncounted ? " (uncounted)" : "");
+    }
     if (as_problem_nnodes(rp) == 0)
         rc = solve_trivial(p, rp, red, res, err);
     else

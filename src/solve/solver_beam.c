@@ -269,6 +269,7 @@ typedef struct beam {
     size_t n, cap;
     double *cost;
     double *score; /**< cost plus the open edges' cheapest resharding */
+    uint64_t *key; /**< hash of the live frontier strategies and point bytes (key_f, key_p) */
     uint32_t *fr; /**< n x nf strategies */
     double *mp;   /**< n x np bytes */
     uint32_t *id; /**< n: index of this partial plan in the trace of its step */
@@ -282,6 +283,7 @@ beam_reserve(beam *b, size_t cap, const slots *sl)
     b->cap = cap;
     b->cost = as_xreallocarray(b->cost, cap, sizeof *b->cost);
     b->score = as_xreallocarray(b->score, cap, sizeof *b->score);
+    b->key = as_xreallocarray(b->key, cap, sizeof *b->key);
     b->fr = as_xreallocarray(b->fr, cap * (sl->nf ? sl->nf : 1), sizeof *b->fr);
     b->mp = as_xreallocarray(b->mp, cap * (sl->np ? sl->np : 1), sizeof *b->mp);
     b->id = as_xreallocarray(b->id, cap, sizeof *b->id);
@@ -292,6 +294,7 @@ beam_free_(beam *b)
 {
     free(b->cost);
     free(b->score);
+    free(b->key);
     free(b->fr);
     free(b->mp);
     free(b->id);
@@ -322,22 +325,33 @@ typedef struct dedup {
     size_t *tab; /**< index into the next beam + 1, 0 = empty */
 } dedup;
 
+/* A partial plan's key (its live frontier strategies and point bytes) is hashed as the
+   exclusive or of one term per live slot, so that a step updates it with the slots it
+   changes, not all live ones (the frontier of a 60-layer model holds thousands). */
 static uint64_t
-key_hash(const beam *b, size_t j, const slots *sl, const size_t *lf, size_t nlf,
-         const size_t *lp, size_t nlp)
+mix64(uint64_t x)
 {
-    uint64_t x = 1469598103934665603ull;
-    size_t i;
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
 
-    for (i = 0; i < nlf; i++)
-        x = (x ^ b->fr[j * sl->nf + lf[i]]) * 1099511628211ull;
-    for (i = 0; i < nlp; i++) {
-        uint64_t v;
-        double d = b->mp[j * sl->np + lp[i]] + 0.0; /* -0.0 == 0.0 */
-        memcpy(&v, &d, sizeof v);
-        x = (x ^ v) * 1099511628211ull;
-    }
-    return x ^ (x >> 29);
+/* The term of frontier slot Q holding strategy S. */
+static uint64_t
+key_f(size_t q, uint32_t s)
+{
+    return mix64(((uint64_t)q << 32) ^ s);
+}
+
+/* The term of point slot Q holding V bytes. */
+static uint64_t
+key_p(size_t q, double v)
+{
+    uint64_t bits;
+    v += 0.0; /* -0.0 == 0.0 */
+    memcpy(&bits, &v, sizeof bits);
+    return mix64(bits ^ mix64(~(uint64_t)q));
 }
 
 static int
@@ -406,6 +420,7 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
     beam_reserve(&cur, 1, &sl);
     cur.n = 1;
     cur.cost[0] = cur.score[0] = as_problem_offset(p);
+    cur.key[0] = 0; /* nothing live */
     cur.id[0] = 0;
     for (u = 0; u < h.nu && cur.n > 0; u++) {
         size_t k = h.k[u], nc = 0, take, lb = h.lstart[u], le = h.lstart[u + 1];
@@ -502,18 +517,41 @@ beam_pass(as_solver_data *data, const as_problem *p, const as_limits *lim, int r
         for (i = 0; i < take && nxt.n < width; i++) {
             const cand *cd = &cands[i];
             size_t w = nxt.n, q;
-            memcpy(nxt.fr + w * sl.nf, cur.fr + cd->j * sl.nf, sl.nf * sizeof *nxt.fr);
-            memcpy(nxt.mp + w * sl.np, cur.mp + cd->j * sl.np, sl.np * sizeof *nxt.mp);
-            if (sl.fslot[u] != UNSET)
-                nxt.fr[w * sl.nf + sl.fslot[u]] = cd->s;
-            for (q = hb; q < he; q++)
-                nxt.mp[w * sl.np + sl.pslot[h.hm[q].point]] += h.hm[q].dm[cd->s];
+            uint64_t key = cur.key[cd->j];
+            uint32_t *nfr = nxt.fr + w * sl.nf;
+            double *nmp = nxt.mp + w * sl.np;
+            memcpy(nfr, cur.fr + cd->j * sl.nf, sl.nf * sizeof *nxt.fr);
+            memcpy(nmp, cur.mp + cd->j * sl.np, sl.np * sizeof *nxt.mp);
+            /* the key: points that start here enter at 0 bytes, the touched ones change,
+               those that end here and the strategies read last here leave, U's enters */
+            for (q = sl.newp_start[u]; q < sl.newp_start[u + 1]; q++)
+                key ^= key_p(sl.pslot[sl.newp[q]], 0);
+            for (q = hb; q < he; q++) {
+                size_t ps = sl.pslot[h.hm[q].point];
+                key ^= key_p(ps, nmp[ps]);
+                nmp[ps] += h.hm[q].dm[cd->s];
+                key ^= key_p(ps, nmp[ps]);
+            }
+            for (q = sl.endp_start[u]; q < sl.endp_start[u + 1]; q++) {
+                size_t ps = sl.pslot[sl.endp[q]];
+                key ^= key_p(ps, nmp[ps]);
+            }
+            for (q = sl.endf_start[u]; q < sl.endf_start[u + 1]; q++) {
+                size_t fs = sl.fslot[sl.endf[q]];
+                key ^= key_f(fs, nfr[fs]);
+            }
+            if (sl.fslot[u] != UNSET) {
+                nfr[sl.fslot[u]] = cd->s;
+                key ^= key_f(sl.fslot[u], cd->s);
+            }
+            nxt.key[w] = key;
             nxt.cost[w] = cd->c;
             nxt.score[w] = cd->score;
             if (merge) {
-                size_t at = key_hash(&nxt, w, &sl, lf, nlf, lp, nlp) & dd.mask, dup = 0;
+                size_t at = key & dd.mask, dup = 0;
                 for (; dd.tab[at] != 0; at = (at + 1) & dd.mask)
-                    if (key_equal(&nxt, dd.tab[at] - 1, w, &sl, lf, nlf, lp, nlp)) {
+                    if (nxt.key[dd.tab[at] - 1] == key &&
+                        key_equal(&nxt, dd.tab[at] - 1, w, &sl, lf, nlf, lp, nlp)) {
                         dup = 1; /* a cheaper one (candidates come cheapest first) is kept */
                         break;
                     }

@@ -1,6 +1,7 @@
 /* sweep.c -- `autoshard sweep` (sweep.h, docs/sweep.md). */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -123,11 +124,23 @@ factor_rec(meshes *ms, int rem, int left, int tpmax, const char *roles, int axis
     }
 }
 
+/* Axes of MESH ("2x4": 2). */
+static int
+mesh_axes(const char *mesh)
+{
+    int n = 1;
+
+    for (; *mesh != '\0'; mesh++)
+        n += *mesh == 'x';
+    return n;
+}
+
 /* Meshes of M devices: up to MAX_AXES factors >= 2, or (NROLES > 0) exactly NROLES >= 1. */
 static void
 stage_meshes(int m, int max_axes, int tpmax, const char *roles, int nroles, meshes *ms)
 {
     char prefix[64];
+    size_t i;
 
     ms->n = 0;
     if (nroles > 0) {
@@ -140,6 +153,18 @@ stage_meshes(int m, int max_axes, int tpmax, const char *roles, int nroles, mesh
         return;
     }
     factor_rec(ms, m, max_axes, tpmax, NULL, 0, prefix, 0, 0);
+    /* fewer axes first (stable): a plan on 2x8 is a start for 2x2x4 (sibling_start), whose
+       larger problem the solver may not finish within a time limit */
+    for (i = 1; i < ms->n; i++) {
+        char t[64];
+        size_t j = i;
+        memcpy(t, ms->m[i], sizeof t);
+        while (j > 0 && mesh_axes(ms->m[j - 1]) > mesh_axes(t)) {
+            memcpy(ms->m[j], ms->m[j - 1], sizeof t);
+            j--;
+        }
+        memcpy(ms->m[j], t, sizeof t);
+    }
 }
 
 static void
@@ -378,6 +403,8 @@ typedef struct sweep_ctx {
     double sim_rate;           /* the largest seconds per microbatch and op of the
                                   simulations in this process so far (0: none yet), for
                                   the time a configuration keeps for its simulation */
+    struct kept_plan *kept;    /* stage plans of this process's configurations (sibling_start) */
+    size_t nkept;
 } sweep_ctx;
 
 static const as_graph *
@@ -403,7 +430,253 @@ typedef struct eval {
     char limit[512];           /* "": the refits ended in time; else why they stopped */
     int copied;                /* stages given an equal, tighter stage's plan (solve_stages) */
     int nsolves;               /* solve_share calls (AUTOSHARD_SWEEP_SOLVES) */
+    int axes;                  /* of the configuration's mesh */
+    sweep_ctx *x;
+    size_t **start;            /* per stage: a sibling configuration's plan (sibling_start) or NULL */
+    double *start_obj;         /* its objective */
+    char start_mesh[64];       /* the sibling's mesh ("" = no start) */
+    int started;               /* stages whose answer is the sibling's plan */
 } eval;
+
+/* ---- a start from a sibling configuration's plan ---- */
+
+/*
+ * The plan of one stage of a configuration this process ran, as strategy names: a start
+ * for a configuration that differs only by its mesh, when that mesh splits the plan's
+ * axes.  A plan on 2x8 is a plan on 2x2x4 with the axis of 8 read as the two axes (y,z):
+ * both meshes number their devices row-major, so every device group of the plan is the
+ * same.  Only meshes without axis roles (--role fixes the axes of every mesh).
+ */
+typedef struct kept_plan {
+    int n, p, k, zero, stage;
+    as_recompute r;
+    char mesh[64];
+    size_t nn;
+    char **names;              /* nn strategy names, owned */
+} kept_plan;
+
+/* Kept plans at most (the oldest go first): a sweep's siblings are close together. */
+#define SWEEP_KEPT_MAX 64
+
+/* The factors of MESH ("2x4") into F (at most 3): their number (0: not a mesh of factors). */
+static int
+mesh_factors(const char *mesh, int *f)
+{
+    int n = 0;
+    char *end;
+
+    while (*mesh != '\0' && n < 3) {
+        long v = strtol(mesh, &end, 10);
+        if (end == mesh || v < 1)
+            return 0;
+        f[n++] = (int)v;
+        if (*end == '\0')
+            return n;
+        if (*end != 'x')
+            return 0;
+        mesh = end + 1;
+    }
+    return *mesh == '\0' ? n : 0;
+}
+
+/*
+ * 1 if the NS axes S are the NT axes T grouped in order (each axis of S the product of a
+ * run of consecutive axes of T; NS < NT): axis i of S is T's axes FIRST[i]..FIRST[i+1]-1.
+ */
+static int
+mesh_groups(const int *t, int nt, const int *s, int ns, int *first)
+{
+    int i = 0, j = 0;
+
+    if (ns >= nt)
+        return 0;
+    for (i = 0; i < ns; i++) {
+        long prod = 1;
+        first[i] = j;
+        while (j < nt && prod < s[i])
+            prod *= t[j++];
+        if (prod != s[i])
+            return 0;
+    }
+    first[ns] = j;
+    return j == nt;
+}
+
+/*
+ * NAME of a strategy on the sibling's mesh (axes x, y, z) as named on this mesh: every
+ * axis name standing alone (not part of a longer word) becomes the run of this mesh's
+ * axes it groups: "S(in0:1@y)" -> "S(in0:1@y,z)", and a dim of a layout outside
+ * parentheses gets them, "[None,y]" -> "[None,(y,z)]" (docs/strategies.md).  0 if OUT
+ * is too short.
+ */
+static int
+map_name(const char *name, const int *first, int ns, char *out, size_t n)
+{
+    static const char ax[] = "xyz";
+    size_t len = 0;
+    const char *c;
+    int depth = 0;
+
+    for (c = name; *c != '\0'; c++) {
+        const char *a = strchr(ax, *c);
+        int word = (c > name && (isalnum((unsigned char)c[-1]) || c[-1] == '_')) ||
+                   isalnum((unsigned char)c[1]) || c[1] == '_';
+        depth += (*c == '(') - (*c == ')');
+        if (a != NULL && !word && (int)(a - ax) < ns) {
+            int i = (int)(a - ax), q, wrap = depth == 0 && first[i + 1] - first[i] > 1;
+            if (len + 2 * (size_t)(first[i + 1] - first[i]) + 3 >= n)
+                return 0;
+            if (wrap)
+                out[len++] = '(';
+            for (q = first[i]; q < first[i + 1]; q++) {
+                if (q > first[i])
+                    out[len++] = ',';
+                out[len++] = ax[q];
+            }
+            if (wrap)
+                out[len++] = ')';
+            continue;
+        }
+        if (len + 2 >= n)
+            return 0;
+        out[len++] = *c;
+    }
+    out[len] = '\0';
+    return 1;
+}
+
+/* The plan of stage S of C (E->res[s]) kept for its siblings. */
+static void
+kept_add(sweep_ctx *x, const as_sweep_cfg *c, const eval *E, int s)
+{
+    const as_problem *p = E->gp[s].p;
+    size_t v, nn = as_problem_nnodes(p);
+    int f[3];
+    kept_plan *k;
+    char buf[64];
+
+    /* a start is only taken under a time limit */
+    if (x->o->roles != NULL || x->o->time_limit <= 0 || mesh_factors(c->mesh, f) >= 3 ||
+        E->res[s].nplans == 0)
+        return;
+    if (x->nkept == SWEEP_KEPT_MAX) { /* the oldest goes */
+        for (v = 0; v < x->kept[0].nn; v++)
+            free(x->kept[0].names[v]);
+        free(x->kept[0].names);
+        memmove(x->kept, x->kept + 1, (SWEEP_KEPT_MAX - 1) * sizeof *x->kept);
+        x->nkept--;
+    }
+    if (x->kept == NULL)
+        x->kept = as_xcalloc(SWEEP_KEPT_MAX, sizeof *x->kept);
+    k = &x->kept[x->nkept++];
+    memset(k, 0, sizeof *k);
+    k->n = c->n;
+    k->p = c->p;
+    k->k = c->k;
+    k->zero = c->zero;
+    k->r = c->recompute;
+    k->stage = s;
+    snprintf(k->mesh, sizeof k->mesh, "%s", c->mesh);
+    k->nn = nn;
+    k->names = as_xcalloc(nn + 1, sizeof *k->names);
+    for (v = 0; v < nn; v++)
+        k->names[v] = as_xstrdup(as_problem_strategy_name(p, v, E->res[s].plans[0].choice[v],
+                                                          buf, sizeof buf));
+}
+
+static void
+kept_free(sweep_ctx *x)
+{
+    size_t i, v;
+
+    for (i = 0; i < x->nkept; i++) {
+        for (v = 0; v < x->kept[i].nn; v++)
+            free(x->kept[i].names[v]);
+        free(x->kept[i].names);
+    }
+    free(x->kept);
+    x->kept = NULL;
+    x->nkept = 0;
+}
+
+/*
+ * The cheapest plan of stage S of C (its problem under its current memory rows) that a
+ * kept sibling's plan becomes on C's mesh: E->start[s] and E->start_obj[s] (NULL when no
+ * sibling's plan maps onto every node or passes the rows).
+ */
+static void
+sibling_start(const as_sweep_cfg *c, eval *E, int s)
+{
+    const sweep_ctx *x = E->x;
+    const as_problem *p = E->gp[s].p;
+    size_t nn = as_problem_nnodes(p), i, v, q, *choice;
+    int t[3], nt = mesh_factors(c->mesh, t);
+    double best = HUGE_VAL;
+
+    if (x->o->roles != NULL || nt < 2 || x->nkept == 0)
+        return;
+    choice = as_xcalloc(nn + 1, sizeof *choice);
+    for (i = 0; i < x->nkept; i++) {
+        const kept_plan *k = &x->kept[i];
+        int f[3], nf = mesh_factors(k->mesh, f), first[4];
+        char name[256], buf[64];
+        double obj;
+        as_err e = {0};
+        if (k->n != c->n || k->p != c->p || k->k != c->k || k->zero != c->zero ||
+            k->r != c->recompute || k->stage != s || k->nn != nn ||
+            !mesh_groups(t, nt, f, nf, first))
+            continue;
+        for (v = 0; v < nn; v++) {
+            size_t kk = as_problem_node(p, v)->k;
+            if (!map_name(k->names[v], first, nf, name, sizeof name))
+                break;
+            for (q = 0; q < kk; q++)
+                if (strcmp(as_problem_strategy_name(p, v, q, buf, sizeof buf), name) == 0)
+                    break;
+            if (q == kk)
+                break;
+            choice[v] = q;
+        }
+        if (getenv("AS_DEBUG_SWEEP") != NULL)
+            fprintf(stderr, "sweep: %s stage %d from %s: %s\n", c->key, s, k->mesh,
+                    v < nn ? "no strategy" : "mapped");
+        if (getenv("AS_DEBUG_SWEEP") != NULL && v < nn)
+            fprintf(stderr, "  node %s: %s -> %s\n", as_problem_node(p, v)->name, k->names[v],
+                    name);
+        if (v < nn || as_problem_check(p, choice, &obj, NULL, &e) != AS_OK || !(obj < best))
+            continue;
+        best = obj;
+        if (E->start[s] == NULL)
+            E->start[s] = as_xcalloc(nn + 1, sizeof *E->start[s]);
+        memcpy(E->start[s], choice, nn * sizeof *choice);
+        E->start_obj[s] = obj;
+        snprintf(E->start_mesh, sizeof E->start_mesh, "%s", k->mesh);
+    }
+    free(choice);
+}
+
+/* Stage S's answer is CHOICE (a plan of its problem) with BOUND and STATUS. */
+static void
+set_plan(eval *E, int s, const size_t *choice, double bound, as_outcome status)
+{
+    const as_problem *p = E->gp[s].p;
+    size_t n = as_problem_nnodes(p);
+    as_plan *pl;
+
+    as_solve_result_free(&E->res[s]);
+    memset(&E->res[s], 0, sizeof E->res[s]);
+    pl = E->res[s].plans = as_xcalloc(1, sizeof *pl);
+    E->res[s].nplans = 1;
+    pl->choice = as_xmalloc((n + 1) * sizeof *pl->choice);
+    memcpy(pl->choice, choice, n * sizeof *pl->choice);
+    pl->objective = as_problem_eval(p, pl->choice);
+    pl->peak = as_problem_peak(p, pl->choice);
+    pl->bound = fmin(bound, pl->objective);
+    pl->gap = isfinite(pl->bound) ? as_rel_gap(pl->objective, pl->bound) : HUGE_VAL;
+    pl->nodes = 0;
+    pl->status = status;
+    E->res[s].outcome = status;
+}
 
 /*
  * Solve stage S of C within SHARE seconds (0 = no limit): E->res[s].  Under a
@@ -416,6 +689,8 @@ stage_solve(const as_sweep_cfg *c, eval *E, int s, double share, as_err *err)
 {
     as_solve_opts so;
     as_solve_result r;
+    const size_t *start = NULL;
+    int rc;
 
     as_solve_opts_init(&so);
     so.solver = c->solver;
@@ -426,13 +701,42 @@ stage_solve(const as_sweep_cfg *c, eval *E, int s, double share, as_err *err)
     as_problem_set_memory(E->gp[s].p, E->rb[s]);
     {
         double t = as_now();
-        int rc = as_solve_problem(E->gp[s].p, &so, &r, err);
+        as_err e = {0};
+        if (E->start != NULL && E->res[s].nplans == 0 && share > 0) /* a first solve */
+            sibling_start(c, E, s); /* (without a time limit the solver's plan is the answer) */
+        /* under the rows of this solve (a refit's are tighter).  The solver does not get it
+           as its incumbent: with one, the reductions' first bound round runs its Lagrangian
+           whatever the time (gpt3-1.3b, 16 devices, P = 2, 2x2x2: 5.0 s on a 0.9 s share);
+           the sweep keeps it as the answer when the solver has none or a dearer one */
+        if (E->start != NULL && E->start[s] != NULL &&
+            as_problem_check(E->gp[s].p, E->start[s], NULL, NULL, &e) == AS_OK)
+            start = E->start[s];
+        rc = as_solve_problem(E->gp[s].p, &so, &r, err);
+        if (getenv("AS_DEBUG_SWEEP") != NULL)
+            fprintf(stderr, "sweep: %s stage %d: share %.3f s, took %.3f s, rc %d, %zu plans, "
+                    "start %s\n", c->key, s, share, as_now() - t, rc, r.nplans,
+                    start != NULL ? "yes" : "no");
         E->solve_s += as_now() - t;
         as_problem_set_memory(E->gp[s].p, E->budget[s]);
-        if (rc != AS_OK) {
-            as_solve_result_free(&r);
-            return rc;
-        }
+    }
+    if (start != NULL && share > 0 && E->status == NULL &&
+        (rc == AS_ESOLVER || (r.nplans == 0 && r.outcome != AS_OUTCOME_INFEASIBLE) ||
+         (r.nplans > 0 && r.plans[0].objective > E->start_obj[s] * (1 + 1e-12)))) {
+        /* out of time without a plan (or with a dearer one): the sibling's plan is one; the
+           solver's bound stays when it has one */
+        double bound = rc == AS_OK && r.nplans > 0 ? r.plans[0].bound : -HUGE_VAL;
+        if (rc != AS_OK)
+            memset(err, 0, sizeof *err);
+        as_solve_result_free(&r);
+        set_plan(E, s, start, bound,
+                 isfinite(bound) && as_rel_gap(E->start_obj[s], bound) <= AS_DEFAULT_GAP
+                     ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE);
+        E->started++;
+        return AS_OK;
+    }
+    if (rc != AS_OK) {
+        as_solve_result_free(&r);
+        return rc;
     }
     if (r.nplans > 0) { /* else a refit's previous plan stays */
         as_solve_result_free(&E->res[s]);
@@ -453,7 +757,8 @@ stage_solve(const as_sweep_cfg *c, eval *E, int s, double share, as_err *err)
 /*
  * Seconds for the next of N solves of E before DEADLINE (0 = no limit; < 0 =
  * none left).  AUTOSHARD_SWEEP_SOLVES=M (tests) ends the time after M solves
- * of a configuration, as a clock that ran out would.
+ * of a configuration, as a clock that ran out would; M@A only on meshes of at
+ * least A axes.
  */
 static double
 solve_share(eval *E, double deadline, int n)
@@ -461,7 +766,8 @@ solve_share(eval *E, double deadline, int n)
     const char *stop = getenv("AUTOSHARD_SWEEP_SOLVES");
     double left;
 
-    if (stop != NULL && E->nsolves++ >= atoi(stop))
+    if (stop != NULL && (strchr(stop, '@') == NULL || E->axes >= atoi(strchr(stop, '@') + 1)) &&
+        E->nsolves++ >= atoi(stop))
         return -1;
     if (deadline <= 0)
         return 0;
@@ -551,23 +857,7 @@ problem_dominates(const as_problem *a, const as_problem *b)
 static void
 copy_plan(eval *E, int from, int s, double bound, as_outcome status)
 {
-    const as_problem *p = E->gp[s].p;
-    size_t n = as_problem_nnodes(p);
-    as_plan *pl;
-
-    as_solve_result_free(&E->res[s]);
-    memset(&E->res[s], 0, sizeof E->res[s]);
-    pl = E->res[s].plans = as_xcalloc(1, sizeof *pl);
-    E->res[s].nplans = 1;
-    pl->choice = as_xmalloc((n + 1) * sizeof *pl->choice);
-    memcpy(pl->choice, E->res[from].plans[0].choice, n * sizeof *pl->choice);
-    pl->objective = as_problem_eval(p, pl->choice);
-    pl->peak = as_problem_peak(p, pl->choice);
-    pl->bound = fmin(bound, pl->objective);
-    pl->gap = isfinite(pl->bound) ? as_rel_gap(pl->objective, pl->bound) : HUGE_VAL;
-    pl->nodes = 0;
-    pl->status = status;
-    E->res[s].outcome = status;
+    set_plan(E, s, E->res[from].plans[0].choice, bound, status);
 }
 
 typedef struct stage_run {
@@ -690,6 +980,12 @@ solve_stages(const sweep_ctx *x, const as_sweep_cfg *c, eval *E, double t0, doub
             S.copied++;
             unsolved--;
             rc = AS_OK;
+        } else if (share < 0 && E->res[st].nplans == 0 && (sibling_start(c, E, st),
+                                                             E->start[st] != NULL)) {
+            /* no time left for this stage: a sibling configuration's plan is one */
+            set_plan(E, st, E->start[st], -HUGE_VAL, AS_OUTCOME_FEASIBLE);
+            E->started++;
+            unsolved--;
         } else if (share < 0) {
             rc = as_errf(err, AS_ESOLVER, "time limit (%g s) reached before stage %d was "
                          "solved", x->o->time_limit, st);
@@ -775,6 +1071,10 @@ eval_run(sweep_ctx *x, const as_sweep_cfg *c, eval *E, as_err *err)
         return err->code;
     E->gp = as_xcalloc((size_t)c->p, sizeof *E->gp);
     E->res = as_xcalloc((size_t)c->p, sizeof *E->res);
+    E->x = x;
+    E->axes = mesh_axes(c->mesh);
+    E->start = as_xcalloc((size_t)c->p, sizeof *E->start);
+    E->start_obj = as_xcalloc((size_t)c->p, sizeof *E->start_obj);
     E->budget = as_xcalloc((size_t)c->p, sizeof *E->budget);
     E->rb = as_xcalloc((size_t)c->p, sizeof *E->rb);
     E->peak = as_xcalloc((size_t)c->p, sizeof *E->peak);
@@ -876,6 +1176,10 @@ eval_free(const as_sweep_cfg *c, eval *E)
         as_solve_result_free(&E->res[s]);
         as_graph_problem_free(&E->gp[s]);
     }
+    for (s = 0; E->start != NULL && s < c->p; s++)
+        free(E->start[s]);
+    free(E->start);
+    free(E->start_obj);
     free(E->gp);
     free(E->res);
     free(E->budget);
@@ -1005,6 +1309,18 @@ eval_config(sweep_ctx *x, const as_sweep_cfg *c, record *r)
         json_object_set_new(j, "oom", json_boolean(oom));
         json_object_set_new(j, "bubble", json_real(E.sim->bubble));
         json_object_set_new(j, "stages_copied", json_integer(E.copied));
+        if (E.started > 0) {
+            /* so many stages took the plan of the configuration on START_MESH (its axes
+               split): the solver found none, or a dearer one, in its time */
+            double so = 0;
+            for (s = 0; s < c->p && E.start[s] != NULL; s++)
+                so += E.start_obj[s];
+            json_object_set_new(j, "start_mesh", json_string(E.start_mesh));
+            json_object_set_new(j, "start_objective", s == c->p ? json_real(so) : json_null());
+            json_object_set_new(j, "stages_started", json_integer(E.started));
+        }
+        for (s = 0; s < c->p; s++)
+            kept_add(x, c, &E, s);
         if (x->o->plans != NULL) {
             char path[4096];
             as_err e2 = {0};
@@ -1509,6 +1825,9 @@ typedef struct run {
     double t0, best;
     char bestkey[AS_SWEEP_KEY_MAX];
     int running;
+    int jobs;                  /* configurations evaluated at once (1: this process) */
+    size_t nsolved;            /* lines received that were not pruned */
+    double solved_s;           /* their wall_s, summed */
 } run;
 
 /* The line of queue entry T (owned text): record it, append every line now in order. */
@@ -1524,6 +1843,11 @@ run_got(run *R, size_t t, char *text, as_err *err)
         return as_errf(err, AS_EINTERNAL, "a sweep worker sent a bad line");
     }
     record_from_json(j, rec, R->o->zero);
+    if (strcmp(rec->status, "pruned") != 0) {
+        json_t *w = json_object_get(j, "wall_s");
+        R->nsolved++;
+        R->solved_s += w != NULL ? json_number_value(w) : 0;
+    }
     json_decref(j);
     R->nrec++;
     R->line[t] = text;
@@ -1543,6 +1867,25 @@ run_got(run *R, size_t t, char *text, as_err *err)
     return AS_OK;
 }
 
+double
+as_sweep_eta(size_t left, size_t nsolved, double solved_s, size_t got, double elapsed, int jobs,
+             double time_limit)
+{
+    double each;
+
+    if (left == 0)
+        return 0;
+    if (nsolved > 0)
+        each = solved_s / (double)nsolved; /* a configuration that is solved, on average */
+    else if (time_limit > 0)
+        each = time_limit;                 /* only pruned lines so far: the limit bounds one */
+    else if (got > 0)
+        return elapsed / (double)got * (double)left;
+    else
+        return NAN;
+    return each * (double)left / (jobs > 1 ? jobs : 1);
+}
+
 static void
 run_progress(const run *R, const char *running)
 {
@@ -1553,8 +1896,10 @@ run_progress(const run *R, const char *running)
     if (!R->tty)
         return;
     if (R->got > 0) {
-        double left = el / (double)R->got * (double)(R->nqueue - R->got);
-        snprintf(eta, sizeof eta, "%.0f s", left);
+        double left = as_sweep_eta(R->nqueue - R->got, R->nsolved, R->solved_s, R->got, el,
+                                   R->jobs, R->o->time_limit);
+        if (!isnan(left))
+            snprintf(eta, sizeof eta, "%.0f s", left);
     }
     fprintf(stderr, "\rsweep: %zu/%zu done, %d running, best %s (%.4g samples/s), ETA %s%s%s"
             "\033[K", done, R->total, R->running,
@@ -2126,15 +2471,18 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
         if (!key_done(R.recs, R.nrec, cfg[i].key))
             R.queue[R.nqueue++] = i;
     R.line = as_xcalloc(R.nqueue + 1, sizeof *R.line);
+    R.jobs = o->jobs > 1 && R.nqueue > 1 ? (o->jobs < (int)R.nqueue ? o->jobs : (int)R.nqueue)
+                                         : 1;
 #ifdef HAVE_MPI
     if (mpi_size > 1) {
+        R.jobs = mpi_size - 1;
         rc = mpi_coordinator(&R, mpi_size, err);
         mpi_stop(mpi_size);
         mpi_stopped = 1;
     } else
 #endif
-    if (o->jobs > 1 && R.nqueue > 1)
-        rc = run_parallel(&R, o->jobs < (int)R.nqueue ? o->jobs : (int)R.nqueue, err);
+    if (R.jobs > 1)
+        rc = run_parallel(&R, R.jobs, err);
     else
         rc = run_serial(&R, err);
     if (R.tty)
@@ -2169,6 +2517,7 @@ out:
         close(R.fd);
     for (i = 0; i < 4; i++)
         as_graph_free(x.rg[i]);
+    kept_free(&x);
     for (i = 0; R.line != NULL && i < R.nqueue; i++)
         free(R.line[i]);
     free(R.line);

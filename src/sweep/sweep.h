@@ -127,6 +127,17 @@ typedef struct as_sweep_summary {
 int as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_summary *sum,
                  as_err *err);
 
+/**
+ * Seconds the progress line's ETA gives for LEFT configurations still to run, JOBS at a
+ * time: LEFT x the mean wall time of the NSOLVED lines received that were not pruned
+ * (SOLVED_S seconds in all).  Pruned lines (a build and a bound: a tenth of a second)
+ * are not a sample of what is left: at 1024 devices they come in runs, and counting them
+ * made the ETA low.  With none solved yet: TIME_LIMIT a configuration (> 0), else ELAPSED
+ * / GOT each (GOT lines received); NAN with nothing to go on.
+ */
+double as_sweep_eta(size_t left, size_t nsolved, double solved_s, size_t got, double elapsed,
+                    int jobs, double time_limit);
+
 /** This process's MPI rank under mpirun with more than one rank (built --with-mpi or not,
     as Open MPI's environment says), else 0: ranks > 0 print nothing. */
 int as_sweep_rank(void);

@@ -43,6 +43,32 @@ AUTOSHARD_SWEEP_SOLVES=2 as sweep $S --time-limit 600 -o "$T/e.jsonl"
 check "2 solves: a stage with no plan at all is an error naming it truthfully" \
     sh -c "jq -r 'select(.config) | .status + \": \" + .error' '$T/e.jsonl' | grep -q '^error: time limit (600 s) reached before stage [0-9] was solved\$'"
 
+# ---- a start from a sibling: a mesh that splits an axis of a mesh already solved ----
+# Meshes come fewer axes first (8, then 2x4 and 4x2, then 2x2x2), so a plan on 4 is there
+# when 2x2 runs: the same layout with the axis of 4 read as the two axes (x,y).
+as sweep "$T/g.asg" --devices 8 --list
+check "meshes with fewer axes first: 8, 2x4, 4x2, 2x2x2 at p=1" \
+    test "$(grep '^p=1,' "$T/out" | sed 's/.*mesh=\([^,]*\),.*/\1/' | tr '\n' ' ')" = "8 2x4 4x2 2x2x2 "
+# AUTOSHARD_SWEEP_SOLVES=0@2: no solve at all on meshes of 2 axes or more (a clock that ran
+# out at once); before, such a configuration was an error, "no plan"
+AUTOSHARD_SWEEP_SOLVES=0@2 as sweep "$T/g.asg" --devices 8 --pipeline 2 --max-axes 2 \
+    --time-limit 600 -q -o "$T/st.jsonl" --plans "$T/plans"
+ok $rc "p=2 on 8 devices, mesh 4 solved, mesh 2x2 out of time before any solve"
+check "2x2: status limit with a plan that every stage took from mesh 4, simulated" \
+    test "$(jq -r 'select(.mesh == "2x2") | "\(.status) \(.start_mesh) \(.stages_started) \(.throughput > 0) \(.gap)"' "$T/st.jsonl")" = "limit 4 2 true null"
+check "its objective is the start's (the stage objectives summed)" \
+    close "$(jq -r 'select(.mesh == "2x2") | .stage_objective_sum' "$T/st.jsonl")" \
+        "$(jq -r 'select(.mesh == "2x2") | .start_objective' "$T/st.jsonl")" 1e-12
+# the same layout: every tensor of the 2x2 plan is split as on mesh 4, over (x,y) for x
+# (a partial sum over x is one over x and y)
+F='.tensors[] | (.spec | split(" ")) as $p | "\(.name) \($p[0] | gsub("x"; "(x,y)"))\(if ($p | length) > 1 then " " + ($p[1] | gsub("(?<o>[a-z]+):x"; "\(.o):x,\(.o):y")) else "" end)"'
+check "the same layout: mesh 4's specs with x read as (x,y)" \
+    test "$(jq -r "$F" "$T/plans/p-2_k-4_mesh-4_recompute-none_solver-glpk.json" | md5sum)" = \
+         "$(jq -r '.tensors[] | "\(.name) \(.spec)"' "$T/plans/p-2_k-4_mesh-2x2_recompute-none_solver-glpk.json" | md5sum)"
+as simulate "$T/g.asg" --plan "$T/plans/p-2_k-4_mesh-2x2_recompute-none_solver-glpk.json" --json
+check "one truth: simulate --plan gives the line's time" \
+    close "$(jq -r .time "$T/out")" "$(jq -r 'select(.mesh == "2x2") | .time' "$T/st.jsonl")" 1e-9
+
 # ---- a --batch list: one CSV with a batch column, one chart per batch ----
 B="mlp-1b --devices 2 --cost-model distir --role data,tensor --batch 256,1024 -q"
 as sweep $B -o "$T/b.jsonl" --csv "$T/b.csv" --svg "$T/b.svg"

@@ -700,13 +700,61 @@ near(double a, double b)
  * segments' columns) at random plans, the optimum under a binding budget, the heuristics'
  * plans, and a cost-graph file round trip.
  */
+
+/*
+ * Random plans of P (20) through its ILP (as_ilp_point): every mem_<t> row's activity in bytes
+ * = X's point t written out; returns how many differ, with the rows in *NROW and the mv_<c>
+ * columns in *MV (1: no ILP).
+ */
+static size_t
+ilp_rows_bytes(const as_problem *p, const as_problem *x, size_t *choice, size_t *nrow, size_t *mv)
+{
+    as_ilp *ilp = NULL;
+    as_err err = {0};
+    const as_ilp_view *iv;
+    double *xv, *act, *segs;
+    size_t bad = 0, i, r, t, v, n = as_problem_nnodes(p);
+
+    if (as_ilp_build(p, NULL, &ilp, &err) != AS_OK) {
+        ok(0, "segments: ILP: %s", err.msg);
+        return 1;
+    }
+    iv = as_ilp_data(ilp);
+    xv = calloc(iv->ncols + 1, sizeof *xv);
+    act = calloc(iv->nrows + 1, sizeof *act);
+    for (i = 0; i < iv->ncols; i++)
+        *mv += strncmp(iv->col_name[i], "mv_", 3) == 0;
+    for (r = 0; r < 20; r++) {
+        for (v = 0; v < n; v++)
+            choice[v] = (size_t)rand() % as_problem_node(p, v)->k;
+        as_ilp_point(ilp, choice, xv);
+        memset(act, 0, (iv->nrows + 1) * sizeof *act);
+        for (i = 0; i < iv->nnz; i++)
+            act[iv->ti[i]] += iv->tv[i] * xv[iv->tj[i]];
+        segs = as_problem_seg_bytes(x, choice);
+        for (i = 0; i < iv->nrows; i++) {
+            if (strncmp(iv->row_name[i], "mvd_", 4) == 0 || strncmp(iv->row_name[i], "seg_", 4) == 0)
+                bad += fabs(act[i]) > 1e-12; /* the defining rows hold at the point */
+            if (sscanf(iv->row_name[i], "mem_%zu", &t) != 1)
+                continue;
+            (*nrow)++;
+            bad += fabs(act[i] * as_problem_memory(x) + as_problem_live(x, t)->resident -
+                        as_problem_live_bytes(x, t, segs, choice)) > 1e-9 * as_problem_memory(x);
+        }
+        free(segs);
+    }
+    free(xv);
+    free(act);
+    as_ilp_free(ilp);
+    return bad;
+}
+
 static void
 test_segments(int layers, int solve)
 {
     as_graph_setup su = {.mesh = "2"};
     as_graph_problem gp;
     as_problem *x, *rt = NULL;
-    as_ilp *ilp = NULL;
     as_err err = {0};
     as_ilp_stats a, b;
     size_t n, t, r, v, *choice, bad = 0, binds = 0, nb = 0;
@@ -750,39 +798,15 @@ test_segments(int layers, int solve)
        "segments: the plan check agrees");
     if (as_ilp_count(gp.p, &a, &err) == AS_OK && as_ilp_count(x, &b, &err) == AS_OK)
         ok(a.nnz < b.nnz, "segments: the ILP has %zu non-zeros, %zu written out", a.nnz, b.nnz);
-    /* the ILP's memory rows at random plans: mem_<t> with the mseg columns = the bytes */
-    if (as_ilp_build(gp.p, NULL, &ilp, &err) == AS_OK) {
-        const as_ilp_view *iv = as_ilp_data(ilp);
-        double *xv = calloc(iv->ncols + 1, sizeof *xv), *act = calloc(iv->nrows + 1, sizeof *act);
-        double *segs;
-        size_t nrow = 0, i;
-        bad = 0;
-        for (r = 0; r < 20; r++) {
-            for (v = 0; v < n; v++)
-                choice[v] = (size_t)rand() % as_problem_node(gp.p, v)->k;
-            as_ilp_point(ilp, choice, xv);
-            memset(act, 0, (iv->nrows + 1) * sizeof *act);
-            for (i = 0; i < iv->nnz; i++)
-                act[iv->ti[i]] += iv->tv[i] * xv[iv->tj[i]];
-            segs = as_problem_seg_bytes(x, choice);
-            for (i = 0; i < iv->nrows; i++) {
-                if (sscanf(iv->row_name[i], "mem_%zu", &t) != 1)
-                    continue;
-                nrow++;
-                bad += fabs(act[i] * as_problem_memory(x) + as_problem_live(x, t)->resident -
-                            as_problem_live_bytes(x, t, segs, choice)) >
-                       1e-9 * as_problem_memory(x);
-            }
-            free(segs);
-        }
-        ok(bad == 0 && nrow > 0, "segments: %zu ILP memory rows at 20 random plans = the bytes "
-           "written out (%zu differ)", nrow, bad);
-        free(xv);
-        free(act);
-    } else {
-        ok(0, "segments: ILP: %s", err.msg);
+    /* the ILP's memory rows at random plans: mem_<t> with the mseg columns = the bytes; also
+       of the problem written out, whose repeated entries share mv_<c> columns */
+    for (r = 0; r < 2; r++) {
+        size_t nrow = 0, mv = 0;
+        bad = ilp_rows_bytes(r ? x : gp.p, x, choice, &nrow, &mv);
+        ok(bad == 0 && nrow > 0 && (r == 0 || mv > 0), "segments%s: %zu ILP memory rows at 20 "
+           "random plans = the bytes written out (%zu differ, %zu mv columns)",
+           r ? " written out" : "", nrow, bad, mv);
     }
-    as_ilp_free(ilp);
     for (r = 0; r < 2 && solve; r++) { /* glpk needs minutes on the larger ones */
         as_solve_opts o;
         as_solve_result rs, rx;
@@ -818,6 +842,9 @@ test_segments(int layers, int solve)
     as_graph_problem_free(&gp);
 }
 
+/* Built ILPs with shared memory columns (mv_<c>, ilp.c's mvshare) in count_matches. */
+static size_t count_shared;
+
 /* as_ilp_count == the built ILP's size (one truth: the report's "ILP before" line). */
 static int
 count_matches(const as_problem *p, const char *what)
@@ -825,6 +852,7 @@ count_matches(const as_problem *p, const char *what)
     as_ilp_stats a, b;
     as_ilp *ilp = NULL;
     as_err err = {0};
+    size_t j;
     int good;
 
     memset(&a, 0xff, sizeof a);
@@ -834,6 +862,7 @@ count_matches(const as_problem *p, const char *what)
         return 0;
     }
     as_ilp_stats_get(ilp, &b);
+    count_shared += as_ilp_find_col(ilp, "mv_0", &j);
     good = a.cols == b.cols && a.int_cols == b.int_cols && a.rows == b.rows && a.nnz == b.nnz;
     if (!good)
         ok(0, "%s: counted %zu cols (%zu int), %zu rows, %zu nnz; built %zu (%zu), %zu, %zu",
@@ -892,6 +921,72 @@ test_ilp_count(void)
     }
     ok(tried > 50 && good == tried, "as_ilp_count = built ILP on %zu of %zu random problems",
        good, tried);
+    ok(count_shared > 10, "%zu of them share memory entries in mv_<c> columns", count_shared);
+}
+
+/*
+ * K > 1 microbatches: a reshard into a forward or backward op costs K times (the matrix of
+ * K = 1 times K, exactly), and edges that borrow one shared matrix at K = 1 borrow one at K
+ * too (made once per map, not copied per edge).
+ */
+static void
+test_micro_share(void)
+{
+    as_graph *g = NULL;
+    as_mesh *m = NULL;
+    as_cost_model *cm = NULL;
+    as_problem *p1 = NULL, *p4 = NULL;
+    as_build_map *m1 = NULL, *m4 = NULL;
+    as_build_opts o;
+    as_hw hw;
+    as_err err = {0};
+    size_t j, j2, n = 0, bad = 0, times4 = 0, same1 = 0, same4 = 0;
+
+    const as_preset *pr = as_preset_find("mlp-1b");
+    as_preset_cfg cfg = pr->cfg;
+    as_train_opts t;
+
+    cfg.layers = 3; /* repeated layers: edges that reshard alike */
+    cfg.hidden = 256;
+    cfg.batch = 64;
+    as_train_opts_init(&t);
+    if (as_preset_build(pr, &cfg, &g, &err) != AS_OK || as_autodiff(g, &t, &err) != AS_OK ||
+        as_mesh_parse("2x2", &m, &err) != AS_OK || !as_hw_find_builtin("a100-dgx", &hw) ||
+        as_cost_model_new(&as_cost_roofline, &hw, m, NULL, 0, &cm, &err) != AS_OK) {
+        diag("setup: %s", err.msg);
+        exit(1);
+    }
+    as_build_opts_init(&o);
+    is_int(as_problem_from_graph(g, m, cm, &o, &p1, &m1, &err), AS_OK, "K = 1: %s", err.msg);
+    o.microbatches = 4;
+    is_int(as_problem_from_graph(g, m, cm, &o, &p4, &m4, &err), AS_OK, "K = 4: %s", err.msg);
+    is_int((long)as_problem_nedges(p4), (long)as_problem_nedges(p1), "the same edges");
+    for (j = 0; j < as_problem_nedges(p1) && j < as_problem_nedges(p4); j++) {
+        const as_pedge *a = as_problem_edge(p1, j), *b = as_problem_edge(p4, j);
+        size_t q, kk = as_problem_node(p1, a->u)->k * as_problem_node(p1, a->v)->k, four = 0;
+        for (q = 0; q < kk; q++) {
+            four += b->r[q] != a->r[q];
+            bad += b->r[q] != a->r[q] && b->r[q] != 4 * a->r[q];
+        }
+        times4 += four > 0;
+        for (j2 = j + 1; j2 < as_problem_nedges(p1); j2++)
+            if (as_problem_edge(p1, j2)->r == a->r) {
+                same1++;
+                same4 += as_problem_edge(p4, j2)->r == b->r;
+            }
+        n++;
+    }
+    is_int((long)bad, 0, "every entry at K = 4 is K = 1's or 4 x it (%zu edges)", n);
+    ok(times4 > 0, "%zu edges cost 4 x", times4);
+    ok(same1 > 0, "edges share a matrix at K = 1 (%zu pairs)", same1);
+    is_int((long)same4, (long)same1, "and the same pairs share one at K = 4");
+    as_problem_free(p1);
+    as_problem_free(p4);
+    as_build_map_free(m1);
+    as_build_map_free(m4);
+    as_cost_model_free(cm);
+    as_mesh_free(m);
+    as_graph_free(g);
 }
 
 int
@@ -899,6 +994,7 @@ main(void)
 {
     as_rules_set_cache_path("off");
     test_mlp();
+    test_micro_share();
     test_emit();
     test_real_graphs();
     test_alpa_patterns();

@@ -515,6 +515,17 @@ test_mrf_deadline(void)
     ok(res.lb <= res.ub + 1e-12 && res.ub >= 1 - 1e-12,
        "mrf: it still returns a plan (%g) and a bound (%g)", res.ub, res.lb);
     as_mrf_result_free(&res, g.n);
+    /* a floor: past the deadline the run still makes its sweeps, unless the hard stop
+       passed too */
+    as_mrf_state_set_floor(st, 5, as_now() + 600);
+    as_mrf_state_run(st, 300, &res);
+    ok(res.iters == 5, "mrf: past the deadline a floor of 5 sweeps makes 5 (%d)", res.iters);
+    ok(res.lb <= res.ub + 1e-12, "mrf: floor: bound %g <= plan %g", res.lb, res.ub);
+    as_mrf_result_free(&res, g.n);
+    as_mrf_state_set_floor(st, 5, as_now() - 1);
+    as_mrf_state_run(st, 300, &res);
+    ok(res.iters == 1, "mrf: a passed hard stop ends the run after one sweep (%d)", res.iters);
+    as_mrf_result_free(&res, g.n);
     as_mrf_state_free(st);
 }
 
@@ -590,6 +601,95 @@ test_mrf_classes(void)
     ok(tree_bad == 0, "mrf classes: on trees the bound meets the plan (%d misses)", tree_bad);
 }
 
+/*
+ * The reduced costs against enumeration: on random cyclic MRFs (k 2-4, 5-7 nodes), after
+ * 1, 2 and 300 sweeps, every plan with s_v = p costs at least lb + gap[v][p] (the cheapest
+ * such plan found by enumerating them all), and the edges' share makes some of them
+ * tight where the nodes' own reduced costs are flat.
+ */
+static void
+test_mrf_gaps(void)
+{
+    int seed, bad = 0, tight = 0, flat = 0, runs = 0;
+
+    for (seed = 1; seed <= 30; seed++) {
+        size_t n = 5 + (size_t)seed % 3, m = n + 1 + (size_t)seed % 3;
+        size_t k[8], eu[12], ev[12], i, j, p, plan[8], tot = 1, code, it;
+        double *c[8], *r[12], best[8][4];
+        static const int iters[3] = {1, 2, 300};
+        as_mrf g;
+        uint64_t x = (uint64_t)seed * 0x2545f4914f6cdd1dULL;
+#define RND() (x = x * 6364136223846793005ULL + 1442695040888963407ULL, (x >> 33))
+        for (i = 0; i < n; i++) {
+            k[i] = 2 + RND() % 3;
+            tot *= k[i];
+            c[i] = calloc(k[i], sizeof *c[i]);
+            for (p = 0; p < k[i]; p++)
+                c[i][p] = (double)(RND() % 100) / 7.0;
+        }
+        for (j = 0; j < m; j++) {
+            eu[j] = j < n - 1 ? RND() % (j + 1) : RND() % n;
+            ev[j] = j < n - 1 ? j + 1 : (eu[j] + 1 + RND() % (n - 1)) % n;
+            r[j] = calloc(k[eu[j]] * k[ev[j]], sizeof *r[j]);
+            for (p = 0; p < k[eu[j]] * k[ev[j]]; p++)
+                r[j][p] = (double)(RND() % 300) / 11.0;
+        }
+        g = (as_mrf){.n = n, .k = k, .c = (const double *const *)c, .m = m, .eu = eu, .ev = ev,
+                     .r = (const double *const *)r};
+        for (i = 0; i < n; i++)
+            for (p = 0; p < 4; p++)
+                best[i][p] = INFINITY;
+        for (code = 0; code < tot; code++) {
+            size_t y = code;
+            double v;
+            for (i = 0; i < n; i++) {
+                plan[i] = y % k[i];
+                y /= k[i];
+            }
+            v = as_mrf_eval(&g, plan);
+            for (i = 0; i < n; i++)
+                if (v < best[i][plan[i]])
+                    best[i][plan[i]] = v;
+        }
+        for (it = 0; it < 3; it++) {
+            as_mrf_result a;
+            as_mrf_state *st = as_mrf_state_new(&g);
+            as_mrf_state_run(st, iters[it], &a);
+            runs++;
+            for (i = 0; i < n; i++) {
+                for (p = 0; p < k[i]; p++) {
+                    double want = a.lb + a.gap[i][p];
+                    if (want > best[i][p] + 1e-9 * fabs(best[i][p]))
+                        bad++;
+                    if (fabs(want - best[i][p]) <= 1e-9 * fabs(best[i][p]) &&
+                        a.gap[i][p] > 1e-6)
+                        tight++;
+                }
+            }
+            for (i = 0; i < n; i++) { /* nodes handing all of t_v on: flat node costs */
+                double lo = INFINITY, hi = -INFINITY;
+                for (p = 0; p < k[i]; p++) {
+                    lo = fmin(lo, a.gap[i][p]);
+                    hi = fmax(hi, a.gap[i][p]);
+                }
+                flat += hi > lo + 1e-6;
+            }
+            as_mrf_result_free(&a, n);
+            as_mrf_state_free(st);
+        }
+        for (i = 0; i < n; i++)
+            free(c[i]);
+        for (j = 0; j < m; j++)
+            free(r[j]);
+#undef RND
+    }
+    ok(bad == 0, "mrf gaps: on %d runs every plan with s_v = p costs at least lb + gap[v][p] "
+       "(%d violations against enumeration)", runs, bad);
+    /* the nodes' own reduced costs alone: 36 tight, 197 nodes not flat */
+    ok(tight > 50 && flat > 300, "mrf gaps: with the edges' share %d reduced costs are tight, "
+       "%d nodes not flat", tight, flat);
+}
+
 /* A passed abort time stops the reductions while they build the memory rows (gpt3-175b's
    with every resharded copy took 9 s past the limit): AS_ESOLVER, even with few edges. */
 static void
@@ -641,6 +741,7 @@ main(void)
     test_ilp();
     test_mrf_deadline();
     test_mrf_classes();
+    test_mrf_gaps();
     test_reduce_abort_rows();
     for (s = 1; s <= 90; s++)
         test_reduce_exact(s);

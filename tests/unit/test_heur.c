@@ -98,6 +98,46 @@ test_beam_exact(int i, unsigned reduce)
     as_problem_free(p);
 }
 
+/* Beam's merge of partial plans with the same future (the same strategies on the frontier
+   and bytes at the open liveness points): on a chain of 40 nodes with 4 strategies and a
+   3-node liveness window (without and under a budget), a step keeps at most 4 frontier
+   strategies times 4^3 byte sums: a beam of width 20000 holds a few hundred partial plans
+   a pass (under 5000 in all, its nodes) and finds the ILP's optimum.  With keys that
+   differ for equal partial plans it held 18336 and 89277. */
+static void
+test_beam_merge(void)
+{
+    as_random_opts o;
+    as_problem *p;
+    as_solve_result rb, rg;
+    int w;
+
+    for (w = 0; w < 2; w++) {
+        as_random_opts_init(&o);
+        o.seed = 7 + (uint64_t)w;
+        o.nodes = 40;
+        o.edges = 39; /* a chain */
+        o.kmin = o.kmax = 4;
+        o.live_window = 3;
+        o.memory_frac = w ? 0.3 : 0;
+        p = as_problem_random(&o);
+        run(p, "glpk", 0, NULL, 1, &rg);
+        if (run(p, "beam", 0, "beam/width=20000", 1, &rb) == AS_OUTCOME_FEASIBLE &&
+            rg.nplans == 1 && rb.nplans == 1)
+            ok(rb.plans[0].nodes < 5000 &&
+                   fabs(rb.plans[0].objective - rg.plans[0].objective) <=
+                       1e-9 * fabs(rg.plans[0].objective),
+               "chain of 40 %s: beam width 20000 holds %ld < 5000 partial plans, its plan "
+               "%.9g = the ILP's %.9g", w ? "under a budget" : "without a budget",
+               rb.plans[0].nodes, rb.plans[0].objective, rg.plans[0].objective);
+        else
+            ok(0, "chain of 40 (budget %d): beam and glpk find a plan", w);
+        as_solve_result_free(&rb);
+        as_solve_result_free(&rg);
+        as_problem_free(p);
+    }
+}
+
 /* Narrow beams and mcts return valid plans no cheaper than the optimum; mcts (which starts
    from beam K=1's plan) no dearer than beam K=1. */
 static void
@@ -649,6 +689,7 @@ main(void)
         test_eval(i);
         test_fits(i);
     }
+    test_beam_merge();
     test_mcts_seed();
     test_megatron("mlp4l-alpa-m4.json");
     test_megatron("mlp4l-alpa-m8.json");
