@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formulate/ilp.h"
+
 /* ---- greedy repair ---- */
 
 /* Index of P for the repair: nodes' follow groups, rows per node, edges and aliases per node. */
@@ -438,7 +440,10 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
                 for (c = 0; c < nq; c++) {
                     double dc, de, score;
                     q = try[c];
-                    if (!rep_eval(p, &ix, &w, sum, budget, x, g, q, &dc, &de) || !(de < 0))
+                    /* never a strategy the ILP forbids (an axis role's): bytes bought
+                       with AS_ILP_FORBIDDEN_COST make a plan no one can run */
+                    if (!rep_eval(p, &ix, &w, sum, budget, x, g, q, &dc, &de) || !(de < 0) ||
+                        !(dc < AS_ILP_FORBIDDEN_COST))
                         continue;
                     score = dc / -de;
                     if (score < best.score || (score == best.score && de < best.de))
@@ -457,7 +462,8 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
             size_t a, i;
             double dc, de;
             if (!rep_eval(p, &ix, &w, sum, budget, x, cand[c].g, cand[c].q, &dc, &de) ||
-                !(de < 0) || (c > 0 && dc > 0 && dc / -de > 2 * fmax(cand[c].score, 0)))
+                !(de < 0) || !(dc < AS_ILP_FORBIDDEN_COST) ||
+                (c > 0 && dc > 0 && dc / -de > 2 * fmax(cand[c].score, 0)))
                 continue;
             for (i = 0; i < w.nt; i++) {
                 size_t r = w.touched[i];
@@ -530,8 +536,9 @@ typedef struct fit_best {
 static void
 best_take(fit_best *b, const as_plan *pl, size_t n, double budget, double rows)
 {
-    if (pl->choice == NULL || !(pl->peak <= budget * (1 + 1e-9)))
-        return;
+    if (pl->choice == NULL || !(pl->peak <= budget * (1 + 1e-9)) ||
+        !(pl->objective < AS_ILP_FORBIDDEN_COST))
+        return; /* a plan holding a forbidden strategy is no plan */
     if (b->pl.choice != NULL && b->pl.objective <= pl->objective)
         return;
     free(b->pl.choice);
@@ -810,10 +817,14 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
             goto fail;
         }
         if (res->nplans == 0) {
-            fprintf(fo->errfp, "autoshard: no plan fits in %s per device: with the ILP's rows "
-                    "tightened to %s to leave room for resharded copies and partial sums, "
-                    "no plan fits the rows\n", as_fmt_bytes(budget, b1, sizeof b1),
-                    as_fmt_bytes(rb, b2, sizeof b2));
+            /* the rows hold the copies of the plans tried, charged to the readers' strategies
+               for the producers' layouts of those plans, and may be tightened: no plan fits
+               them, which proves nothing about plans that make other copies */
+            fprintf(fo->errfp, "autoshard: no plan found that fits in %s per device: no plan "
+                    "fits the ILP's rows%s%s with the resharded copies of the plans tried (not "
+                    "a proof: another plan makes other copies)\n",
+                    as_fmt_bytes(budget, b1, sizeof b1), rb < budget ? " tightened to " : "",
+                    rb < budget ? as_fmt_bytes(rb, b2, sizeof b2) : "");
             st = AS_FIT_INFEAS;
             goto fail;
         }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formulate/ilp.h"
+#include "solve/fit.h"
 #include "solve/solver.h"
 #include "tap.h"
 
@@ -254,6 +256,34 @@ test_brute_cap(void)
     as_problem_free(p);
 }
 
+/* The budget repair never buys bytes with a strategy the ILP forbids (an axis role's): with
+ * the forbidden one the only move that fits, the plan stays and does not fit. */
+static void
+test_repair_forbidden(void)
+{
+    as_problem *p = as_problem_new();
+    as_err err = {0};
+    double c[3] = {1, 2 * AS_ILP_FORBIDDEN_COST, 2}, m[3] = {100, 10, 90}, c2[2] = {0, 0};
+    double m2[2] = {5, 5};
+    const double *ms[2] = {m, m2};
+    size_t a, b, nodes[2], x[2];
+
+    is_int(as_problem_add_node(p, "a", 3, c, NULL, NULL, &a, &err), AS_OK, "node a");
+    is_int(as_problem_add_node(p, "b", 2, c2, NULL, NULL, &b, &err), AS_OK, "node b");
+    nodes[0] = a;
+    nodes[1] = b;
+    is_int(as_problem_add_liveness_m(p, nodes, ms, 2, 0, &err), AS_OK, "one point");
+    as_problem_set_memory(p, 50);
+    x[0] = 0;
+    x[1] = 0;
+    ok(!as_fit_repair(p, x, 0) && x[0] != 1, "repair: no forbidden strategy (a = %zu)", x[0]);
+    as_problem_set_memory(p, 96);
+    x[0] = 0;
+    ok(as_fit_repair(p, x, 0) && x[0] == 2, "repair: the allowed move that fits (a = %zu)",
+       x[0]);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -274,5 +304,6 @@ main(void)
         test_kbest(i, 7, 0, AS_REDUCE_ALL & ~AS_REDUCE_FOLLOW);
     test_validation();
     test_brute_cap();
+    test_repair_forbidden();
     return done_testing();
 }
