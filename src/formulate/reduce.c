@@ -2015,7 +2015,7 @@ work_bound(work *w)
         /* the scale search looks for plans, not bounds: after the first round only when the
            last one found a cheaper plan (the best plan carries over between rounds) */
         if (ub - res.lb > fmax(1e-4, w->gap) * fabs(ub + w->offset + as_problem_offset(w->p)) &&
-            (w->round == 0 || w->scale_paid) && !w->for_gap) {
+            (w->round == 0 || w->scale_paid)) {
             double was = ub;
             work_scale_search(w, &cg, &cr, c0, st, &ub, ubplan);
             w->scale_paid = ub < was;
