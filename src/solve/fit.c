@@ -672,13 +672,14 @@ fit_close_gap(as_problem *p, const as_solve_opts *o, const as_fit_opts *fo, doub
     as_plan *pl = &res->plans[0];
     double limit = o->lim.time_limit_s, left, bound = pl->bound, peak = HUGE_VAL, t1 = as_now();
     const as_solver_ops *ops = as_solver_find(o->solver ? o->solver : "glpk", NULL);
+    double tol = fmax(o->lim.gap, 1e-9); /* proven: within the gap asked for, or rounding */
     as_solve_opts so = *o;
     as_solve_result r2;
     as_err e2 = {0};
 
     left = limit - (t1 - fo->t0) - 2 * sim_s - 0.5;
     if (!(limit > 0) || o->top > 1 || res->nplans != 1 || ops == NULL ||
-        !(ops->flags & AS_SOLVER_EXACT) || !(pl->gap > o->lim.gap) || left < FIT_GAP_MIN_S)
+        !(ops->flags & AS_SOLVER_EXACT) || !(pl->gap > tol) || left < FIT_GAP_MIN_S)
         return;
     so.incumbent = pl->choice;
     so.branch_inc = 1;
@@ -705,7 +706,7 @@ fit_close_gap(as_problem *p, const as_solve_opts *o, const as_fit_opts *fo, doub
         if (isfinite(bound)) {
             pl->bound = fmin(bound, pl->objective);
             pl->gap = as_rel_gap(pl->objective, pl->bound);
-            pl->status = pl->gap <= o->lim.gap ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
+            pl->status = pl->gap <= tol ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
         }
     }
     fprintf(fo->log, "%-13sthe plan fits: solved again from it for its gap (%.1f s): %.9g s, "
