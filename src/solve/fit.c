@@ -678,7 +678,7 @@ fit_close_gap(as_problem *p, const as_solve_opts *o, const as_fit_opts *fo, doub
     as_err e2 = {0};
 
     left = limit - (t1 - fo->t0) - 2 * sim_s - 0.5;
-    if (!(limit > 0) || o->top > 1 || res->nplans != 1 || ops == NULL ||
+    if (!fo->close_gap || !(limit > 0) || o->top > 1 || res->nplans != 1 || ops == NULL ||
         !(ops->flags & AS_SOLVER_EXACT) || !(pl->gap > tol) || left < FIT_GAP_MIN_S)
         return;
     so.incumbent = pl->choice;

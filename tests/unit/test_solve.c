@@ -128,7 +128,8 @@ fit_peak_rows(void *ud, const as_plan *pl, double *peak, as_err *err)
  * Under a budget and a time limit, a first plan that fits with a gap: as_solve_fit spends the
  * time left on it (fit.c fit_close_gap).  Start from a dearer plan (brute force's k-th) with
  * a weak bound: the result is the optimum, proven, within the limit; when the model lets
- * only the start plan fit, it stays, with the bound raised to the optimum.
+ * only the start plan fit (ONLY_START 1), it stays, with the bound raised to the optimum;
+ * with close_gap off (ONLY_START 2) nothing changes.
  */
 static void
 test_fit_gap(int i, int only_start)
@@ -136,7 +137,7 @@ test_fit_gap(int i, int only_start)
     as_problem *p = instance(i);
     as_solve_result ref, res;
     as_solve_opts o;
-    as_fit_opts fo = {fit_peak_rows, NULL, 0, NULL, NULL};
+    as_fit_opts fo = {fit_peak_rows, NULL, 0, NULL, NULL, 1};
     const void *ud[2] = {p, NULL};
     size_t n = as_problem_nnodes(p), k;
     double rows = -1, opt, start, t0;
@@ -160,8 +161,9 @@ test_fit_gap(int i, int only_start)
     res.plans[0].gap = as_rel_gap(start, res.plans[0].bound);
     res.plans[0].status = AS_OUTCOME_FEASIBLE;
     res.plans[0].peak = as_problem_peak(p, res.plans[0].choice);
-    if (only_start)
+    if (only_start == 1)
         ud[1] = res.plans[0].choice;
+    fo.close_gap = only_start != 2; /* 2: off (--recompute auto's settings) */
     fo.ud = ud;
     fo.log = fo.errfp = stderr;
     as_solve_opts_init(&o);
@@ -173,7 +175,10 @@ test_fit_gap(int i, int only_start)
     ok(st == AS_FIT_OK && res.nplans == 1 && as_now() - t0 < o.lim.time_limit_s,
        "fit gap %d%s: a plan within the limit (%.2f s)", i, only_start ? " (only the start fits)" : "",
        as_now() - t0);
-    if (st == AS_FIT_OK && res.nplans == 1) {
+    if (st == AS_FIT_OK && res.nplans == 1 && only_start == 2) {
+        ok(res.plans[0].objective == start && res.plans[0].bound < opt - 1,
+           "fit gap %d: with close_gap 0 the start plan and its bound as they were", i);
+    } else if (st == AS_FIT_OK && res.nplans == 1) {
         const as_plan *pl = &res.plans[0];
         is_double(pl->objective, only_start ? start : opt, 1e-6 * fmax(1, fabs(opt)),
                   "fit gap %d%s: the %s (start %.6g, optimum %.6g)", i,
@@ -357,6 +362,7 @@ main(void)
     for (i = 1; i < 14; i++) {
         test_fit_gap(i, 0);
         test_fit_gap(i, 1);
+        test_fit_gap(i, 2);
     }
     test_validation();
     test_brute_cap();
