@@ -2014,7 +2014,9 @@ work_bound(work *w)
                     as_now() - t0);
         /* the scale search looks for plans, not bounds: after the first round only when the
            last one found a cheaper plan (the best plan carries over between rounds) */
-        if (ub - res.lb > fmax(1e-4, w->gap) * fabs(ub + w->offset + as_problem_offset(w->p)) &&
+        /* for a plan's gap (for_gap) within 2 % of the bound: the branching wants the time */
+        if (ub - res.lb > fmax(w->for_gap ? 0.02 : 1e-4, w->gap) *
+                              fabs(ub + w->offset + as_problem_offset(w->p)) &&
             (w->round == 0 || w->scale_paid)) {
             double was = ub;
             work_scale_search(w, &cg, &cr, c0, st, &ub, ubplan);
