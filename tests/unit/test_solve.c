@@ -173,8 +173,8 @@ test_fit_gap(int i, int only_start)
     t0 = fo.t0 = as_now();
     st = as_solve_fit(NULL, p, &o, &fo, &res, &rows, &err);
     ok(st == AS_FIT_OK && res.nplans == 1 && as_now() - t0 < o.lim.time_limit_s,
-       "fit gap %d%s: a plan within the limit (%.2f s)", i, only_start ? " (only the start fits)" : "",
-       as_now() - t0);
+       "fit gap %d%s: a plan within the limit (%.2f s)", i,
+       only_start ? " (only the start fits, or close_gap off)" : "", as_now() - t0);
     if (st == AS_FIT_OK && res.nplans == 1 && only_start == 2) {
         ok(res.plans[0].objective == start && res.plans[0].bound < opt - 1,
            "fit gap %d: with close_gap 0 the start plan and its bound as they were", i);
