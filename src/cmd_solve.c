@@ -1410,15 +1410,16 @@ fit_peak(void *ud, const as_plan *pl, double *peak, as_err *err)
 /*
  * Give every plan of RES its peak by the memory model and solve again until the first fits
  * the budget (solve/fit.h as_solve_fit); *ROWS gets its peak by the ILP's rows.
- * --time-limit covers every solve since T0.  Returns AS_EXIT_OK, or AS_EXIT_INFEAS /
+ * --time-limit covers every solve since T0; CLOSE_GAP: the time left once a plan fits goes
+ * to its gap (as_fit_opts.close_gap).  Returns AS_EXIT_OK, or AS_EXIT_INFEAS /
  * AS_EXIT_RUNTIME after printing why (RES freed), or AS_EXIT_RUNTIME with ERR set.
  */
 static int
 solve_fit(const solve_cli *c, as_graph_problem *gp, as_solve_result *res, double t0,
-          double *rows, FILE *fp, as_err *err)
+          double *rows, FILE *fp, int close_gap, as_err *err)
 {
     fit_ctx x = {c, gp};
-    as_fit_opts fo = {fit_peak, &x, t0, fp, c->errfp};
+    as_fit_opts fo = {fit_peak, &x, t0, fp, c->errfp, close_gap};
     as_solve_opts o = c->o;
     fit_check fc;
 
@@ -1514,7 +1515,7 @@ solve_graph_after(solve_cli *c, as_graph_problem *gp, as_solve_opts *op, as_solv
                 "(reductions and solver '%s')\n", c->o.lim.time_limit_s, c->o.solver);
         return AS_EXIT_RUNTIME;
     }
-    if ((rc = solve_fit(c, gp, &res, t0, &rows, fp, &err)) != AS_EXIT_OK)
+    if ((rc = solve_fit(c, gp, &res, t0, &rows, fp, 1, &err)) != AS_EXIT_OK)
         return rc == AS_EXIT_RUNTIME && err.msg[0] ? as_cmd_fail(&err) : rc; /* else said */
     print_graph_result(fp, c, gp, res.plans, res.nplans, c->o.solver, rows);
     rc = graph_plans(c, gp, res.plans, res.nplans, c->o.solver, &err);
@@ -1654,7 +1655,9 @@ auto_try(solve_cli *c, const as_train_cli *base, const char *list, int nrec, aut
     c->errfp = sink;
     keep_limit = c->o.lim.time_limit_s; /* solve_fit: the setting's limit from its start */
     c->o.lim.time_limit_s = limit;
-    rc = solve_fit(c, &x->gp, &x->res, t1, &x->rows, sink, err);
+    /* a setting's plan is compared by cost: the search wants the time for the next
+       setting, not the plan's gap */
+    rc = solve_fit(c, &x->gp, &x->res, t1, &x->rows, sink, 0, err);
     c->o.lim.time_limit_s = keep_limit;
     c->errfp = stderr;
     memset(&c->train, 0, sizeof c->train);

@@ -1255,9 +1255,19 @@ typedef struct copy_span {
     const as_spec *spec;
 } copy_span;
 
+/* Past DEADLINE (0 = none) while adding a plan's copies: AS_ESOLVER naming the step. */
+static int
+copies_timeout(double deadline, const char *what, size_t done, size_t total, as_err *err)
+{
+    if (deadline <= 0 || as_now() <= deadline)
+        return AS_OK;
+    return as_errf(err, AS_ESOLVER, "time limit reached while adding a plan's resharded copies "
+                   "to the rows (%s: %zu of %zu done)", what, done, total);
+}
+
 int
-as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size_t *added,
-                    as_err *err)
+as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, double deadline,
+                    size_t *added, as_err *err)
 {
     const as_graph *g = map->g;
     AS_VEC(copy_span) sp = {0};
@@ -1271,11 +1281,14 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
     as_strmap_init(&idx);
     /* the copies the plan makes, one per (tensor, pass, layout needed), as the lowering
      * caches them: a forward copy is made again for the backward (sim/lower.c lower_reshard) */
-    for (o = 0; o < as_graph_nops(g); o++) {
+    for (o = 0; o < as_graph_nops(g) && rc == AS_OK; o++) {
         const as_op *op = as_graph_op(g, o);
         size_t v = map->op_node[o];
         const as_strategy *st = &map->node_set[v]->s[choice[v]];
         int j;
+        if ((o & 255) == 0 &&
+            (rc = copies_timeout(deadline, "spans", (size_t)o, (size_t)as_graph_nops(g), err)))
+            break;
         for (j = 0; j < op->nin; j++) {
             int32_t t = op->in[j];
             const as_spec *from = as_build_map_tensor_spec(map, t, choice);
@@ -1301,12 +1314,14 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
     /* each span's bytes per strategy of its node, once: the copy is made when V's
      * strategy needs a layout the producer's does not give */
     vecs = as_xcalloc(sp.n + 1, sizeof *vecs);
-    for (c = 0; c < sp.n; c++) {
+    for (c = 0; c < sp.n && rc == AS_OK; c++) {
         const copy_span *cs = &sp.v[c];
         const as_strategy_set *set = map->node_set[cs->v];
         const as_shape *sh = &as_graph_tensor(g, cs->t)->shape;
         const as_spec *from = as_build_map_tensor_spec(map, cs->t, choice);
         int q;
+        if ((c & 15) == 0 && (rc = copies_timeout(deadline, "bytes", c, sp.n, err)) != AS_OK)
+            break;
         vecs[c] = as_xmalloc((size_t)set->n * sizeof *vecs[c]);
         for (q = 0; q < set->n; q++)
             vecs[c][q] = as_reshard_copies(map->cm, sh, from, &set->s[q].in[cs->j])
@@ -1320,6 +1335,8 @@ as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size
         AS_VEC(size_t) nodes = {0};
         AS_VEC(const double *) m = {0};
         size_t e;
+        if ((i & 15) == 0 && (rc = copies_timeout(deadline, "points", i, npts, err)) != AS_OK)
+            break;
         for (c = 0; c < sp.n; c++) {
             const copy_span *cs = &sp.v[c];
             if (at < cs->first || at > cs->last)

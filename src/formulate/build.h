@@ -96,10 +96,12 @@ void as_build_map_stats(const as_build_map *map, as_build_stats *st);
  * current one does not give, 0 for the others.  Solving again with these
  * rows is a step of an iterated best response: exact for the plan's
  * neighbourhood, not globally (docs/ilp.md "Memory").  *ADDED (may be
- * NULL) gets the number of points added.
+ * NULL) gets the number of points added.  Past DEADLINE (as_now(), 0 =
+ * none) it stops with AS_ESOLVER ("time limit"): the points added by then
+ * stay in P (each a valid row of its own), *ADDED counts them.
  */
-int as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, size_t *added,
-                        as_err *err);
+int as_build_add_copies(as_build_map *map, as_problem *p, const size_t *choice, double deadline,
+                        size_t *added, as_err *err);
 
 /* Map queries. */
 /** Node of op OP. */

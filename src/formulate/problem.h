@@ -330,7 +330,9 @@ typedef struct as_reduce_opts {
                                   plan: the rounds prune against its cost from the first one
                                   and run the Lagrangian even when TRW-S's own plan does not
                                   fit); the branching that raises the bound (stats.bb_nodes)
-                                  does not run */
+                                  does not run, unless BRANCH */
+    int branch;      /**< with an incumbent: the branching runs too (the plan's gap is wanted,
+                          not plans: solve/fit.c once the first plan fits) */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

@@ -116,6 +116,7 @@ typedef struct work {
     double theta;               /**< subgradient step factor, kept between rounds */
     size_t round;               /**< bound round under way (0: the first) */
     int has_inc;                /**< started from the caller's plan (as_reduce_opts.incumbent) */
+    int for_gap;                /**< as_reduce_opts.branch: the bound is wanted, not plans */
     int lagrange;               /**< the last bound round ran the Lagrangian (live memory rows) */
     int scale_paid;             /**< the last scale search lowered the plan's cost */
     double gap;                 /**< relative tolerance of the bound pruning (0: exact) */
@@ -1851,7 +1852,8 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
     b.tol = fmax(1e-9 * fabs(ub), w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
     /* under a deadline, half the time left to it: the solver after the reductions may close
        the gap where this does not */
-    b.stop = w->deadline > 0 ? as_now() + 0.5 * (w->deadline - as_now()) : 0;
+    b.stop = w->deadline > 0 ? as_now() + (w->for_gap ? 1 : 0.5) * (w->deadline - as_now())
+                             : 0; /* for the gap alone: up to the deadline */
     for (c = 0; c < nn; c++) {
         if (bplan[c] == ubplan[c] || w->nodes[cg->node[c]].frozen)
             continue;
@@ -2012,7 +2014,9 @@ work_bound(work *w)
                     as_now() - t0);
         /* the scale search looks for plans, not bounds: after the first round only when the
            last one found a cheaper plan (the best plan carries over between rounds) */
-        if (ub - res.lb > fmax(1e-4, w->gap) * fabs(ub + w->offset + as_problem_offset(w->p)) &&
+        /* for a plan's gap (for_gap) within 2 % of the bound: the branching wants the time */
+        if (ub - res.lb > fmax(w->for_gap ? 0.02 : 1e-4, w->gap) *
+                              fabs(ub + w->offset + as_problem_offset(w->p)) &&
             (w->round == 0 || w->scale_paid)) {
             double was = ub;
             work_scale_search(w, &cg, &cr, c0, st, &ub, ubplan);
@@ -2024,7 +2028,8 @@ work_bound(work *w)
     }
     /* not from a caller's plan: the refit rounds (solve/fit.c) report the first solve's
        bound and want this round's time for plans */
-    if (w->lagrange && w->round == 0 && w->top == 1 && !w->has_inc && isfinite(ub) &&
+    if (w->lagrange && w->round == 0 && w->top == 1 && (!w->has_inc || w->for_gap) &&
+        isfinite(ub) &&
         !past(w) &&
         ub - res.lb > fmax(1e-9 * fabs(ub),
                            w->gap * fabs(ub + w->offset + as_problem_offset(w->p)))) {
@@ -2346,6 +2351,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         w.best = as_xcalloc(n + 1, sizeof *w.best);
         memcpy(w.best, o->incumbent, n * sizeof *w.best);
         w.has_inc = 1;
+        w.for_gap = o->branch;
     }
     if (work_edges(&w) != 0) {
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (edges), "

@@ -608,8 +608,8 @@ fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan
             double tc = as_now();
             rep_index_free(&ix); /* the rows change */
             memset(&ix, 0, sizeof ix);
-            if (as_build_add_copies(map, p, pl->choice, &added, &e2) != AS_OK)
-                break;
+            if (as_build_add_copies(map, p, pl->choice, deadline, &added, &e2) != AS_OK)
+                break; /* out of time: the last plan that fit the rows */
             *copies_s = fmax(*copies_s, as_now() - tc);
         }
         if (added > 0 && as_problem_peak(p, pl->choice) > as_problem_memory(p) * (1 + 1e-9))
@@ -660,6 +660,68 @@ fit_start(as_build_map *map, as_problem *p, const as_fit_opts *fo, const as_plan
     return 1;
 }
 
+/* Seconds the reductions of gpt3-13b 2x8 take before their first bound round (1.7 s loaded): a
+   solve to close the gap needs about that and a bound round more to gain anything. */
+#define FIT_GAP_MIN_S 2.0
+
+/*
+ * RES's first plan fits the budget (by the model) with time left under the limit: spend it on
+ * the gap.  Solve P again from that plan (its cost prunes the reductions, whose bound rounds
+ * and branching get the time the first solve left unused), until the limit less two checks
+ * by the model (SIM_S each).  A cheaper plan replaces it when the model says it fits too.
+ * The new bound counts only when P's rows are those of the first solve (ROWS_FIRST): then it
+ * bounds every plan that fits, as the first one does.  *ROWS gets the kept plan's rows' peak.
+ */
+static void
+fit_close_gap(as_problem *p, const as_solve_opts *o, const as_fit_opts *fo, double sim_s,
+              double budget, int rows_first, as_solve_result *res, double *rows)
+{
+    as_plan *pl = &res->plans[0];
+    double limit = o->lim.time_limit_s, left, bound = pl->bound, peak = HUGE_VAL, t1 = as_now();
+    const as_solver_ops *ops = as_solver_find(o->solver ? o->solver : "glpk", NULL);
+    double tol = fmax(o->lim.gap, 1e-9); /* proven: within the gap asked for, or rounding */
+    as_solve_opts so = *o;
+    as_solve_result r2;
+    as_err e2 = {0};
+
+    left = limit - (t1 - fo->t0) - 2 * sim_s - 0.5;
+    if (!fo->close_gap || !(limit > 0) || o->top > 1 || res->nplans != 1 || ops == NULL ||
+        !(ops->flags & AS_SOLVER_EXACT) || !(pl->gap > tol) || left < FIT_GAP_MIN_S)
+        return;
+    so.incumbent = pl->choice;
+    so.branch_inc = 1;
+    so.lim.time_limit_s = left;
+    so.count_before = 0;
+    if (as_solve_problem(p, &so, &r2, &e2) != AS_OK)
+        return; /* out of time in the reductions: the plan as it is */
+    if (r2.nplans > 0) {
+        as_plan *q = &r2.plans[0];
+        double qrows = q->peak;
+        if (rows_first && isfinite(q->bound))
+            bound = isfinite(bound) ? fmax(bound, q->bound) : q->bound;
+        if (q->objective < pl->objective - 1e-12 * fabs(pl->objective) &&
+            limit - (as_now() - fo->t0) > sim_s && fo->peak(fo->ud, q, &peak, &e2) == AS_OK &&
+            peak <= budget * (1 + 1e-9)) {
+            size_t *c = pl->choice;
+            pl->choice = q->choice;
+            q->choice = c;
+            pl->objective = q->objective;
+            pl->peak = peak;
+            pl->nodes = q->nodes;
+            *rows = qrows;
+        }
+        if (isfinite(bound)) {
+            pl->bound = fmin(bound, pl->objective);
+            pl->gap = as_rel_gap(pl->objective, pl->bound);
+            pl->status = pl->gap <= tol ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
+        }
+    }
+    fprintf(fo->log, "%-13sthe plan fits: solved again from it for its gap (%.1f s): %.9g s, "
+            "bound %.9g s, gap %.3g%%\n", "gap", as_now() - t1, pl->objective, pl->bound,
+            100 * fmax(0, as_rel_gap(pl->objective, pl->bound)));
+    as_solve_result_free(&r2);
+}
+
 as_fit_status
 as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_fit_opts *fo,
              as_solve_result *res, double *rows, as_err *err)
@@ -702,6 +764,8 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
                 *rows = best.rows;
                 best_into(&best, res); /* a repaired plan of an earlier round is cheaper */
             }
+            /* time left: on its gap (a later round's rows hold copies: its bound is not one) */
+            fit_close_gap(p, o, fo, sim_s, budget, round == 0, res, rows);
             break;
         }
         /* another round adds copies, repairs and checks a plan before it solves (none of it
@@ -717,7 +781,15 @@ as_solve_fit(as_build_map *map, as_problem *p, const as_solve_opts *o, const as_
         if (round < FIT_COPY_ROUNDS) {
             size_t added = 0;
             double tc = as_now();
-            if (as_build_add_copies(map, p, res->plans[0].choice, &added, err) != AS_OK) {
+            /* it stops at the limit less a check by the model (gpt3-175b 4x4x4 under
+               324 GiB ran 80-176 s past a 60 s limit in it) */
+            if (as_build_add_copies(map, p, res->plans[0].choice,
+                                    limit > 0 ? fo->t0 + limit - sim_s - 0.5 : 0, &added,
+                                    err) != AS_OK) {
+                if (err->code == AS_ESOLVER) { /* the limit */
+                    as_err_clear(err);
+                    goto out_of_time;
+                }
                 st = AS_FIT_ERROR;
                 goto out;
             }

@@ -28,6 +28,9 @@ typedef struct as_fit_opts {
     double t0;           /**< as_now() at which the limit (o->lim.time_limit_s) started */
     FILE *log;           /**< one "refit" line per round */
     FILE *errfp;         /**< why no plan is returned */
+    int close_gap;       /**< 1: once the first plan fits (by the model) with a gap and time
+                              is left under the limit, solve again from it for its gap (a
+                              cheaper plan that fits replaces it; the bound is raised) */
 } as_fit_opts;
 
 typedef enum as_fit_status {

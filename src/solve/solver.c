@@ -879,7 +879,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
            to a top-th one and turns eliminations and dominance off */
         as_reduce_opts ro = {.flags = flags, .gap = o->lim.gap, .top = o->top,
                              .layouts = o->distinct != NULL && o->top > 1,
-                             .incumbent = o->incumbent}; /* its cost bounds the pruning */
+                             .incumbent = o->incumbent, /* its cost bounds the pruning */
+                             .branch = o->branch_inc};
         /* distinct layouts: the loop looks at most at top x (1 + AS_SOLVE_MAX_SKIPS) plans
            in order of cost, and the bound pruning keeps every strategy of those */
         if (ro.layouts)
@@ -887,7 +888,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
         /* the limit covers the reductions: their bound rounds stop at 80 % of it, leaving
            the rest for the solver (or for returning the rounds' plan as feasible) */
         if (o->lim.time_limit_s > 0) {
-            ro.deadline = t0 + 0.8 * o->lim.time_limit_s;
+            /* for a plan's gap (branch_inc) the rounds' branching is what closes it */
+            ro.deadline = t0 + (o->branch_inc ? 0.9 : 0.8) * o->lim.time_limit_s;
             ro.abort_at = t0 + o->lim.time_limit_s;
         }
         AS_CHECK(as_reduce_ex(p, &ro, &rp, &red, err));

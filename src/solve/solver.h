@@ -178,6 +178,9 @@ typedef struct as_solve_opts {
      * not fit.  The caller keeps it as its fallback (solve/fit.c).
      */
     const size_t *incumbent;
+    /** With an incumbent: the reductions' branching still runs (as_reduce_opts.branch; the
+        solve for the gap of a plan that fits, solve/fit.c). */
+    int branch_inc;
     /** 1 (default): count the unreduced ILP's sizes (as_solve_result before, reported
         only; as_ilp_count reads every matrix entry); 0: leave them uncounted. */
     int count_before;

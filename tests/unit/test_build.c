@@ -154,6 +154,31 @@ test_mlp(void)
          st.live_points, st.points_dropped, st.matrix_entries);
 
     choice = as_xcalloc(as_problem_nnodes(p), sizeof *choice);
+    { /* as_build_add_copies stops at its deadline (solve/fit.c passes the time limit) */
+        size_t v, n = as_problem_nnodes(p), a0 = 0, a1 = 1, nl = as_problem_nlive(p);
+        unsigned long r = 12345;
+        int tries, rc0 = AS_OK, rc1 = AS_OK;
+        as_err e2 = {0};
+        for (tries = 0; tries < 50 && a0 == 0; tries++) {
+            as_problem *q = as_problem_clone(p);
+            for (v = 0; v < n; v++) {
+                r = r * 6364136223846793005ul + 1442695040888963407ul;
+                choice[v] = (size_t)(r >> 33) % as_problem_node(p, v)->k;
+            }
+            rc0 = as_build_add_copies(map, q, choice, 0, &a0, &e2);
+            if (a0 > 0) {
+                ok(as_problem_nlive(q) == nl + a0, "copies: %zu points added", a0);
+                as_problem_free(q);
+                q = as_problem_clone(p);
+                rc1 = as_build_add_copies(map, q, choice, as_now() - 1, &a1, &e2);
+                ok(rc1 == AS_ESOLVER && a1 == 0 && as_problem_nlive(q) == nl &&
+                       strstr(e2.msg, "time limit") != NULL,
+                   "copies: past the deadline nothing is added, AS_ESOLVER (%s)", e2.msg);
+            }
+            as_problem_free(q);
+        }
+        ok(rc0 == AS_OK && a0 > 0, "copies: a random plan with copies (%d tries)", tries);
+    }
     dp_choice(p, map, choice);
     is_int(as_plan_from_choice(map, choice, &src, &pl, &err), AS_OK, "plan from choice");
     {

@@ -109,6 +109,92 @@ test_agree(int i)
     as_problem_free(p);
 }
 
+/* as_fit_peak_fn of test_fit_gap: the rows' peak, or (UD non-NULL) twice the budget for
+   every plan but the one UD points to. */
+static int
+fit_peak_rows(void *ud, const as_plan *pl, double *peak, as_err *err)
+{
+    const as_problem *p = ((const as_problem *const *)ud)[0];
+    const size_t *only = ((const size_t *const *)ud)[1];
+    size_t n = as_problem_nnodes(p);
+
+    (void)err;
+    *peak = only != NULL && memcmp(only, pl->choice, n * sizeof *only) != 0
+                ? 2 * as_problem_memory(p)
+                : as_problem_peak(p, pl->choice);
+    return AS_OK;
+}
+
+/*
+ * Under a budget and a time limit, a first plan that fits with a gap: as_solve_fit spends the
+ * time left on it (fit.c fit_close_gap).  Start from a dearer plan (brute force's k-th) with
+ * a weak bound: the result is the optimum, proven, within the limit; when the model lets
+ * only the start plan fit (ONLY_START 1), it stays, with the bound raised to the optimum;
+ * with close_gap off (ONLY_START 2) nothing changes.
+ */
+static void
+test_fit_gap(int i, int only_start)
+{
+    as_problem *p = instance(i);
+    as_solve_result ref, res;
+    as_solve_opts o;
+    as_fit_opts fo = {fit_peak_rows, NULL, 0, NULL, NULL, 1};
+    const void *ud[2] = {p, NULL};
+    size_t n = as_problem_nnodes(p), k;
+    double rows = -1, opt, start, t0;
+    as_err err = {0};
+    as_fit_status st;
+
+    if (as_problem_memory(p) <= 0 || run(p, "brute", 0, 4, &ref) != AS_OUTCOME_OPTIMAL) {
+        as_problem_free(p);
+        return;
+    }
+    opt = ref.plans[0].objective;
+    k = ref.nplans - 1; /* the dearest of the four best */
+    start = ref.plans[k].objective;
+    memset(&res, 0, sizeof res);
+    res.nplans = 1;
+    res.plans = as_xcalloc(1, sizeof *res.plans);
+    res.plans[0] = ref.plans[k];
+    res.plans[0].choice = as_xcalloc(n + 1, sizeof *res.plans[0].choice);
+    memcpy(res.plans[0].choice, ref.plans[k].choice, n * sizeof *res.plans[0].choice);
+    res.plans[0].bound = opt - 1 - fabs(opt); /* a bound, but a weak one */
+    res.plans[0].gap = as_rel_gap(start, res.plans[0].bound);
+    res.plans[0].status = AS_OUTCOME_FEASIBLE;
+    res.plans[0].peak = as_problem_peak(p, res.plans[0].choice);
+    if (only_start == 1)
+        ud[1] = res.plans[0].choice;
+    fo.close_gap = only_start != 2; /* 2: off (--recompute auto's settings) */
+    fo.ud = ud;
+    fo.log = fo.errfp = stderr;
+    as_solve_opts_init(&o);
+    o.solver = "glpk";
+    o.reduce = AS_REDUCE_ALL;
+    o.lim.time_limit_s = 8;
+    t0 = fo.t0 = as_now();
+    st = as_solve_fit(NULL, p, &o, &fo, &res, &rows, &err);
+    ok(st == AS_FIT_OK && res.nplans == 1 && as_now() - t0 < o.lim.time_limit_s,
+       "fit gap %d%s: a plan within the limit (%.2f s)", i,
+       only_start ? " (only the start fits, or close_gap off)" : "", as_now() - t0);
+    if (st == AS_FIT_OK && res.nplans == 1 && only_start == 2) {
+        ok(res.plans[0].objective == start && res.plans[0].bound < opt - 1,
+           "fit gap %d: with close_gap 0 the start plan and its bound as they were", i);
+    } else if (st == AS_FIT_OK && res.nplans == 1) {
+        const as_plan *pl = &res.plans[0];
+        is_double(pl->objective, only_start ? start : opt, 1e-6 * fmax(1, fabs(opt)),
+                  "fit gap %d%s: the %s (start %.6g, optimum %.6g)", i,
+                  only_start ? " (only the start fits)" : "", only_start ? "start" : "optimum",
+                  start, opt);
+        ok(pl->bound >= opt - 1e-6 * fmax(1, fabs(opt)) && pl->bound <= pl->objective,
+           "fit gap %d%s: bound raised to the optimum (%.9g, optimum %.9g)", i,
+           only_start ? " (only the start fits)" : "", pl->bound, opt);
+        ok(only_start || pl->status == AS_OUTCOME_OPTIMAL, "fit gap %d: proven optimal", i);
+    }
+    as_solve_result_free(&res);
+    as_solve_result_free(&ref);
+    as_problem_free(p);
+}
+
 static int
 dbl_cmp(const void *a, const void *b)
 {
@@ -302,6 +388,11 @@ main(void)
     }
     for (i = 3; i < 14; i += 3) /* follow links kept as links: no moves that break them */
         test_kbest(i, 7, 0, AS_REDUCE_ALL & ~AS_REDUCE_FOLLOW);
+    for (i = 1; i < 14; i++) {
+        test_fit_gap(i, 0);
+        test_fit_gap(i, 1);
+        test_fit_gap(i, 2);
+    }
     test_validation();
     test_brute_cap();
     test_repair_forbidden();
