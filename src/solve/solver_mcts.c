@@ -49,6 +49,8 @@ struct as_solver_data {
                           (pair moves of every rollout made an episode 1.4-1.8 ms on 2-D
                           meshes, for the same plans; under a budget they were on for every
                           rollout until the search started from beam K=1's plan) */
+    int swidth;      /**< "mcts/start-width": the width of the beam whose plan is the first
+                          incumbent (mcts/start=beam), default 1 */
     int repair;      /**< "mcts/repair" 0/1: a rollout over the budget is repaired where it
                           is (as_hls_repair: the cheapest bytes off the highest point, then
                           single moves) before it is completed again with the least memory
@@ -68,6 +70,7 @@ static AS_DECL_SOLVER_NEW(mcts_new)
     (*data)->pairs = -1;
     (*data)->start = 1;
     (*data)->repair = 1;
+    (*data)->swidth = 1;
     return AS_OK;
 }
 
@@ -107,6 +110,10 @@ static AS_DECL_SOLVER_PARAM(mcts_param)
         if (strcmp(value, "beam") != 0 && strcmp(value, "none") != 0)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/start' must be beam or none");
         data->start = value[0] == 'b';
+    } else if (strcmp(key, "start-width") == 0) {
+        if (bad || x < 1 || x > 1000 || x != floor(x))
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/start-width' must be an integer in 1..1000");
+        data->swidth = (int)x;
     } else if (strcmp(key, "repair") == 0) {
         if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/repair' must be 0 or 1");
@@ -278,15 +285,18 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int pairs)
  * 0 if it found none.
  */
 static int
-beam_seed(const as_problem *p, const as_limits *lim, size_t *choice, double *obj)
+beam_seed(const as_problem *p, const as_limits *lim, int width, size_t *choice, double *obj)
 {
-    static const char *const params[] = {"beam/width=1"};
+    char wp[32];
+    const char *params[1];
     as_limits bl = *lim;
     as_assignment a;
     as_outcome oc = AS_OUTCOME_LIMIT;
     as_err e = {0};
     int ok = 0;
 
+    snprintf(wp, sizeof wp, "beam/width=%d", width);
+    params[0] = wp;
     bl.start = NULL;
     bl.verbosity = 0;
     if (lim->time_limit_s > 0)
@@ -355,7 +365,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     as_keeper_init(&kp, h.n);
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
-    if (data->start && beam_seed(p, lim, choice, &obj)) {
+    if (data->start && beam_seed(p, lim, data->swidth, choice, &obj)) {
         /* beam K=1's plan is the first incumbent (the answer unless the search finds a
            cheaper plan); the search itself is as without it: the reward's reference is the
            first rollout's objective, and a rollout is polished further (pair, chain, block

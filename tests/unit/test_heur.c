@@ -298,7 +298,8 @@ test_params(void)
                                       "beam/width=x", "beam/polish=2", "beam/order=up",
                                       "mcts/order=both", "mcts/episodes=0",
                                       "mcts/episodes=-1", "mcts/c=-1", "mcts/eps=2",
-                                      "mcts/nope=1", "mcts/pairs=2", "mcts/repair=2"};
+                                      "mcts/nope=1", "mcts/pairs=2", "mcts/repair=2",
+                                      "mcts/start-width=0"};
     as_problem *p = instance(2);
     size_t i;
 
