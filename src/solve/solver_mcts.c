@@ -41,7 +41,7 @@ struct as_solver_data {
                           (-1) 2 up to AUTO_UNITS units, else 1 */
     int order;       /**< "mcts/order": rollouts complete the units in topological order
                           (0, "fwd", default) or from the graph's end (1, "rev") */
-    int start;       /**< "mcts/start": the first incumbent, beam K=1's plan ("beam",
+    int start;       /**< "mcts/start": the first incumbent, beam's plan ("beam",
                           default) or none ("none": the first rollout's plan) */
     int pairs;       /**< "mcts/pairs" 0/1: polish every rollout with pair moves too (1), or
                           only the rollouts better than any before (0); default (-1) 0,
@@ -50,7 +50,9 @@ struct as_solver_data {
                           meshes, for the same plans; under a budget they were on for every
                           rollout until the search started from beam K=1's plan) */
     int swidth;      /**< "mcts/start-width": the width of the beam whose plan is the first
-                          incumbent (mcts/start=beam), default 1 */
+                          incumbent (mcts/start=beam), default 10 (under their budgets on the
+                          copies-within-a-pass model, bert-large 8 and gpt3-13b 2x4, MCTS
+                          1k returned beam K=1's plan, 7.5 % and 2.0 % over beam K=10's) */
     int repair;      /**< "mcts/repair" 0/1: a rollout over the budget is repaired where it
                           is (as_hls_repair: the cheapest bytes off the highest point, then
                           single moves) before it is completed again with the least memory
@@ -70,7 +72,7 @@ static AS_DECL_SOLVER_NEW(mcts_new)
     (*data)->pairs = -1;
     (*data)->start = 1;
     (*data)->repair = 1;
-    (*data)->swidth = 1;
+    (*data)->swidth = 10;
     return AS_OK;
 }
 
@@ -279,7 +281,7 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int pairs)
 }
 
 /*
- * The first incumbent: beam K=1's plan (solver_beam.c, run through the driver, which
+ * The first incumbent: beam's plan (width mcts/start-width) (solver_beam.c, run through the driver, which
  * checks it; under the caller's fits check beam returns the cheapest plan that passes),
  * with at most half the time limit.  Its plan into CHOICE and its objective into *OBJ;
  * 0 if it found none.
@@ -313,7 +315,7 @@ beam_seed(const as_problem *p, const as_limits *lim, int width, size_t *choice, 
 
 static AS_DECL_SOLVER_SOLVE(mcts_solve)
 {
-    as_heur h, hr;
+    as_heur h, hr, hfree;
     mcts m;
     size_t u, s, d, ep, *x, *xd, *ownx, *path, *choice;
     size_t nepi = (size_t)data->episodes;
@@ -331,6 +333,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
 
     as_heur_init_ex(&h, p, data->order);
     as_heur_init_ex(&hr, p, !data->order);
+    hfree = h;
+    hfree.cap = INFINITY; /* h's view without the budget (the repair's gate) */
     h.deadline = hr.deadline = lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0;
     memset(&m, 0, sizeof m);
     m.h = &h;
@@ -366,7 +370,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
     if (data->start && beam_seed(p, lim, data->swidth, choice, &obj)) {
-        /* beam K=1's plan is the first incumbent (the answer unless the search finds a
+        /* beam's plan is the first incumbent (the answer unless the search finds a
            cheaper plan); the search itself is as without it: the reward's reference is the
            first rollout's objective, and a rollout is polished further (pair, chain, block
            moves) when it beats every rollout before (not the incumbent, a polished plan
@@ -438,9 +442,12 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             memcpy(x, as_hls_x(*qp), h.nu * sizeof *x);
             val = as_heur_eval(&h, x, tot);
         }
-        if (!isfinite(val) && h.nbind > 0 && data->repair) {
+        if (!isfinite(val) && h.nbind > 0 && data->repair &&
+            (isinf(kp.obj) || as_heur_eval(&hfree, x, tot) + off < kp.obj)) {
             /* over the budget: repaired where it is, incrementally in the local search
-               (a step is one pass over the units' memory runs), then settled */
+               (a step is one pass over the units' memory runs), then settled -- only if
+               the plan without the budget beats the best plan (a repair makes it dearer:
+               repairing every rollout cost bert-large 2x8 ~1.7 ms CPU an episode) */
             if (*qp == NULL)
                 *qp = as_hls_new(&h, x);
             else
