@@ -551,64 +551,6 @@ memory_of(const as_heur *h, const size_t *x, double *tot)
     }
 }
 
-int
-as_heur_repair(const as_heur *h, size_t *x, int max_steps)
-{
-    double *tot = as_xcalloc(h->nbind + 2, sizeof *tot);
-    int step, ok = 0;
-
-    for (step = 0; step < max_steps; step++) {
-        size_t u, s, i, at = 0, bu = UNSET, bs = 0;
-        double peak = -INFINITY, best = INFINITY;
-        memory_of(h, x, tot);
-        for (i = 0; i < h->nbind; i++)
-            if (tot[i] > peak) {
-                peak = tot[i];
-                at = i;
-            }
-        if (!(peak > h->cap)) {
-            ok = 1;
-            break;
-        }
-        /* the move with the least cost per byte it takes off the highest point */
-        for (u = 0; u < h->nu; u++) {
-            double cur = NAN;
-            for (i = h->rstart[u]; i < h->rstart[u + 1]; i++)
-                if (h->run[i].lo <= at && at < h->run[i].hi)
-                    break;
-            if (i == h->rstart[u + 1])
-                continue; /* the unit holds nothing at that point */
-            for (s = 0; s < h->k[u]; s++) {
-                size_t j;
-                double dm = 0, dc, r;
-                if (s == x[u])
-                    continue;
-                for (j = i; j < h->rstart[u + 1]; j++)
-                    if (h->run[j].lo <= at && at < h->run[j].hi)
-                        dm += h->run[j].dm[s] - h->run[j].dm[x[u]];
-                if (!(dm < 0))
-                    continue;
-                if (isnan(cur))
-                    cur = as_heur_step_cost(h, x, u, x[u]);
-                dc = as_heur_step_cost(h, x, u, s) - cur;
-                if (!isfinite(dc))
-                    continue;
-                r = dc / fmin(-dm, peak - h->cap);
-                if (r < best) {
-                    best = r;
-                    bu = u;
-                    bs = s;
-                }
-            }
-        }
-        if (bu == UNSET)
-            break; /* nothing takes bytes off the highest point */
-        x[bu] = bs;
-    }
-    free(tot);
-    return ok;
-}
-
 /* Memory at every binding point still fits if unit U moves from strategy A to B. */
 static int
 move_fits(const as_heur *h, const seg *t, size_t u, size_t a, size_t b)
@@ -1027,6 +969,90 @@ ls_improve(ls *st, int max_sweeps, int use_pairs)
     return moves;
 }
 
+/* The first binding point where the memory in T is highest (its value: the root). */
+static size_t
+seg_argmax(const seg *t)
+{
+    size_t x = 1;
+
+    while (x < t->size)
+        x = t->mx[2 * x] >= t->mx[2 * x + 1] ? 2 * x : 2 * x + 1;
+    return x - t->size;
+}
+
+/*
+ * as_heur_repair on the local search's state: the highest point from the memory tree
+ * (O(log points)), a move's cost change from the units' vectors (O(1) instead of a pass
+ * over the unit's links), the memory and the vectors updated by the move alone -- so a
+ * step costs one pass over the units' runs, not a recount of the plan's memory and its
+ * links (MCTS repairs its rollouts over the budget this way).  The moves made.
+ */
+static size_t
+ls_repair(ls *st, int max_steps, int *ok)
+{
+    const as_heur *h = st->h;
+    size_t moves = 0;
+    int step;
+
+    *ok = h->nbind == 0;
+    for (step = 0; !*ok && step < max_steps; step++) {
+        size_t u, s, i, at = seg_argmax(&st->tot), bu = UNSET, bs = 0;
+        double peak = st->tot.mx[1], best = INFINITY;
+        if (!(peak > h->cap)) {
+            *ok = 1;
+            break;
+        }
+        /* the move with the least cost per byte it takes off the highest point */
+        for (u = 0; u < h->nu; u++) {
+            size_t xu = st->x[u];
+            double cur;
+            for (i = h->rstart[u]; i < h->rstart[u + 1]; i++)
+                if (h->run[i].lo <= at && at < h->run[i].hi)
+                    break;
+            if (i == h->rstart[u + 1])
+                continue; /* the unit holds nothing at that point */
+            cur = ls_cost(st, u, xu);
+            for (s = 0; s < h->k[u]; s++) {
+                size_t j;
+                double dm = 0, dc, r;
+                if (s == xu)
+                    continue;
+                for (j = i; j < h->rstart[u + 1]; j++)
+                    if (h->run[j].lo <= at && at < h->run[j].hi)
+                        dm += h->run[j].dm[s] - h->run[j].dm[xu];
+                if (!(dm < 0))
+                    continue;
+                dc = ls_cost(st, u, s) - cur;
+                if (!isfinite(dc))
+                    continue;
+                r = dc / fmin(-dm, peak - h->cap);
+                if (r < best) {
+                    best = r;
+                    bu = u;
+                    bs = s;
+                }
+            }
+        }
+        if (bu == UNSET)
+            break; /* nothing takes bytes off the highest point */
+        ls_move(st, bu, bs);
+        moves++;
+    }
+    return moves;
+}
+
+int
+as_heur_repair(const as_heur *h, size_t *x, int max_steps)
+{
+    ls st;
+    int ok;
+
+    ls_init(&st, h, x);
+    ls_repair(&st, max_steps, &ok);
+    ls_free(&st);
+    return ok;
+}
+
 int
 as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pairs)
 {
@@ -1305,6 +1331,15 @@ as_hls_chain(as_hls *q, int max_rounds)
         q->moves += m + ls_improve(&q->st, 20, 1);
     }
     return moves > 0;
+}
+
+int
+as_hls_repair(as_hls *q, int max_steps)
+{
+    int ok;
+
+    q->moves += ls_repair(&q->st, max_steps, &ok);
+    return ok;
 }
 
 const size_t *

@@ -144,6 +144,9 @@ void as_hls_set(as_hls *q, const size_t *x);
 int as_hls_improve(as_hls *q, int max_sweeps, int use_pairs);
 /** as_heur_chain at the current assignment.  1 if it changed. */
 int as_hls_chain(as_hls *q, int max_rounds);
+/** as_heur_repair at the current assignment, incrementally (a step costs one pass over the
+    units' memory runs: no recount of the plan, no pass over links).  1 if it then fits. */
+int as_hls_repair(as_hls *q, int max_steps);
 /** The current assignment (nu entries; valid until the next call on Q). */
 const size_t *as_hls_x(const as_hls *q);
 
@@ -200,7 +203,9 @@ int as_heur_axismap_in(const as_heur *h, size_t *x, double deadline, as_hls **q)
  * Repair a complete assignment X over the budget: while a binding liveness point exceeds
  * it, the unit move with the least cost (against the others) per byte it takes off the
  * highest point (counting at most the excess) is made, up to MAX_STEPS moves.  1 if X
- * then fits (at once if it did).  Makes X dearer, as little as it sees.
+ * then fits (at once if it did).  Makes X dearer, as little as it sees.  Runs on the
+ * local search's incremental state (as_hls_repair): the memory tree and the units' cost
+ * vectors follow each move, so a step is one pass over the units' memory runs.
  */
 int as_heur_repair(const as_heur *h, size_t *x, int max_steps);
 

@@ -298,7 +298,8 @@ test_params(void)
                                       "beam/width=x", "beam/polish=2", "beam/order=up",
                                       "mcts/order=both", "mcts/episodes=0",
                                       "mcts/episodes=-1", "mcts/c=-1", "mcts/eps=2",
-                                      "mcts/nope=1", "mcts/pairs=2"};
+                                      "mcts/nope=1", "mcts/pairs=2", "mcts/repair=2",
+                                      "mcts/start-width=0"};
     as_problem *p = instance(2);
     size_t i;
 
@@ -320,6 +321,62 @@ test_params(void)
 }
 
 /*
+ * The repair as heur.h states it, computed plainly: the memory at every point summed afresh
+ * every step, a move's cost from the unit's links (as_heur_step_cost).
+ * as_heur_repair and as_hls_repair keep both incrementally and must agree with it.
+ */
+static int
+repair_plain(const as_heur *h, size_t *x, int max_steps)
+{
+    int step, okr = 0;
+
+    for (step = 0; step < max_steps; step++) {
+        size_t u, s, i, j, at = 0, bu = (size_t)-1, bs = 0;
+        double peak = -INFINITY, best = INFINITY;
+        for (i = 0; i < h->nbind; i++) {
+            double m = h->base[i];
+            for (u = 0; u < h->nu; u++)
+                for (j = h->rstart[u]; j < h->rstart[u + 1]; j++)
+                    if (h->run[j].lo <= i && i < h->run[j].hi)
+                        m += h->run[j].dm[x[u]];
+            if (m > peak) {
+                peak = m;
+                at = i;
+            }
+        }
+        if (!(peak > h->cap)) {
+            okr = 1;
+            break;
+        }
+        for (u = 0; u < h->nu; u++)
+            for (s = 0; s < h->k[u]; s++) {
+                double dm = 0, dc, q;
+                int holds = 0;
+                for (j = h->rstart[u]; j < h->rstart[u + 1]; j++)
+                    if (h->run[j].lo <= at && at < h->run[j].hi) {
+                        holds = 1;
+                        dm += h->run[j].dm[s] - h->run[j].dm[x[u]];
+                    }
+                if (!holds || s == x[u] || !(dm < 0))
+                    continue;
+                dc = as_heur_step_cost(h, x, u, s) - as_heur_step_cost(h, x, u, x[u]);
+                if (!isfinite(dc))
+                    continue;
+                q = dc / fmin(-dm, peak - h->cap);
+                if (q < best) {
+                    best = q;
+                    bu = u;
+                    bs = s;
+                }
+            }
+        if (bu == (size_t)-1)
+            break;
+        x[bu] = bs;
+    }
+    return okr;
+}
+
+/*
  * One truth: the units' view of a plan (as_heur_eval: costs, links, memory as runs of
  * binding points) gives the problem's objective minus its offset, and calls a plan over
  * the budget exactly when as_problem_check does; local improvement never makes a plan
@@ -331,7 +388,7 @@ test_eval(int i)
     as_problem *p = instance(i);
     as_heur h;
     size_t *x, *choice, u, t, agree = 0, same = 0, nfeas = 0, better = 0, tries = 200;
-    size_t over = 0, repaired = 0, rfits = 0;
+    size_t over = 0, repaired = 0, rfits = 0, rsame = 0;
     double *tot;
     uint64_t r = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 
@@ -341,7 +398,7 @@ test_eval(int i)
     tot = calloc(h.nbind + 1, sizeof *tot);
     for (t = 0; t < tries; t++) {
         double v, obj = NAN, v2, obj2 = NAN;
-        int okc;
+        int okc, okx;
         for (u = 0; u < h.nu; u++) {
             r = r * 6364136223846793005ull + 1442695040888963407ull;
             x[u] = (size_t)(r >> 33) % h.k[u];
@@ -354,7 +411,29 @@ test_eval(int i)
             as_problem_peak(p, choice) > as_problem_memory_cap(p)) {
             /* over the budget: a repair that says it fits, fits */
             over++;
-            if (as_heur_repair(&h, x, 4 * (int)h.nu + 16)) {
+            {
+                /* the incremental repairs (plain state, and a local search that was
+                   elsewhere before) make the plain repair's moves */
+                size_t *y = malloc((h.nu + 1) * sizeof *y), *z = malloc((h.nu + 1) * sizeof *z);
+                as_hls *q;
+                int oky, okz;
+                memcpy(y, x, h.nu * sizeof *y);
+                memcpy(z, x, h.nu * sizeof *z);
+                oky = repair_plain(&h, y, 4 * (int)h.nu + 16);
+                for (u = 0; u < h.nu; u++)
+                    z[u] = (z[u] + 1) % h.k[u];
+                q = as_hls_new(&h, z);
+                as_hls_set(q, x);
+                okz = as_hls_repair(q, 4 * (int)h.nu + 16);
+                memcpy(z, as_hls_x(q), h.nu * sizeof *z);
+                as_hls_free(q);
+                okx = as_heur_repair(&h, x, 4 * (int)h.nu + 16);
+                rsame += oky == okx && okz == okx && memcmp(x, y, h.nu * sizeof *x) == 0 &&
+                         memcmp(x, z, h.nu * sizeof *x) == 0;
+                free(y);
+                free(z);
+            }
+            if (okx) {
                 repaired++;
                 as_heur_expand(&h, x, choice);
                 rfits += as_problem_peak(p, choice) <= as_problem_memory_cap(p);
@@ -377,6 +456,8 @@ test_eval(int i)
     ok(rfits == repaired && (over == 0 || i == 14 || repaired > 0),
        "instance %d: as_heur_repair: %zu of %zu plans over the budget repaired, %zu fit", i,
        repaired, over, rfits);
+    ok(rsame == over, "instance %d: as_heur_repair and as_hls_repair = the plain repair on %zu "
+       "of %zu plans over the budget", i, rsame, over);
     free(x);
     free(choice);
     free(tot);
