@@ -45,6 +45,9 @@
 #include "formulate/progress.h"
 
 #define NONE ((size_t)-1)
+
+int as_reduce_plain = 0;
+size_t as_reduce_shortcuts = 0;
 #define BOUND_ROUNDS 12
 #define BOUND_SWEEPS 2000
 #define LAGR_ITERS 40
@@ -689,6 +692,55 @@ cmp_vidx(const void *x, const void *y)
     return (a->i > b->i) - (a->i < b->i);
 }
 
+/*
+ * REP[p] for the K rows of M (LEN doubles each): the first possible row (OK) with the same
+ * bits, p itself when none comes before; NONE for rows that are not possible.  Equal rows
+ * give equal results in elim_deg2, so only the first of each is computed.
+ */
+static void
+row_reps(const double *m, size_t k, size_t len, const unsigned char *ok, size_t *rep)
+{
+    size_t cap = 16, mask, p, i, h;
+    size_t *tab;
+
+    while (cap < 2 * k)
+        cap *= 2;
+    mask = cap - 1;
+    tab = as_xmalloc(cap * sizeof *tab);
+    for (i = 0; i < cap; i++)
+        tab[i] = NONE;
+    for (p = 0; p < k; p++) {
+        const double *row = m + p * len;
+        unsigned long long hv = 1469598103934665603ULL;
+        rep[p] = NONE;
+        if (!ok[p])
+            continue;
+        for (i = 0; i < len; i++) {
+            unsigned long long bits;
+            memcpy(&bits, &row[i], sizeof bits);
+            hv = (hv ^ bits) * 1099511628211ULL;
+            hv ^= hv >> 29;
+        }
+        if (as_reduce_plain) {
+            rep[p] = p;
+            continue;
+        }
+        for (h = (size_t)(hv ^ (hv >> 32)) & mask;; h = (h + 1) & mask) {
+            if (tab[h] == NONE) {
+                tab[h] = p;
+                rep[p] = p;
+                break;
+            }
+            if (memcmp(m + tab[h] * len, row, len * sizeof *row) == 0) {
+                rep[p] = tab[h];
+                as_reduce_shortcuts++;
+                break;
+            }
+        }
+    }
+    free(tab);
+}
+
 static void
 elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
 {
@@ -698,6 +750,7 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
     double *n = as_xcalloc(ky * kz, sizeof *n);
     size_t *qs = as_xmalloc((kx + 1) * sizeof *qs);
     double *a, *b, *bmin;
+    size_t *repa, *repb;
     vidx *ord;
 
     /* dense copies over X's possible strategies: a[p][i] = R1 + c, b[r][i] = R2 */
@@ -720,10 +773,21 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
             bmin[r] = fmin(bmin[r], b[r * nq + i]);
     }
     el.best = as_xcalloc(ky * kz, sizeof *el.best);
+    /* repeated rows of a and of b (tied layers, strategies that differ only where X does not
+       look) are computed once and copied: the same sums and the same argmin */
+    repa = as_xmalloc((ky + 1) * sizeof *repa);
+    repb = as_xmalloc((kz + 1) * sizeof *repb);
+    row_reps(a, ky, nq, w->nodes[y].ok, repa);
+    row_reps(b, kz, nq, w->nodes[z].ok, repb);
     for (p = 0; p < ky; p++) {
         const double *ap = a + p * nq;
         if (!w->nodes[y].ok[p])
             continue;
+        if (repa[p] != p) {
+            memcpy(n + p * kz, n + repa[p] * kz, kz * sizeof *n);
+            memcpy(el.best + p * kz, el.best + repa[p] * kz, kz * sizeof *el.best);
+            continue;
+        }
         /* X's strategies by a[p][.] ascending: for each r the scan stops at the first i with
            a[p][i] + min_i b[r][i] > best, past which nothing can be as cheap; ties keep the
            lowest index, so the result is the plain scan's, entry for entry */
@@ -738,6 +802,11 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
             size_t bi = 0, j;
             if (!w->nodes[z].ok[r])
                 continue;
+            if (repb[r] != r) { /* an earlier r, done */
+                el.best[p * kz + r] = el.best[p * kz + repb[r]];
+                n[p * kz + r] = n[p * kz + repb[r]];
+                continue;
+            }
             for (j = 0; j < nq; j++) {
                 double v;
                 i = ord[j].i;
@@ -759,6 +828,8 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
     free(bmin);
     free(ord);
     free(qs);
+    free(repa);
+    free(repb);
     e1->alive = e2->alive = 0; /* before work_add_edge, which may move w->edges.v */
     AS_VEC_PUSH(&w->red->elims, el);
     w->red->stats.elim[2]++;

@@ -728,6 +728,79 @@ test_reduce_abort_rows(void)
     as_problem_free(p);
 }
 
+/*
+ * The reductions' shortcuts (rows of an elimination taken from an equal row) change nothing:
+ * the reduced problem (written with 17 digits) and the recovered plan are the same with
+ * and without them, on instances with many strategies per node (4 spec labels: rows repeat).
+ */
+static void
+test_reduce_shortcuts(void)
+{
+    int seed;
+    size_t diff = 0, runs = 0, shortcuts = 0;
+
+    for (seed = 1; seed <= 40; seed++) {
+        as_random_opts o;
+        as_problem *p, *rp[2];
+        as_reduction *red[2];
+        as_err err = {0};
+        char *d[2];
+        int plain;
+
+        as_random_opts_init(&o);
+        o.seed = (uint64_t)seed + 1000;
+        o.nodes = 8 + seed % 5;
+        o.edges = o.nodes + seed % 4;
+        o.kmin = 4;
+        o.kmax = 6 + seed % 4;
+        o.follow = seed % 3 ? 0.2 : 0;
+        o.live_window = seed % 4 == 0 ? 2 : 0;
+        o.memory_frac = seed % 4 == 0 ? 0.3 : 0;
+        p = as_problem_random(&o);
+        for (plain = 0; plain < 2; plain++) {
+            size_t before = as_reduce_shortcuts;
+            as_reduce_plain = plain;
+            rp[plain] = NULL;
+            red[plain] = NULL;
+            if (as_reduce(p, AS_REDUCE_ALL, &rp[plain], &red[plain], &err) != AS_OK) {
+                d[plain] = as_xstrdup("error");
+                continue;
+            }
+            d[plain] = as_problem_dumps(rp[plain]);
+            if (!plain)
+                shortcuts += as_reduce_shortcuts - before;
+        }
+        as_reduce_plain = 0;
+        runs++;
+        if (strcmp(d[0], d[1]) != 0) {
+            diff++;
+        } else if (rp[0] != NULL && rp[1] != NULL) {
+            size_t nr = as_problem_nnodes(rp[0]), n = as_problem_nnodes(p);
+            size_t *x = calloc(nr + 1, sizeof *x), *f0 = calloc(n + 1, sizeof *f0);
+            size_t *f1 = calloc(n + 1, sizeof *f1);
+            if (nr > 0)
+                best_of(rp[0], x);
+            as_reduction_recover(red[0], x, f0);
+            as_reduction_recover(red[1], x, f1);
+            diff += memcmp(f0, f1, n * sizeof *f0) != 0;
+            free(x);
+            free(f0);
+            free(f1);
+        }
+        for (plain = 0; plain < 2; plain++) {
+            free(d[plain]);
+            if (red[plain] != NULL)
+                as_reduction_free(red[plain]);
+            if (rp[plain] != NULL)
+                as_problem_free(rp[plain]);
+        }
+        as_problem_free(p);
+    }
+    ok(shortcuts > 0, "reduce shortcuts: they ran (%zu times on %zu instances)", shortcuts, runs);
+    ok(diff == 0, "reduce shortcuts: reduced problems and recovered plans equal with and without "
+       "them (%zu differences)", diff);
+}
+
 int
 main(void)
 {
@@ -743,6 +816,7 @@ main(void)
     test_mrf_classes();
     test_mrf_gaps();
     test_reduce_abort_rows();
+    test_reduce_shortcuts();
     for (s = 1; s <= 90; s++)
         test_reduce_exact(s);
     for (s = 1; s <= 40; s++)
