@@ -928,7 +928,7 @@ work_dominance(work *w)
 {
     size_t n = as_problem_nnodes(w->p), x, t, i, p, q, a, removed = 0, gone;
     size_t *off = as_xcalloc(n + 2, sizeof *off), *fill = as_xcalloc(n + 1, sizeof *fill);
-    size_t *tro = NULL;
+    size_t *tro = NULL, *wit = NULL;
     AS_VEC(double) tr = {0};
     AS_VEC(double) ext = {0};
     const double **mv;
@@ -955,16 +955,24 @@ work_dominance(work *w)
         gone = removed;
         tr.n = 0; /* x's rows of the matrices where x is the v end, transposed */
         tro = as_xrealloc(tro, (nd->adj.n + 1) * sizeof *tro);
+        wit = as_xrealloc(wit, (nd->adj.n + 1) * sizeof *wit);
         for (i = 0; i < nd->adj.n; i++) {
             const wedge *e = &w->edges.v[nd->adj.v[i]];
             size_t ky = kof(w, e->u);
             tro[i] = tr.n;
             if (!e->alive || e->u == x)
                 continue;
-            for (p = 0; p < kx; p++)
-                for (q = 0; q < ky; q++)
-                    AS_VEC_PUSH(&tr, e->r[q * kx + p]);
+            AS_VEC_RESERVE(&tr, tr.n + kx * ky + 1);
+            for (q = 0; q < ky; q++) {
+                const double *src = e->r + q * kx;
+                double *dst = tr.v + tr.n + q;
+                for (p = 0; p < kx; p++)
+                    dst[p * ky] = src[p];
+            }
+            tr.n += kx * ky;
         }
+        for (i = 0; i < nd->adj.n; i++)
+            wit[i] = NONE;
         /* per live edge and strategy of x: max and min of its row over the neighbour's
            possible strategies; max_q (R[a][q] - R[p][q]) is at least the difference of the
            maxima and of the minima, which rules most pairs out cheaply */
@@ -1021,10 +1029,21 @@ work_dominance(work *w)
                         ra = tr.v + tro[i] + a * ky;
                         rp = tr.v + tro[i] + p * ky;
                     }
-                    /* d + mx only grows: once it is positive, a does not dominate p */
+                    /* d + mx only grows: once it is positive, a does not dominate p.  The
+                       entry that showed it for the last a is tried first (as_reduce_plain:
+                       not): the max, and whether d + mx gets positive, do not depend on the
+                       order */
+                    q = wit[i];
+                    if (q != NONE && oy[q] && ra[q] - rp[q] > mx)
+                        mx = ra[q] - rp[q];
                     for (q = 0; q < ky && !(d + mx > 0); q++)
                         if (oy[q] && ra[q] - rp[q] > mx)
                             mx = ra[q] - rp[q];
+                    if (d + mx > 0 && q > 0 && !as_reduce_plain) {
+                        if (q - 1 != wit[i])
+                            as_reduce_shortcuts++;
+                        wit[i] = q - 1;
+                    }
                     d += mx;
                 }
                 for (i = off[x]; d <= 0 && i < off[x + 1]; i++)
@@ -1047,6 +1066,7 @@ work_dominance(work *w)
     free(fill);
     free(mv);
     free(tro);
+    free(wit);
     AS_VEC_FREE(&tr);
     AS_VEC_FREE(&ext);
     w->red->stats.dominated += removed;
