@@ -63,6 +63,16 @@ test_build_errors(void)
     is_int(as_problem_add_edge(p, a, 7, r, &err), AS_EUSAGE, "edge to a missing node rejected");
     as_problem_add_edge(p, a, b, r, &err);
     is_int(as_problem_validate(p, &err), AS_OK, "valid problem");
+    /* validation is remembered until the problem changes */
+    is_int(as_problem_validate(p, &err), AS_OK, "valid problem, again");
+    as_problem_set_offset(p, NAN);
+    is_int(as_problem_validate(p, &err), AS_EPARSE, "a NaN offset set after validation rejected");
+    as_problem_set_offset(p, 0);
+    is_int(as_problem_validate(p, &err), AS_OK, "valid again");
+    as_problem_set_memory(p, -1);
+    is_int(as_problem_validate(p, &err), AS_EPARSE, "a negative budget set after validation "
+           "rejected");
+    as_problem_set_memory(p, 0);
     as_problem_add_edge(p, b, a, r, &err);
     is_int(as_problem_validate(p, &err), AS_EPARSE, "duplicate (reversed) edge rejected");
     ok(strstr(err.msg, "duplicate") != NULL, "message: %s", err.msg);
