@@ -570,9 +570,21 @@ edge_into(work *w, const as_pedge *e, size_t a, size_t b, size_t kv)
     size_t *mb = as_xmalloc((kb + 1) * sizeof *mb);
     wedge *o = find_edge(w, a, b);
 
-    for (q = 0; q < kb; q++)
+    int plain = red->map[e->v] == NULL; /* B's strategies are e->v's, all possible */
+
+    for (q = 0; q < kb; q++) {
         mb[q] = fmap(red, e->v, q);
-    if (o != NULL && o->u == a) {
+        plain &= okb[q] != 0;
+    }
+    if (o != NULL && o->u == a && plain && kb == kv) { /* the same sums, vectorised */
+        for (s = 0; s < ka; s++) {
+            const double *restrict row = e->r + fmap(red, e->u, s) * kv;
+            double *restrict dst = o->r + s * kb;
+            if (oka[s])
+                for (q = 0; q < kb; q++)
+                    dst[q] += row[q];
+        }
+    } else if (o != NULL && o->u == a) {
         for (s = 0; s < ka; s++) {
             const double *row = e->r + fmap(red, e->u, s) * kv;
             double *dst = o->r + s * kb;
