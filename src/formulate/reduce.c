@@ -615,9 +615,111 @@ edge_into(work *w, const as_pedge *e, size_t a, size_t b, size_t kv)
     free(mb);
 }
 
-/* Copy P's edges into leader spaces; 1 when the abort time came first (edges left out). */
+/* 1 if problem edge E (K_V columns) is constant over the possible strategies of leaders A
+   (its u end) and B: is_const on the matrix edge_into would make for it. */
 static int
-work_edges(work *w)
+edge_const(const work *w, const as_pedge *e, size_t a, size_t b, size_t kv)
+{
+    const as_reduction *red = w->red;
+    size_t ka = kof(w, a), kb = kof(w, b), s, q;
+    const unsigned char *oka = w->nodes[a].ok, *okb = w->nodes[b].ok;
+    int first = 1;
+    double r0 = 0;
+
+    for (s = 0; s < ka; s++) {
+        const double *row = e->r + fmap(red, e->u, s) * kv;
+        for (q = 0; oka[s] && q < kb; q++) {
+            double v;
+            if (!okb[q])
+                continue;
+            v = row[fmap(red, e->v, q)];
+            if (first) {
+                r0 = v;
+                first = 0;
+            } else if (v != r0) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* A run of parallel problem edges that edge_into would sum into one work edge. */
+typedef struct eseg {
+    size_t a, b;      /**< leaders, as the first edge has them (the work edge's u and v) */
+    size_t first;     /**< index of its first edge in the list of edges (eseg_js) */
+    size_t n;         /**< edges in it */
+    int dead;         /**< one edge, constant: edge_into drops it into the offset */
+    double *r;        /**< the summed matrix (k_a x k_b), once computed */
+} eseg;
+
+/*
+ * Sums segment G's edges (JS) into a new matrix row by row: each row stays in cache while
+ * every edge adds to it, where edge_into walks the whole matrix once per edge.  The same
+ * sums in the same order, entry for entry.  Returns 0 when a sum of 2 or more of its first
+ * edges is constant (edge_into would have dropped the edge there and started again).
+ */
+static int
+eseg_sum(work *w, eseg *g, const size_t *js, size_t *mb, unsigned char *nonconst, double *v0)
+{
+    const as_problem *p = w->p;
+    const as_reduction *red = w->red;
+    size_t a = g->a, b = g->b, ka = kof(w, a), kb = kof(w, b), i, k, q, q0 = NONE;
+    const unsigned char *oka = w->nodes[a].ok, *okb = w->nodes[b].ok;
+    double *r = as_xcalloc(ka * kb + 1, sizeof *r);
+    int seen = 0;
+
+    for (q = 0; q < kb && q0 == NONE; q++)
+        if (okb[q])
+            q0 = q;
+    for (k = 0; k < g->n; k++)
+        nonconst[k] = k == 0;
+    for (i = 0; i < ka; i++) {
+        double *dst = r + i * kb;
+        if (!oka[i])
+            continue;
+        for (k = 0; k < g->n; k++) {
+            const as_pedge *e = as_problem_edge(p, js[g->first + k]);
+            size_t kv = kof(w, e->v);
+            if (red->leader[e->u] == a) { /* dst[q] gets e's (f_u(i), f_v(q)) */
+                const double *row = e->r + fmap(red, e->u, i) * kv;
+                for (q = 0; q < kb; q++)
+                    mb[q] = fmap(red, e->v, q);
+                if (k == 0) {
+                    for (q = 0; q < kb; q++)
+                        dst[q] = okb[q] ? row[mb[q]] : 0;
+                } else {
+                    for (q = 0; q < kb; q++)
+                        if (okb[q])
+                            dst[q] += row[mb[q]];
+                }
+            } else { /* stored B x A by edge_into's merge: dst[q] gets e's (f_u(q), f_v(i)) */
+                size_t c = fmap(red, e->v, i);
+                for (q = 0; q < kb; q++)
+                    if (okb[q])
+                        dst[q] += e->r[fmap(red, e->u, q) * kv + c];
+            }
+            if (q0 == NONE)
+                continue;
+            if (!seen)
+                v0[k] = dst[q0]; /* the first possible entry of the sum of edges 0..k */
+            for (q = 0; !nonconst[k] && q < kb; q++)
+                if (okb[q] && dst[q] != v0[k])
+                    nonconst[k] = 1;
+        }
+        seen = 1;
+    }
+    g->r = r;
+    for (k = 0; k < g->n; k++)
+        if (!nonconst[k])
+            return 0;
+    return 1;
+}
+
+/* Copy P's edges into leader spaces, one at a time (as_reduce_plain, and the fallback of
+   work_edges); 1 when the abort time came first (edges left out). */
+static int
+work_edges_plain(work *w)
 {
     const as_problem *p = w->p;
     const as_reduction *red = w->red;
@@ -640,6 +742,143 @@ work_edges(work *w)
         edge_into(w, e, a, b, kv);
     }
     return 0;
+}
+
+/*
+ * Copy P's edges into leader spaces; 1 when the abort time came first (edges left out).
+ * The result is work_edges_plain's, bit for bit: the parallel edges that edge_into would
+ * merge one by one into a work edge are found first (segments), each segment is summed row
+ * by row (eseg_sum), and then the edges are replayed in order, so that work edges, node
+ * costs and the offset are made in the same order.  When a merge would have made a matrix
+ * constant (edge_into then drops it), it falls back to work_edges_plain.
+ */
+static int
+work_edges(work *w)
+{
+    const as_problem *p = w->p;
+    const as_reduction *red = w->red;
+    size_t ne = as_problem_nedges(p), n = as_problem_nnodes(p), j, a, b, s, cap = 16, h, kmax = 1;
+    size_t *segof, *js, *tab, *fill, *mb, nseg = 0;
+    AS_VEC(eseg) segs = {0};
+    unsigned char *nonconst = NULL;
+    double *v0 = NULL;
+    int ok = 1, rc = 0;
+
+    if (as_reduce_plain)
+        return work_edges_plain(w);
+    while (cap < 2 * ne + 2)
+        cap *= 2;
+    tab = as_xmalloc(cap * sizeof *tab); /* (min, max) leader pair -> its open segment */
+    for (h = 0; h < cap; h++)
+        tab[h] = NONE;
+    segof = as_xmalloc((ne + 1) * sizeof *segof);
+    for (j = 0; j < ne; j++) {
+        const as_pedge *e = as_problem_edge(p, j);
+        size_t lo, hi;
+        if ((j & 63) == 63 && w->abort_at > 0 && as_now() > w->abort_at) {
+            rc = 1;
+            goto out;
+        }
+        a = red->leader[e->u];
+        b = red->leader[e->v];
+        segof[j] = NONE;
+        if (a == b)
+            continue;
+        lo = a < b ? a : b;
+        hi = a < b ? b : a;
+        for (h = (lo * 0x9e3779b97f4a7c15ULL ^ hi * 0xc2b2ae3d27d4eb4fULL) >> 7 & (cap - 1);
+             tab[h] != NONE && !(segs.v[tab[h]].a == lo && segs.v[tab[h]].b == hi) &&
+             !(segs.v[tab[h]].a == hi && segs.v[tab[h]].b == lo);
+             h = (h + 1) & (cap - 1))
+            ;
+        if (tab[h] != NONE && !segs.v[tab[h]].dead) {
+            segof[j] = tab[h];
+            segs.v[tab[h]].n++;
+            continue;
+        }
+        {
+            eseg g = {.a = a, .b = b, .n = 1};
+            g.dead = (w->flags & AS_REDUCE_CONST) && edge_const(w, e, a, b, kof(w, e->v));
+            AS_VEC_PUSH(&segs, g);
+            segof[j] = segs.n - 1;
+            if (tab[h] == NONE || !g.dead) /* a dead one is not open: keep the slot's */
+                tab[h] = g.dead && tab[h] == NONE ? NONE : segs.n - 1;
+        }
+    }
+    nseg = segs.n;
+    /* each segment's edges, in order */
+    fill = as_xcalloc(nseg + 1, sizeof *fill);
+    for (s = 0, j = 0; s < nseg; s++) {
+        segs.v[s].first = j;
+        j += segs.v[s].n;
+    }
+    js = as_xmalloc((ne + 1) * sizeof *js);
+    for (j = 0; j < ne; j++)
+        if (segof[j] != NONE) {
+            s = segof[j];
+            js[segs.v[s].first + fill[s]++] = j;
+        }
+    free(fill);
+    for (s = 0; s < n; s++)
+        kmax = kof(w, s) > kmax ? kof(w, s) : kmax;
+    mb = as_xmalloc((kmax + 1) * sizeof *mb);
+    for (s = 0; s < nseg; s++)
+        if (segs.v[s].n > kmax)
+            kmax = segs.v[s].n;
+    nonconst = as_xmalloc(kmax + 1);
+    v0 = as_xmalloc((kmax + 1) * sizeof *v0);
+    for (s = 0; s < nseg && ok; s++) {
+        if (segs.v[s].dead)
+            continue;
+        if ((s & 15) == 15 && w->abort_at > 0 && as_now() > w->abort_at) {
+            rc = 1;
+            break;
+        }
+        ok = eseg_sum(w, &segs.v[s], js, mb, nonconst, v0);
+    }
+    free(mb);
+    if (rc == 0 && ok) { /* replay, in order */
+        for (j = 0; j < ne; j++) {
+            const as_pedge *e = as_problem_edge(p, j);
+            size_t kv = kof(w, e->v), ka;
+            eseg *g;
+            a = red->leader[e->u];
+            b = red->leader[e->v];
+            if (a == b) { /* as work_edges_plain */
+                ka = kof(w, a);
+                for (s = 0; s < ka; s++)
+                    if (w->nodes[a].ok[s])
+                        w->nodes[a].cost[s] +=
+                            e->r[fmap(red, e->u, s) * kv + fmap(red, e->v, s)];
+                continue;
+            }
+            g = &segs.v[segof[j]];
+            if (g->dead) { /* made and dropped at once, as edge_into does */
+                edge_into(w, e, a, b, kv);
+            } else if (js[g->first] == j) {
+                wedge we = {.u = g->a, .v = g->b, .r = g->r, .alive = 1};
+                AS_VEC_PUSH(&w->edges, we);
+                AS_VEC_PUSH(&w->nodes[g->a].adj, w->edges.n - 1);
+                AS_VEC_PUSH(&w->nodes[g->b].adj, w->edges.n - 1);
+                g->r = NULL;
+            } else {
+                w->red->stats.merged_edges++;
+                as_reduce_shortcuts++;
+            }
+        }
+    }
+    free(js);
+out:
+    for (s = 0; s < segs.n; s++)
+        free(segs.v[s].r);
+    AS_VEC_FREE(&segs);
+    free(segof);
+    free(tab);
+    free(nonconst);
+    free(v0);
+    if (rc == 0 && !ok)
+        return work_edges_plain(w);
+    return rc;
 }
 
 /* ---- PBQP ---- */

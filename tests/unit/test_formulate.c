@@ -806,6 +806,51 @@ test_reduce_shortcuts(void)
         }
         as_problem_free(p);
     }
+    /* parallel edges whose sum is constant (edge_into drops it, the grouped sums fall back),
+       one of them reversed, and an edge inside a group */
+    for (seed = 0; seed < 2; seed++) {
+        as_problem *p = as_problem_new(), *rp[2];
+        as_reduction *red[2];
+        as_err err = {0};
+        double c[2] = {1, 2}, r1[4] = {0, 1, 0, 0}, r2[4] = {1, 0, 1, 1}, r3[4] = {2, 0, 5, 1};
+        double r4[4] = {1, 3, 0, 2};
+        size_t x, x2, x3, y, z;
+        char *d[2];
+        int plain;
+
+        as_problem_add_node(p, "x", 2, c, NULL, NULL, &x, &err);
+        as_problem_add_node(p, "x2", 2, c, NULL, NULL, &x2, &err);
+        as_problem_add_node(p, "x3", 2, c, NULL, NULL, &x3, &err);
+        as_problem_add_node(p, "y", 2, c, NULL, NULL, &y, &err);
+        as_problem_add_node(p, "z", 2, c, NULL, NULL, &z, &err);
+        as_problem_set_follow(p, x2, x, &err);
+        as_problem_set_follow(p, x3, x, &err);
+        as_problem_add_edge(p, x, y, r1, &err);
+        if (seed == 0)
+            as_problem_add_edge(p, x2, y, r2, &err); /* r1 + r2: all 1 */
+        else
+            as_problem_add_edge(p, y, x2, r2, &err); /* reversed: not constant */
+        as_problem_add_edge(p, x, x2, r4, &err);
+        as_problem_add_edge(p, y, z, r3, &err);
+        as_problem_add_edge(p, x3, y, r4, &err); /* after a drop: a new edge, after y - z */
+        as_problem_add_edge(p, x, z, r4, &err);
+        as_problem_add_edge(p, x2, z, r3, &err);
+        for (plain = 0; plain < 2; plain++) {
+            as_reduce_plain = plain;
+            is_int(as_reduce(p, AS_REDUCE_FOLLOW | AS_REDUCE_CONST, &rp[plain], &red[plain], &err),
+                   AS_OK, "reduce shortcuts: parallel edges %d, plain %d", seed, plain);
+            d[plain] = as_problem_dumps(rp[plain]);
+        }
+        as_reduce_plain = 0;
+        ok(strcmp(d[0], d[1]) == 0, "reduce shortcuts: parallel edges %d: the same reduced problem "
+           "(offset %g, %zu edges)", seed, as_problem_offset(rp[0]), as_problem_nedges(rp[0]));
+        for (plain = 0; plain < 2; plain++) {
+            free(d[plain]);
+            as_reduction_free(red[plain]);
+            as_problem_free(rp[plain]);
+        }
+        as_problem_free(p);
+    }
     ok(shortcuts > 0, "reduce shortcuts: they ran (%zu times on %zu instances)", shortcuts, runs);
     ok(diff == 0, "reduce shortcuts: reduced problems and recovered plans equal with and without "
        "them (%zu differences)", diff);
