@@ -1179,7 +1179,7 @@ work_dominance(work *w)
 {
     size_t n = as_problem_nnodes(w->p), x, t, i, p, q, a, removed = 0, gone;
     size_t *off = as_xcalloc(n + 2, sizeof *off), *fill = as_xcalloc(n + 1, sizeof *fill);
-    size_t *tro = NULL, *wit = NULL;
+    size_t *tro = NULL, *wit = NULL, *arg = NULL;
     AS_VEC(double) tr = {0};
     AS_VEC(double) ext = {0};
     const double **mv;
@@ -1229,19 +1229,28 @@ work_dominance(work *w)
            maxima and of the minima, which rules most pairs out cheaply */
         ext.n = 0;
         AS_VEC_RESERVE(&ext, 2 * nd->adj.n * kx + 1);
+        arg = as_xrealloc(arg, (2 * nd->adj.n * kx + 1) * sizeof *arg);
         for (i = 0; i < nd->adj.n; i++) {
             const wedge *e = &w->edges.v[nd->adj.v[i]];
             size_t y = e->u == x ? e->v : e->u, ky = kof(w, y);
             const unsigned char *oy = w->nodes[y].ok;
             double *mx = ext.v + 2 * i * kx, *mn = mx + kx;
+            size_t *amx = arg + 2 * i * kx, *amn = amx + kx;
             for (p = 0; p < kx; p++) {
                 const double *rp = e->u == x ? e->r + p * ky : tr.v + tro[i] + p * ky;
                 mx[p] = -INFINITY;
                 mn[p] = INFINITY;
+                amx[p] = amn[p] = NONE;
                 for (q = 0; e->alive && nd->ok[p] && q < ky; q++)
                     if (oy[q]) {
-                        mx[p] = rp[q] > mx[p] ? rp[q] : mx[p];
-                        mn[p] = rp[q] < mn[p] ? rp[q] : mn[p];
+                        if (rp[q] > mx[p]) {
+                            mx[p] = rp[q];
+                            amx[p] = q;
+                        }
+                        if (rp[q] < mn[p]) {
+                            mn[p] = rp[q];
+                            amn[p] = q;
+                        }
                     }
             }
         }
@@ -1287,6 +1296,15 @@ work_dominance(work *w)
                     q = wit[i];
                     if (q != NONE && oy[q] && ra[q] - rp[q] > mx)
                         mx = ra[q] - rp[q];
+                    if (!as_reduce_plain) { /* where a's row peaks, where p's row is lowest */
+                        const size_t *amx = arg + 2 * i * kx, *amn = amx + kx;
+                        q = amx[a];
+                        if (q != NONE && ra[q] - rp[q] > mx)
+                            mx = ra[q] - rp[q];
+                        q = amn[p];
+                        if (q != NONE && ra[q] - rp[q] > mx)
+                            mx = ra[q] - rp[q];
+                    }
                     for (q = 0; q < ky && !(d + mx > 0); q++)
                         if (oy[q] && ra[q] - rp[q] > mx)
                             mx = ra[q] - rp[q];
@@ -1318,6 +1336,7 @@ work_dominance(work *w)
     free(mv);
     free(tro);
     free(wit);
+    free(arg);
     AS_VEC_FREE(&tr);
     AS_VEC_FREE(&ext);
     w->red->stats.dominated += removed;
