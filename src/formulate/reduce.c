@@ -1463,7 +1463,7 @@ work_refresh(work *w)
     for (t = 0; t < w->rows.n; t++)
         for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
             size_t L = w->rows.v[t].node[i];
-            for (s = 0; s < kof(w, L); s++)
+            for (s = 0; !w->nodes[L].inmem && s < kof(w, L); s++) /* once is enough */
                 if (w->nodes[L].ok[s] && w->rows.v[t].m[i][s] != 0)
                     w->nodes[L].inmem = 1;
         }
