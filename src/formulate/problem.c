@@ -32,6 +32,8 @@ struct as_problem {
     double memory;    /**< bytes per device, 0 = none */
     double offset;    /**< seconds */
     size_t nperm;     /**< axis permutations of the nodes' images (0: none) */
+    int valid;        /**< as_problem_validate passed and nothing was added or set since:
+                           it returns at once (a solve validates the same problem 3 times) */
 };
 
 #define MEM_TOL(x) (1e-9 * fabs(x) + 1e-6)
@@ -80,6 +82,7 @@ as_problem_add_node(as_problem *p, const char *name, size_t k, const double *c, 
     as_pnode nd = {0};
     int64_t old;
 
+    p->valid = 0;
     if (name == NULL || name[0] == '\0')
         return as_errf(err, AS_EUSAGE, "node %zu: empty name", p->nodes.n);
     if (as_strmap_get(&p->names, name, (size_t)-1, &old))
@@ -106,6 +109,7 @@ as_problem_set_strategy_name(as_problem *p, size_t v, size_t s, const char *name
     as_pnode *nd;
     const char **names;
 
+    p->valid = 0;
     if (v >= p->nodes.n || s >= p->nodes.v[v].k || name == NULL)
         return as_errf(err, AS_EUSAGE, "strategy name: node %zu strategy %zu out of range", v, s);
     nd = &p->nodes.v[v];
@@ -122,6 +126,7 @@ as_problem_set_axis_image(as_problem *p, size_t v, size_t nperm, const size_t *i
     as_pnode *nd;
     size_t *dst, i;
 
+    p->valid = 0;
     if (v >= p->nodes.n || nperm == 0 || nperm > AS_AXIS_PERM_MAX ||
         (p->nperm != 0 && p->nperm != nperm))
         return as_errf(err, AS_EUSAGE, "axis image: node %zu or %zu permutations out of range", v,
@@ -147,6 +152,7 @@ as_problem_axis_perms(const as_problem *p)
 int
 as_problem_set_follow(as_problem *p, size_t v, size_t leader, as_err *err)
 {
+    p->valid = 0;
     if (v >= p->nodes.n || (leader != AS_NO_FOLLOW && leader >= p->nodes.n))
         return as_errf(err, AS_EUSAGE, "follow: node %zu or leader %zu out of range", v, leader);
     p->nodes.v[v].follow = leader;
@@ -156,6 +162,7 @@ as_problem_set_follow(as_problem *p, size_t v, size_t leader, as_err *err)
 int
 as_problem_add_edge(as_problem *p, size_t u, size_t v, const double *r, as_err *err)
 {
+    p->valid = 0;
     if (u >= p->nodes.n || v >= p->nodes.n) /* as_problem_add_edge_ref says so */
         return as_problem_add_edge_ref(p, u, v, r, err);
     return as_problem_add_edge_ref(p, u, v,
@@ -167,6 +174,7 @@ as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, as_e
 {
     as_pedge e;
 
+    p->valid = 0;
     if (u >= p->nodes.n || v >= p->nodes.n)
         return as_errf(err, AS_EUSAGE, "edge %zu: node index out of range (%zu -> %zu, %zu nodes)",
                        p->edges.n, u, v, p->nodes.n);
@@ -185,6 +193,7 @@ make_entries(as_problem *p, const size_t *nodes, const double *const *m, size_t 
     size_t i, *nv;
     const double **mv;
 
+    p->valid = 0;
     for (i = 0; i < n; i++)
         if (nodes[i] >= p->nodes.n)
             return as_errf(err, AS_EUSAGE, "%s %zu: node index %zu out of range", what, idx,
@@ -214,6 +223,7 @@ as_problem_add_liveness_seg(as_problem *p, const size_t *nodes, const double *co
     as_plive l;
     size_t i, k = 0;
 
+    p->valid = 0;
     for (i = 0; i < nseg; i++)
         if (seg[i] != AS_NO_SEG && seg[i] >= p->segs.n)
             return as_errf(err, AS_EUSAGE, "liveness point %zu: segment %zu out of range",
@@ -240,6 +250,7 @@ int
 as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
                           double resident, as_err *err)
 {
+    p->valid = 0;
     return as_problem_add_liveness_seg(p, nodes, m, n, resident, NULL, 0, err);
 }
 
@@ -247,6 +258,7 @@ int
 as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double resident,
                         as_err *err)
 {
+    p->valid = 0;
     return as_problem_add_liveness_m(p, nodes, NULL, n, resident, err);
 }
 
@@ -258,6 +270,7 @@ as_problem_add_live_seg(as_problem *p, const size_t *nodes, const double *const 
     double hi, mx;
     size_t i, s;
 
+    p->valid = 0;
     if (parent != AS_NO_SEG && parent >= p->segs.n)
         return as_errf(err, AS_EUSAGE, "liveness segment %zu: parent %zu is not an earlier "
                        "segment", p->segs.n, parent);
@@ -351,6 +364,7 @@ as_problem_add_alias(as_problem *p, size_t a, size_t b, const unsigned char *bad
     as_palias al;
     size_t n;
 
+    p->valid = 0;
     if (a >= p->nodes.n || b >= p->nodes.n)
         return as_errf(err, AS_EUSAGE, "alias %zu: node index out of range", p->aliases.n);
     n = p->nodes.v[a].k * p->nodes.v[b].k;
@@ -369,6 +383,7 @@ as_problem_add_nogood(as_problem *p, const size_t *choice, as_err *err)
     size_t *c = as_arena_memdup(p->arena, choice, (p->nodes.n ? p->nodes.n : 1) * sizeof *c);
     size_t i;
 
+    p->valid = 0;
     for (i = 0; i < p->nodes.n; i++)
         if (choice[i] >= p->nodes.v[i].k)
             return as_errf(err, AS_EUSAGE, "no-good: strategy %zu of node '%s' out of range",
@@ -380,12 +395,14 @@ as_problem_add_nogood(as_problem *p, const size_t *choice, as_err *err)
 void
 as_problem_set_memory(as_problem *p, double bytes)
 {
+    p->valid = 0;
     p->memory = bytes;
 }
 
 void
 as_problem_set_offset(as_problem *p, double seconds)
 {
+    p->valid = 0;
     p->offset = seconds;
 }
 
@@ -620,6 +637,8 @@ as_problem_validate(const as_problem *p, as_err *err)
 {
     size_t t, i, s;
 
+    if (p->valid)
+        return AS_OK;
     if (p->nodes.n == 0)
         return as_errf(err, AS_EPARSE, "cost graph has no nodes");
     if (!isfinite(p->memory) || p->memory < 0)
@@ -647,6 +666,7 @@ as_problem_validate(const as_problem *p, as_err *err)
                     return as_errf(err, AS_EPARSE, "liveness segment %zu: memory of '%s' "
                                    "invalid", t, p->nodes.v[l->nodes[i]].name);
     }
+    ((as_problem *)p)->valid = 1; /* p is never const itself: callers lend it as const */
     return AS_OK;
 }
 

@@ -267,6 +267,12 @@ as_problem *as_problem_random(const as_random_opts *o);
                                        (keeps one optimum: not for k-best) */
 #define AS_REDUCE_ALL 0x3fu
 
+/** Tests: nonzero makes the reductions compute everything in full, without their shortcuts
+    (rows of an elimination taken from an equal row); the results are the same, bit for bit. */
+extern int as_reduce_plain;
+/** Tests: how many times a shortcut of the reductions ran (rows taken from an equal row). */
+extern size_t as_reduce_shortcuts;
+
 typedef struct as_reduction as_reduction; /* opaque: how to recover eliminated choices */
 
 /** Sizes before and after, for reports. */

@@ -45,6 +45,9 @@
 #include "formulate/progress.h"
 
 #define NONE ((size_t)-1)
+
+int as_reduce_plain = 0;
+size_t as_reduce_shortcuts = 0;
 #define BOUND_ROUNDS 12
 #define BOUND_SWEEPS 2000
 #define LAGR_ITERS 40
@@ -568,9 +571,21 @@ edge_into(work *w, const as_pedge *e, size_t a, size_t b, size_t kv)
     size_t *mb = as_xmalloc((kb + 1) * sizeof *mb);
     wedge *o = find_edge(w, a, b);
 
-    for (q = 0; q < kb; q++)
+    int plain = red->map[e->v] == NULL; /* B's strategies are e->v's, all possible */
+
+    for (q = 0; q < kb; q++) {
         mb[q] = fmap(red, e->v, q);
-    if (o != NULL && o->u == a) {
+        plain &= okb[q] != 0;
+    }
+    if (o != NULL && o->u == a && plain && kb == kv) { /* the same sums, vectorised */
+        for (s = 0; s < ka; s++) {
+            const double *restrict row = e->r + fmap(red, e->u, s) * kv;
+            double *restrict dst = o->r + s * kb;
+            if (oka[s])
+                for (q = 0; q < kb; q++)
+                    dst[q] += row[q];
+        }
+    } else if (o != NULL && o->u == a) {
         for (s = 0; s < ka; s++) {
             const double *row = e->r + fmap(red, e->u, s) * kv;
             double *dst = o->r + s * kb;
@@ -601,9 +616,111 @@ edge_into(work *w, const as_pedge *e, size_t a, size_t b, size_t kv)
     free(mb);
 }
 
-/* Copy P's edges into leader spaces; 1 when the abort time came first (edges left out). */
+/* 1 if problem edge E (K_V columns) is constant over the possible strategies of leaders A
+   (its u end) and B: is_const on the matrix edge_into would make for it. */
 static int
-work_edges(work *w)
+edge_const(const work *w, const as_pedge *e, size_t a, size_t b, size_t kv)
+{
+    const as_reduction *red = w->red;
+    size_t ka = kof(w, a), kb = kof(w, b), s, q;
+    const unsigned char *oka = w->nodes[a].ok, *okb = w->nodes[b].ok;
+    int first = 1;
+    double r0 = 0;
+
+    for (s = 0; s < ka; s++) {
+        const double *row = e->r + fmap(red, e->u, s) * kv;
+        for (q = 0; oka[s] && q < kb; q++) {
+            double v;
+            if (!okb[q])
+                continue;
+            v = row[fmap(red, e->v, q)];
+            if (first) {
+                r0 = v;
+                first = 0;
+            } else if (v != r0) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* A run of parallel problem edges that edge_into would sum into one work edge. */
+typedef struct eseg {
+    size_t a, b;      /**< leaders, as the first edge has them (the work edge's u and v) */
+    size_t first;     /**< index of its first edge in the list of edges (eseg_js) */
+    size_t n;         /**< edges in it */
+    int dead;         /**< one edge, constant: edge_into drops it into the offset */
+    double *r;        /**< the summed matrix (k_a x k_b), once computed */
+} eseg;
+
+/*
+ * Sums segment G's edges (JS) into a new matrix row by row: each row stays in cache while
+ * every edge adds to it, where edge_into walks the whole matrix once per edge.  The same
+ * sums in the same order, entry for entry.  Returns 0 when a sum of 2 or more of its first
+ * edges is constant (edge_into would have dropped the edge there and started again).
+ */
+static int
+eseg_sum(work *w, eseg *g, const size_t *js, size_t *mb, unsigned char *nonconst, double *v0)
+{
+    const as_problem *p = w->p;
+    const as_reduction *red = w->red;
+    size_t a = g->a, b = g->b, ka = kof(w, a), kb = kof(w, b), i, k, q, q0 = NONE;
+    const unsigned char *oka = w->nodes[a].ok, *okb = w->nodes[b].ok;
+    double *r = as_xcalloc(ka * kb + 1, sizeof *r);
+    int seen = 0;
+
+    for (q = 0; q < kb && q0 == NONE; q++)
+        if (okb[q])
+            q0 = q;
+    for (k = 0; k < g->n; k++)
+        nonconst[k] = k == 0;
+    for (i = 0; i < ka; i++) {
+        double *dst = r + i * kb;
+        if (!oka[i])
+            continue;
+        for (k = 0; k < g->n; k++) {
+            const as_pedge *e = as_problem_edge(p, js[g->first + k]);
+            size_t kv = kof(w, e->v);
+            if (red->leader[e->u] == a) { /* dst[q] gets e's (f_u(i), f_v(q)) */
+                const double *row = e->r + fmap(red, e->u, i) * kv;
+                for (q = 0; q < kb; q++)
+                    mb[q] = fmap(red, e->v, q);
+                if (k == 0) {
+                    for (q = 0; q < kb; q++)
+                        dst[q] = okb[q] ? row[mb[q]] : 0;
+                } else {
+                    for (q = 0; q < kb; q++)
+                        if (okb[q])
+                            dst[q] += row[mb[q]];
+                }
+            } else { /* stored B x A by edge_into's merge: dst[q] gets e's (f_u(q), f_v(i)) */
+                size_t c = fmap(red, e->v, i);
+                for (q = 0; q < kb; q++)
+                    if (okb[q])
+                        dst[q] += e->r[fmap(red, e->u, q) * kv + c];
+            }
+            if (q0 == NONE)
+                continue;
+            if (!seen)
+                v0[k] = dst[q0]; /* the first possible entry of the sum of edges 0..k */
+            for (q = 0; !nonconst[k] && q < kb; q++)
+                if (okb[q] && dst[q] != v0[k])
+                    nonconst[k] = 1;
+        }
+        seen = 1;
+    }
+    g->r = r;
+    for (k = 0; k < g->n; k++)
+        if (!nonconst[k])
+            return 0;
+    return 1;
+}
+
+/* Copy P's edges into leader spaces, one at a time (as_reduce_plain, and the fallback of
+   work_edges); 1 when the abort time came first (edges left out). */
+static int
+work_edges_plain(work *w)
 {
     const as_problem *p = w->p;
     const as_reduction *red = w->red;
@@ -626,6 +743,143 @@ work_edges(work *w)
         edge_into(w, e, a, b, kv);
     }
     return 0;
+}
+
+/*
+ * Copy P's edges into leader spaces; 1 when the abort time came first (edges left out).
+ * The result is work_edges_plain's, bit for bit: the parallel edges that edge_into would
+ * merge one by one into a work edge are found first (segments), each segment is summed row
+ * by row (eseg_sum), and then the edges are replayed in order, so that work edges, node
+ * costs and the offset are made in the same order.  When a merge would have made a matrix
+ * constant (edge_into then drops it), it falls back to work_edges_plain.
+ */
+static int
+work_edges(work *w)
+{
+    const as_problem *p = w->p;
+    const as_reduction *red = w->red;
+    size_t ne = as_problem_nedges(p), n = as_problem_nnodes(p), j, a, b, s, cap = 16, h, kmax = 1;
+    size_t *segof, *js, *tab, *fill, *mb, nseg = 0;
+    AS_VEC(eseg) segs = {0};
+    unsigned char *nonconst = NULL;
+    double *v0 = NULL;
+    int ok = 1, rc = 0;
+
+    if (as_reduce_plain)
+        return work_edges_plain(w);
+    while (cap < 2 * ne + 2)
+        cap *= 2;
+    tab = as_xmalloc(cap * sizeof *tab); /* (min, max) leader pair -> its open segment */
+    for (h = 0; h < cap; h++)
+        tab[h] = NONE;
+    segof = as_xmalloc((ne + 1) * sizeof *segof);
+    for (j = 0; j < ne; j++) {
+        const as_pedge *e = as_problem_edge(p, j);
+        size_t lo, hi;
+        if ((j & 63) == 63 && w->abort_at > 0 && as_now() > w->abort_at) {
+            rc = 1;
+            goto out;
+        }
+        a = red->leader[e->u];
+        b = red->leader[e->v];
+        segof[j] = NONE;
+        if (a == b)
+            continue;
+        lo = a < b ? a : b;
+        hi = a < b ? b : a;
+        for (h = (lo * 0x9e3779b97f4a7c15ULL ^ hi * 0xc2b2ae3d27d4eb4fULL) >> 7 & (cap - 1);
+             tab[h] != NONE && !(segs.v[tab[h]].a == lo && segs.v[tab[h]].b == hi) &&
+             !(segs.v[tab[h]].a == hi && segs.v[tab[h]].b == lo);
+             h = (h + 1) & (cap - 1))
+            ;
+        if (tab[h] != NONE && !segs.v[tab[h]].dead) {
+            segof[j] = tab[h];
+            segs.v[tab[h]].n++;
+            continue;
+        }
+        {
+            eseg g = {.a = a, .b = b, .n = 1};
+            g.dead = (w->flags & AS_REDUCE_CONST) && edge_const(w, e, a, b, kof(w, e->v));
+            AS_VEC_PUSH(&segs, g);
+            segof[j] = segs.n - 1;
+            if (tab[h] == NONE || !g.dead) /* a dead one is not open: keep the slot's */
+                tab[h] = g.dead && tab[h] == NONE ? NONE : segs.n - 1;
+        }
+    }
+    nseg = segs.n;
+    /* each segment's edges, in order */
+    fill = as_xcalloc(nseg + 1, sizeof *fill);
+    for (s = 0, j = 0; s < nseg; s++) {
+        segs.v[s].first = j;
+        j += segs.v[s].n;
+    }
+    js = as_xmalloc((ne + 1) * sizeof *js);
+    for (j = 0; j < ne; j++)
+        if (segof[j] != NONE) {
+            s = segof[j];
+            js[segs.v[s].first + fill[s]++] = j;
+        }
+    free(fill);
+    for (s = 0; s < n; s++)
+        kmax = kof(w, s) > kmax ? kof(w, s) : kmax;
+    mb = as_xmalloc((kmax + 1) * sizeof *mb);
+    for (s = 0; s < nseg; s++)
+        if (segs.v[s].n > kmax)
+            kmax = segs.v[s].n;
+    nonconst = as_xmalloc(kmax + 1);
+    v0 = as_xmalloc((kmax + 1) * sizeof *v0);
+    for (s = 0; s < nseg && ok; s++) {
+        if (segs.v[s].dead)
+            continue;
+        if ((s & 15) == 15 && w->abort_at > 0 && as_now() > w->abort_at) {
+            rc = 1;
+            break;
+        }
+        ok = eseg_sum(w, &segs.v[s], js, mb, nonconst, v0);
+    }
+    free(mb);
+    if (rc == 0 && ok) { /* replay, in order */
+        for (j = 0; j < ne; j++) {
+            const as_pedge *e = as_problem_edge(p, j);
+            size_t kv = kof(w, e->v), ka;
+            eseg *g;
+            a = red->leader[e->u];
+            b = red->leader[e->v];
+            if (a == b) { /* as work_edges_plain */
+                ka = kof(w, a);
+                for (s = 0; s < ka; s++)
+                    if (w->nodes[a].ok[s])
+                        w->nodes[a].cost[s] +=
+                            e->r[fmap(red, e->u, s) * kv + fmap(red, e->v, s)];
+                continue;
+            }
+            g = &segs.v[segof[j]];
+            if (g->dead) { /* made and dropped at once, as edge_into does */
+                edge_into(w, e, a, b, kv);
+            } else if (js[g->first] == j) {
+                wedge we = {.u = g->a, .v = g->b, .r = g->r, .alive = 1};
+                AS_VEC_PUSH(&w->edges, we);
+                AS_VEC_PUSH(&w->nodes[g->a].adj, w->edges.n - 1);
+                AS_VEC_PUSH(&w->nodes[g->b].adj, w->edges.n - 1);
+                g->r = NULL;
+            } else {
+                w->red->stats.merged_edges++;
+                as_reduce_shortcuts++;
+            }
+        }
+    }
+    free(js);
+out:
+    for (s = 0; s < segs.n; s++)
+        free(segs.v[s].r);
+    AS_VEC_FREE(&segs);
+    free(segof);
+    free(tab);
+    free(nonconst);
+    free(v0);
+    if (rc == 0 && !ok)
+        return work_edges_plain(w);
+    return rc;
 }
 
 /* ---- PBQP ---- */
@@ -690,6 +944,55 @@ cmp_vidx(const void *x, const void *y)
     return (a->i > b->i) - (a->i < b->i);
 }
 
+/*
+ * REP[p] for the K rows of M (LEN doubles each): the first possible row (OK) with the same
+ * bits, p itself when none comes before; NONE for rows that are not possible.  Equal rows
+ * give equal results in elim_deg2, so only the first of each is computed.
+ */
+static void
+row_reps(const double *m, size_t k, size_t len, const unsigned char *ok, size_t *rep)
+{
+    size_t cap = 16, mask, p, i, h;
+    size_t *tab;
+
+    while (cap < 2 * k)
+        cap *= 2;
+    mask = cap - 1;
+    tab = as_xmalloc(cap * sizeof *tab);
+    for (i = 0; i < cap; i++)
+        tab[i] = NONE;
+    for (p = 0; p < k; p++) {
+        const double *row = m + p * len;
+        unsigned long long hv = 1469598103934665603ULL;
+        rep[p] = NONE;
+        if (!ok[p])
+            continue;
+        for (i = 0; i < len; i++) {
+            unsigned long long bits;
+            memcpy(&bits, &row[i], sizeof bits);
+            hv = (hv ^ bits) * 1099511628211ULL;
+            hv ^= hv >> 29;
+        }
+        if (as_reduce_plain) {
+            rep[p] = p;
+            continue;
+        }
+        for (h = (size_t)(hv ^ (hv >> 32)) & mask;; h = (h + 1) & mask) {
+            if (tab[h] == NONE) {
+                tab[h] = p;
+                rep[p] = p;
+                break;
+            }
+            if (memcmp(m + tab[h] * len, row, len * sizeof *row) == 0) {
+                rep[p] = tab[h];
+                as_reduce_shortcuts++;
+                break;
+            }
+        }
+    }
+    free(tab);
+}
+
 static void
 elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
 {
@@ -699,6 +1002,7 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
     double *n = as_xcalloc(ky * kz, sizeof *n);
     size_t *qs = as_xmalloc((kx + 1) * sizeof *qs);
     double *a, *b, *bmin;
+    size_t *repa, *repb;
     vidx *ord;
 
     /* dense copies over X's possible strategies: a[p][i] = R1 + c, b[r][i] = R2 */
@@ -721,10 +1025,21 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
             bmin[r] = fmin(bmin[r], b[r * nq + i]);
     }
     el.best = as_xcalloc(ky * kz, sizeof *el.best);
+    /* repeated rows of a and of b (tied layers, strategies that differ only where X does not
+       look) are computed once and copied: the same sums and the same argmin */
+    repa = as_xmalloc((ky + 1) * sizeof *repa);
+    repb = as_xmalloc((kz + 1) * sizeof *repb);
+    row_reps(a, ky, nq, w->nodes[y].ok, repa);
+    row_reps(b, kz, nq, w->nodes[z].ok, repb);
     for (p = 0; p < ky; p++) {
         const double *ap = a + p * nq;
         if (!w->nodes[y].ok[p])
             continue;
+        if (repa[p] != p) {
+            memcpy(n + p * kz, n + repa[p] * kz, kz * sizeof *n);
+            memcpy(el.best + p * kz, el.best + repa[p] * kz, kz * sizeof *el.best);
+            continue;
+        }
         /* X's strategies by a[p][.] ascending: for each r the scan stops at the first i with
            a[p][i] + min_i b[r][i] > best, past which nothing can be as cheap; ties keep the
            lowest index, so the result is the plain scan's, entry for entry */
@@ -739,6 +1054,11 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
             size_t bi = 0, j;
             if (!w->nodes[z].ok[r])
                 continue;
+            if (repb[r] != r) { /* an earlier r, done */
+                el.best[p * kz + r] = el.best[p * kz + repb[r]];
+                n[p * kz + r] = n[p * kz + repb[r]];
+                continue;
+            }
             for (j = 0; j < nq; j++) {
                 double v;
                 i = ord[j].i;
@@ -760,6 +1080,8 @@ elim_deg2(work *w, size_t x, wedge *e1, wedge *e2)
     free(bmin);
     free(ord);
     free(qs);
+    free(repa);
+    free(repb);
     e1->alive = e2->alive = 0; /* before work_add_edge, which may move w->edges.v */
     AS_VEC_PUSH(&w->red->elims, el);
     w->red->stats.elim[2]++;
@@ -858,7 +1180,7 @@ work_dominance(work *w)
 {
     size_t n = as_problem_nnodes(w->p), x, t, i, p, q, a, removed = 0, gone;
     size_t *off = as_xcalloc(n + 2, sizeof *off), *fill = as_xcalloc(n + 1, sizeof *fill);
-    size_t *tro = NULL;
+    size_t *tro = NULL, *wit = NULL, *arg = NULL;
     AS_VEC(double) tr = {0};
     AS_VEC(double) ext = {0};
     const double **mv;
@@ -885,34 +1207,51 @@ work_dominance(work *w)
         gone = removed;
         tr.n = 0; /* x's rows of the matrices where x is the v end, transposed */
         tro = as_xrealloc(tro, (nd->adj.n + 1) * sizeof *tro);
+        wit = as_xrealloc(wit, (nd->adj.n + 1) * sizeof *wit);
         for (i = 0; i < nd->adj.n; i++) {
             const wedge *e = &w->edges.v[nd->adj.v[i]];
             size_t ky = kof(w, e->u);
             tro[i] = tr.n;
             if (!e->alive || e->u == x)
                 continue;
-            for (p = 0; p < kx; p++)
-                for (q = 0; q < ky; q++)
-                    AS_VEC_PUSH(&tr, e->r[q * kx + p]);
+            AS_VEC_RESERVE(&tr, tr.n + kx * ky + 1);
+            for (q = 0; q < ky; q++) {
+                const double *src = e->r + q * kx;
+                double *dst = tr.v + tr.n + q;
+                for (p = 0; p < kx; p++)
+                    dst[p * ky] = src[p];
+            }
+            tr.n += kx * ky;
         }
+        for (i = 0; i < nd->adj.n; i++)
+            wit[i] = NONE;
         /* per live edge and strategy of x: max and min of its row over the neighbour's
            possible strategies; max_q (R[a][q] - R[p][q]) is at least the difference of the
            maxima and of the minima, which rules most pairs out cheaply */
         ext.n = 0;
         AS_VEC_RESERVE(&ext, 2 * nd->adj.n * kx + 1);
+        arg = as_xrealloc(arg, (2 * nd->adj.n * kx + 1) * sizeof *arg);
         for (i = 0; i < nd->adj.n; i++) {
             const wedge *e = &w->edges.v[nd->adj.v[i]];
             size_t y = e->u == x ? e->v : e->u, ky = kof(w, y);
             const unsigned char *oy = w->nodes[y].ok;
             double *mx = ext.v + 2 * i * kx, *mn = mx + kx;
+            size_t *amx = arg + 2 * i * kx, *amn = amx + kx;
             for (p = 0; p < kx; p++) {
                 const double *rp = e->u == x ? e->r + p * ky : tr.v + tro[i] + p * ky;
                 mx[p] = -INFINITY;
                 mn[p] = INFINITY;
+                amx[p] = amn[p] = NONE;
                 for (q = 0; e->alive && nd->ok[p] && q < ky; q++)
                     if (oy[q]) {
-                        mx[p] = rp[q] > mx[p] ? rp[q] : mx[p];
-                        mn[p] = rp[q] < mn[p] ? rp[q] : mn[p];
+                        if (rp[q] > mx[p]) {
+                            mx[p] = rp[q];
+                            amx[p] = q;
+                        }
+                        if (rp[q] < mn[p]) {
+                            mn[p] = rp[q];
+                            amn[p] = q;
+                        }
                     }
             }
         }
@@ -951,10 +1290,30 @@ work_dominance(work *w)
                         ra = tr.v + tro[i] + a * ky;
                         rp = tr.v + tro[i] + p * ky;
                     }
-                    /* d + mx only grows: once it is positive, a does not dominate p */
+                    /* d + mx only grows: once it is positive, a does not dominate p.  The
+                       entry that showed it for the last a is tried first (as_reduce_plain:
+                       not): the max, and whether d + mx gets positive, do not depend on the
+                       order */
+                    q = wit[i];
+                    if (q != NONE && oy[q] && ra[q] - rp[q] > mx)
+                        mx = ra[q] - rp[q];
+                    if (!as_reduce_plain) { /* where a's row peaks, where p's row is lowest */
+                        const size_t *amx = arg + 2 * i * kx, *amn = amx + kx;
+                        q = amx[a];
+                        if (q != NONE && ra[q] - rp[q] > mx)
+                            mx = ra[q] - rp[q];
+                        q = amn[p];
+                        if (q != NONE && ra[q] - rp[q] > mx)
+                            mx = ra[q] - rp[q];
+                    }
                     for (q = 0; q < ky && !(d + mx > 0); q++)
                         if (oy[q] && ra[q] - rp[q] > mx)
                             mx = ra[q] - rp[q];
+                    if (d + mx > 0 && q > 0 && !as_reduce_plain) {
+                        if (q - 1 != wit[i])
+                            as_reduce_shortcuts++;
+                        wit[i] = q - 1;
+                    }
                     d += mx;
                 }
                 for (i = off[x]; d <= 0 && i < off[x + 1]; i++)
@@ -977,6 +1336,8 @@ work_dominance(work *w)
     free(fill);
     free(mv);
     free(tro);
+    free(wit);
+    free(arg);
     AS_VEC_FREE(&tr);
     AS_VEC_FREE(&ext);
     w->red->stats.dominated += removed;
@@ -1103,7 +1464,7 @@ work_refresh(work *w)
     for (t = 0; t < w->rows.n; t++)
         for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
             size_t L = w->rows.v[t].node[i];
-            for (s = 0; s < kof(w, L); s++)
+            for (s = 0; !w->nodes[L].inmem && s < kof(w, L); s++) /* once is enough */
                 if (w->nodes[L].ok[s] && w->rows.v[t].m[i][s] != 0)
                     w->nodes[L].inmem = 1;
         }

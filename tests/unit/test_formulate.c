@@ -63,6 +63,16 @@ test_build_errors(void)
     is_int(as_problem_add_edge(p, a, 7, r, &err), AS_EUSAGE, "edge to a missing node rejected");
     as_problem_add_edge(p, a, b, r, &err);
     is_int(as_problem_validate(p, &err), AS_OK, "valid problem");
+    /* validation is remembered until the problem changes */
+    is_int(as_problem_validate(p, &err), AS_OK, "valid problem, again");
+    as_problem_set_offset(p, NAN);
+    is_int(as_problem_validate(p, &err), AS_EPARSE, "a NaN offset set after validation rejected");
+    as_problem_set_offset(p, 0);
+    is_int(as_problem_validate(p, &err), AS_OK, "valid again");
+    as_problem_set_memory(p, -1);
+    is_int(as_problem_validate(p, &err), AS_EPARSE, "a negative budget set after validation "
+           "rejected");
+    as_problem_set_memory(p, 0);
     as_problem_add_edge(p, b, a, r, &err);
     is_int(as_problem_validate(p, &err), AS_EPARSE, "duplicate (reversed) edge rejected");
     ok(strstr(err.msg, "duplicate") != NULL, "message: %s", err.msg);
@@ -728,6 +738,124 @@ test_reduce_abort_rows(void)
     as_problem_free(p);
 }
 
+/*
+ * The reductions' shortcuts (rows of an elimination taken from an equal row) change nothing:
+ * the reduced problem (written with 17 digits) and the recovered plan are the same with
+ * and without them, on instances with many strategies per node (4 spec labels: rows repeat).
+ */
+static void
+test_reduce_shortcuts(void)
+{
+    int seed;
+    size_t diff = 0, runs = 0, shortcuts = 0;
+
+    for (seed = 1; seed <= 40; seed++) {
+        as_random_opts o;
+        as_problem *p, *rp[2];
+        as_reduction *red[2];
+        as_err err = {0};
+        char *d[2];
+        int plain;
+
+        as_random_opts_init(&o);
+        o.seed = (uint64_t)seed + 1000;
+        o.nodes = 8 + seed % 5;
+        o.edges = o.nodes + seed % 4;
+        o.kmin = 4;
+        o.kmax = 6 + seed % 4;
+        o.follow = seed % 3 ? 0.2 : 0;
+        o.live_window = seed % 4 == 0 ? 2 : 0;
+        o.memory_frac = seed % 4 == 0 ? 0.3 : 0;
+        p = as_problem_random(&o);
+        for (plain = 0; plain < 2; plain++) {
+            size_t before = as_reduce_shortcuts;
+            as_reduce_plain = plain;
+            rp[plain] = NULL;
+            red[plain] = NULL;
+            if (as_reduce(p, AS_REDUCE_ALL, &rp[plain], &red[plain], &err) != AS_OK) {
+                d[plain] = as_xstrdup("error");
+                continue;
+            }
+            d[plain] = as_problem_dumps(rp[plain]);
+            if (!plain)
+                shortcuts += as_reduce_shortcuts - before;
+        }
+        as_reduce_plain = 0;
+        runs++;
+        if (strcmp(d[0], d[1]) != 0) {
+            diff++;
+        } else if (rp[0] != NULL && rp[1] != NULL) {
+            size_t nr = as_problem_nnodes(rp[0]), n = as_problem_nnodes(p);
+            size_t *x = calloc(nr + 1, sizeof *x), *f0 = calloc(n + 1, sizeof *f0);
+            size_t *f1 = calloc(n + 1, sizeof *f1);
+            if (nr > 0)
+                best_of(rp[0], x);
+            as_reduction_recover(red[0], x, f0);
+            as_reduction_recover(red[1], x, f1);
+            diff += memcmp(f0, f1, n * sizeof *f0) != 0;
+            free(x);
+            free(f0);
+            free(f1);
+        }
+        for (plain = 0; plain < 2; plain++) {
+            free(d[plain]);
+            if (red[plain] != NULL)
+                as_reduction_free(red[plain]);
+            if (rp[plain] != NULL)
+                as_problem_free(rp[plain]);
+        }
+        as_problem_free(p);
+    }
+    /* parallel edges whose sum is constant (edge_into drops it, the grouped sums fall back),
+       one of them reversed, and an edge inside a group */
+    for (seed = 0; seed < 2; seed++) {
+        as_problem *p = as_problem_new(), *rp[2];
+        as_reduction *red[2];
+        as_err err = {0};
+        double c[2] = {1, 2}, r1[4] = {0, 1, 0, 0}, r2[4] = {1, 0, 1, 1}, r3[4] = {2, 0, 5, 1};
+        double r4[4] = {1, 3, 0, 2};
+        size_t x, x2, x3, y, z;
+        char *d[2];
+        int plain;
+
+        as_problem_add_node(p, "x", 2, c, NULL, NULL, &x, &err);
+        as_problem_add_node(p, "x2", 2, c, NULL, NULL, &x2, &err);
+        as_problem_add_node(p, "x3", 2, c, NULL, NULL, &x3, &err);
+        as_problem_add_node(p, "y", 2, c, NULL, NULL, &y, &err);
+        as_problem_add_node(p, "z", 2, c, NULL, NULL, &z, &err);
+        as_problem_set_follow(p, x2, x, &err);
+        as_problem_set_follow(p, x3, x, &err);
+        as_problem_add_edge(p, x, y, r1, &err);
+        if (seed == 0)
+            as_problem_add_edge(p, x2, y, r2, &err); /* r1 + r2: all 1 */
+        else
+            as_problem_add_edge(p, y, x2, r2, &err); /* reversed: not constant */
+        as_problem_add_edge(p, x, x2, r4, &err);
+        as_problem_add_edge(p, y, z, r3, &err);
+        as_problem_add_edge(p, x3, y, r4, &err); /* after a drop: a new edge, after y - z */
+        as_problem_add_edge(p, x, z, r4, &err);
+        as_problem_add_edge(p, x2, z, r3, &err);
+        for (plain = 0; plain < 2; plain++) {
+            as_reduce_plain = plain;
+            is_int(as_reduce(p, AS_REDUCE_FOLLOW | AS_REDUCE_CONST, &rp[plain], &red[plain], &err),
+                   AS_OK, "reduce shortcuts: parallel edges %d, plain %d", seed, plain);
+            d[plain] = as_problem_dumps(rp[plain]);
+        }
+        as_reduce_plain = 0;
+        ok(strcmp(d[0], d[1]) == 0, "reduce shortcuts: parallel edges %d: the same reduced problem "
+           "(offset %g, %zu edges)", seed, as_problem_offset(rp[0]), as_problem_nedges(rp[0]));
+        for (plain = 0; plain < 2; plain++) {
+            free(d[plain]);
+            as_reduction_free(red[plain]);
+            as_problem_free(rp[plain]);
+        }
+        as_problem_free(p);
+    }
+    ok(shortcuts > 0, "reduce shortcuts: they ran (%zu times on %zu instances)", shortcuts, runs);
+    ok(diff == 0, "reduce shortcuts: reduced problems and recovered plans equal with and without "
+       "them (%zu differences)", diff);
+}
+
 int
 main(void)
 {
@@ -743,6 +871,7 @@ main(void)
     test_mrf_classes();
     test_mrf_gaps();
     test_reduce_abort_rows();
+    test_reduce_shortcuts();
     for (s = 1; s <= 90; s++)
         test_reduce_exact(s);
     for (s = 1; s <= 40; s++)
