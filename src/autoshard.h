@@ -182,9 +182,14 @@ int as_err_nul(as_err *err, const char *path, const char *text, const char *what
 void as_huge_pages(void *p, size_t bytes);
 /** as_xmalloc(N * SIZE) with as_huge_pages on it: for big arrays filled once. */
 void *as_xmalloc_huge(size_t n, size_t size);
+/** The largest input as_read_file reads (4 GiB; AUTOSHARD_READ_MAX=N in the
+    environment sets another cap, for tests). */
+#define AS_READ_MAX ((size_t)4 << 30)
 /**
  * Read a whole file ("-" is stdin) into a NUL-terminated malloc'ed buffer
- * (a regular file: one buffer of its size, on huge pages).
+ * (a regular file: one buffer of its size, on huge pages).  A file or stream
+ * longer than AS_READ_MAX is AS_EPARSE "PATH: input larger than N bytes ...",
+ * read no further.
  */
 int as_read_file(const char *path, char **buf, size_t *len, as_err *err);
 /**

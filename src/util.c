@@ -649,11 +649,22 @@ as_read_file(const char *path, char **buf, size_t *len, as_err *err)
     int is_stdin = strcmp(path, "-") == 0;
     struct stat st;
 
+    size_t max = AS_READ_MAX;
+    const char *env = getenv("AUTOSHARD_READ_MAX"); /* tests: a smaller cap */
+
+    if (env != NULL && *env != '\0')
+        max = (size_t)strtoull(env, NULL, 10);
     fp = is_stdin ? stdin : fopen(path, "rb");
     if (fp == NULL)
         return as_errf(err, AS_EIO, "%s: %s", path, strerror(errno));
     /* a regular file: one buffer of its size (+ room to see the end), so a big
      * file is neither copied by realloc nor faulted in 4 KiB at a time */
+    if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max) {
+        if (!is_stdin)
+            fclose(fp);
+        return as_errf(err, AS_EPARSE, "%s: input larger than %zu bytes, the most autoshard reads",
+                       path, max);
+    }
     if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
         (uintmax_t)st.st_size < (uintmax_t)SIZE_MAX / 2) {
         cap = (size_t)st.st_size + 65536;
@@ -669,6 +680,13 @@ as_read_file(const char *path, char **buf, size_t *len, as_err *err)
         n += got;
         if (got == 0)
             break;
+        if (n > max) { /* /dev/zero, a runaway pipe: stop before memory runs out */
+            free(p);
+            if (!is_stdin)
+                fclose(fp);
+            return as_errf(err, AS_EPARSE, "%s: input larger than %zu bytes, the most autoshard reads",
+                           path, max);
+        }
     }
     if (ferror(fp)) {
         int e = errno;

@@ -58,6 +58,11 @@ bad 2 "autoshard: $T/empty:1:1: empty graph: no ops" "asg: empty file" inspect "
 bad 2 "autoshard: $T/trunc.asg:8:19: expected an op type, got end of line" \
     "asg: truncated in a statement" inspect "$T/trunc.asg"
 bad 2 "autoshard: $T/bin:1:1: binary data" "asg: binary file" inspect "$T/bin"
+# an endless stream (/dev/zero) or a file over the cap: one line, read no further
+AUTOSHARD_READ_MAX=1000000 bad 2 "autoshard: /dev/zero: input larger than 1000000 bytes, the most autoshard reads" \
+    "asg: an endless stream stops at the read cap" inspect /dev/zero
+AUTOSHARD_READ_MAX=300 bad 2 "autoshard: $G: input larger than 300 bytes, the most autoshard reads" \
+    "asg: a file over the read cap" inspect "$G"
 bad 2 "autoshard: $T/nul.asg:2:17: binary data" "asg: NUL byte in a line" inspect "$T/nul.asg"
 bad 2 "autoshard: $T/long.asg:1:1: line is longer than 1 MiB" "asg: 10 MB line" inspect "$T/long.asg"
 bad 2 "autoshard: $T/dimovf.asg:1:15: integer 99999999999999999999 out of range" \
