@@ -129,6 +129,9 @@ typedef struct work {
     int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
     double deadline;            /**< as_now() after which the bound rounds stop; 0 = none */
     double abort_at;            /**< as_now() after which the reductions give up; 0 = never */
+    double stop;                /**< as_reduce_opts.own_plan: abort_at, after which the bound
+                                     round gives up at once (0 = never) */
+    int stopped;                /**< a bound round passed STOP: it gave up, pruning nothing */
     as_progress pg;             /**< progress line of the bound rounds */
     size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     /* the last bound round's TRW-S messages, 2 per work edge (u end, v end) in the leaders'
@@ -2307,7 +2310,8 @@ work_msg_load(work *w, const cgraph *cg, as_mrf_state *st)
 static size_t
 work_bound(work *w)
 {
-    size_t n = as_problem_nnodes(w->p), i, s, removed = 0, nn, *lp, *ubplan, *tmp, *aplan;
+    size_t n = as_problem_nnodes(w->p), i, s, removed = 0, nn, *lp = NULL, *ubplan = NULL,
+           *tmp = NULL, *aplan = NULL;
     cgraph cg;
     crows cr;
     as_mrf_state *st;
@@ -2324,7 +2328,10 @@ work_bound(work *w)
         memcpy(c0[i], cg.g.c[i], cg.g.k[i] * sizeof **c0);
     }
     pen = cg_penalise(w, &cg, &cr, c0);
-    st = as_mrf_state_new(&cg.g);
+    memset(&res, 0, sizeof res);
+    st = as_mrf_state_new_until(&cg.g, w->stop); /* the caller's plan stands past STOP */
+    if (st == NULL)
+        goto stopped;
     work_msg_load(w, &cg, st);
     /* with live rows and no plan that fits yet, half the time left is the repair's and the
        Lagrangian's (gpt3-175b 4x4x4 under 324 GiB: TRW-S ran to the deadline, the repair
@@ -2337,7 +2344,11 @@ work_bound(work *w)
        2x4x2 in the sweep's 5 s: dominance left TRW-S one sweep, lb 6-18 % under the plan) */
     if (w->round == 0 && w->deadline > 0 && w->abort_at > w->deadline)
         as_mrf_state_set_floor(st, 10, w->deadline + 0.5 * (w->abort_at - w->deadline));
+    as_mrf_state_set_stop(st, w->stop);
     as_mrf_state_run(st, BOUND_SWEEPS, &res);
+    as_mrf_state_set_stop(st, 0); /* the Lagrangian's runs use their results */
+    if (res.stopped)
+        goto stopped;
     res.lb -= pen;
     bblb = res.lb;
     aplan = as_xcalloc(nn + 1, sizeof *aplan); /* the branching's: the plan before the rows */
@@ -2443,13 +2454,20 @@ work_bound(work *w)
         fprintf(stderr, "bound: %zu nodes %zu edges %zu rows-entries lb %.12g ub %.12g "
                 "removed %zu (%.3f s)\n", nn, cg.g.m, cr.off[nn], res.lb, ub, removed,
                 as_now() - t0);
+    if (0) {
+    stopped: /* own_plan: past STOP, no bound, nothing pruned, the messages stay as they were */
+        w->stopped = 1;
+        if (dbg)
+            fprintf(stderr, "bound: stopped at the caller's limit (%.3f s)\n", as_now() - t0);
+    }
     for (i = 0; i < nn; i++) { /* the cgraph frees its own cost arrays */
         memcpy((double *)cg.g.c[i], c0[i], cg.g.k[i] * sizeof **c0);
         free(c0[i]);
     }
     free(c0);
     as_mrf_result_free(&res, nn);
-    work_msg_save(w, &cg, st);
+    if (!w->stopped)
+        work_msg_save(w, &cg, st);
     as_mrf_state_free(st);
     crows_free(&cr);
     cgraph_free(&cg);
@@ -2685,7 +2703,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
               .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline,
-              .abort_at = o->abort_at};
+              .abort_at = o->abort_at, .stop = o->own_plan ? o->abort_at : 0};
     double t0 = as_now();
 #define DBG(what)                                                                                 \
     do {                                                                                          \
@@ -2739,17 +2757,19 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
                     round < BOUND_ROUNDS;
          round++) {
         size_t live = 0, removed;
-        if ((round > 0 || o->whole) && past(&w)) { /* the first round gives a plan that fits */
-            red->stats.timed_out = 1;
-            break;
-        }
-        as_progress_update(&w.pg, round, BOUND_ROUNDS, red->stats.ub, red->stats.lb);
         for (v = 0; v < n; v++)
             if (w.nodes[v].alive)
                 live += w.nodes[v].nok;
+        /* the first round gives a plan that fits (unless the caller has one: below) */
+        if ((round > 0 || o->whole || (o->own_plan && live > 0)) && past(&w)) {
+            red->stats.timed_out = 1;
+            w.stopped |= round == 0 && o->own_plan; /* no plan of the rounds */
+            break;
+        }
+        as_progress_update(&w.pg, round, BOUND_ROUNDS, red->stats.ub, red->stats.lb);
         w.round = (size_t)round;
         removed = work_bound(&w);
-        if (removed == 0)
+        if (removed == 0 || (w.stop > 0 && as_now() > w.stop))
             break;
         work_simplify(&w);
         DBG("round");
@@ -2762,6 +2782,16 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     as_progress_end(&w.pg);
     if (past(&w))
         red->stats.timed_out = 1;
+    /* the caller's plan stands, unless the rounds found a cheaper one: out of time, no
+       output (gpt3-1.3b 16 devices P = 2 2x2x2, a 1 s share: the first round and its
+       output ran 2.5 s past it for a dearer plan) */
+    if (o->own_plan && (w.stopped || (w.stop > 0 && as_now() > w.stop)) &&
+        !(red->stats.ub <= o->own_obj + 1e-12 * fabs(o->own_obj))) {
+        red->stats.timed_out = 1;
+        rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (the "
+                     "caller's plan is no dearer)");
+        goto done;
+    }
     if (o->whole && red->stats.timed_out) { /* less reduced would be another problem */
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (%s)",
                      red->stats.bound_rounds > 0 ? "bound rounds" : "eliminations");
