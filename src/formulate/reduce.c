@@ -36,6 +36,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1178,21 +1179,106 @@ work_pbqp(work *w)
  * plan using p, switching X to t costs no more and still fits.  Returns
  * how many strategies went.
  */
+/* A column of X's rows on one edge: a neighbour strategy, its hash over X's possible rows. */
+typedef struct dcol {
+    uint64_t h;
+    size_t q;
+} dcol;
+typedef AS_VEC(double) dvec;
+
+static int
+dcol_cmp(const void *a, const void *b)
+{
+    const dcol *x = a, *y = b;
+
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return x->q < y->q ? -1 : x->q > y->q;
+}
+
+/*
+ * X's rows on edge E (x's strategies by the neighbour's), over the neighbour's possible
+ * strategies only, one column per class of equal columns (neighbour strategies that cost
+ * the same against every possible strategy of X: a resharding cost depends on the
+ * layouts, and many strategies share one): CM (kx x nc, row-major) gets them, returns
+ * nc.  A maximum of R[a][q] - R[p][q] over the possible q is the same over the classes,
+ * bit for bit (the same differences).  With as_reduce_plain every possible q is its own
+ * column.  COLS (ky) is scratch.
+ */
+static size_t
+dom_columns(const work *w, size_t x, const wedge *e, dvec *cm, dcol *cols)
+{
+    size_t y = e->u == x ? e->v : e->u, kx = kof(w, x), ky = kof(w, y), q, p, nc = 0, i, j;
+    const unsigned char *oy = w->nodes[y].ok, *ox = w->nodes[x].ok;
+    size_t sp = e->u == x ? ky : 1, sq = e->u == x ? 1 : kx; /* entry (p, q) at p sp + q sq */
+    const double *r = e->r;
+    double *out;
+
+    for (q = 0; q < ky; q++) {
+        uint64_t h = 0x9e3779b97f4a7c15ULL;
+        if (!oy[q])
+            continue;
+        for (p = 0; !as_reduce_plain && p < kx; p++)
+            if (ox[p]) {
+                uint64_t b;
+                double v = r[p * sp + q * sq];
+                memcpy(&b, &v, sizeof b);
+                h = (h ^ b) * 0x100000001b3ULL;
+                h ^= h >> 29;
+            }
+        cols[nc].h = h;
+        cols[nc++].q = q;
+    }
+    if (!as_reduce_plain && nc > 1) { /* equal hashes next to each other, q ascending */
+        size_t m = 0;
+        qsort(cols, nc, sizeof *cols, dcol_cmp);
+        for (i = 0; i < nc; i++) {
+            for (j = m; j > 0 && cols[j - 1].h == cols[i].h; j--) { /* reps of this hash */
+                size_t a = cols[j - 1].q, b = cols[i].q;
+                for (p = 0; p < kx; p++)
+                    if (ox[p] && memcmp(&r[p * sp + a * sq], &r[p * sp + b * sq],
+                                        sizeof *r) != 0)
+                        break;
+                if (p == kx)
+                    break; /* equal to rep a */
+            }
+            if (j > 0 && cols[j - 1].h == cols[i].h)
+                continue;
+            cols[m++] = cols[i];
+        }
+        if (m < nc)
+            as_reduce_shortcuts++;
+        nc = m;
+    }
+    AS_VEC_RESERVE(cm, cm->n + kx * nc + 1);
+    out = cm->v + cm->n;
+    for (p = 0; p < kx; p++)
+        for (i = 0; ox[p] && i < nc; i++)
+            out[p * nc + i] = r[p * sp + cols[i].q * sq];
+    cm->n += kx * nc;
+    return nc;
+}
+
 static size_t
 work_dominance(work *w)
 {
     size_t n = as_problem_nnodes(w->p), x, t, i, p, q, a, removed = 0, gone;
     size_t *off = as_xcalloc(n + 2, sizeof *off), *fill = as_xcalloc(n + 1, sizeof *fill);
-    size_t *tro = NULL, *wit = NULL, *arg = NULL;
-    AS_VEC(double) tr = {0};
+    size_t *cmo = NULL, *cmn = NULL, *wit = NULL, *arg = NULL, kmax = 1;
+    dvec cm = {0};
     AS_VEC(double) ext = {0};
     const double **mv;
+    dcol *cols;
 
     for (t = 0; t < w->rows.n; t++)
         for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++)
             off[w->rows.v[t].node[i] + 1]++;
-    for (x = 0; x < n; x++)
+    for (x = 0; x < n; x++) {
         off[x + 1] += off[x];
+        if (kof(w, x) > kmax)
+            kmax = kof(w, x);
+    }
+    cols = as_xmalloc((kmax + 1) * sizeof *cols);
     mv = as_xcalloc(off[n] + 1, sizeof *mv);
     for (t = 0; t < w->rows.n; t++)
         for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
@@ -1208,26 +1294,17 @@ work_dominance(work *w)
             continue;
         nd->dirty = 0;
         gone = removed;
-        tr.n = 0; /* x's rows of the matrices where x is the v end, transposed */
-        tro = as_xrealloc(tro, (nd->adj.n + 1) * sizeof *tro);
+        /* x's rows on each live edge over the neighbour's classes of possible strategies */
+        cm.n = 0;
+        cmo = as_xrealloc(cmo, (nd->adj.n + 1) * sizeof *cmo);
+        cmn = as_xrealloc(cmn, (nd->adj.n + 1) * sizeof *cmn);
         wit = as_xrealloc(wit, (nd->adj.n + 1) * sizeof *wit);
         for (i = 0; i < nd->adj.n; i++) {
             const wedge *e = &w->edges.v[nd->adj.v[i]];
-            size_t ky = kof(w, e->u);
-            tro[i] = tr.n;
-            if (!e->alive || e->u == x)
-                continue;
-            AS_VEC_RESERVE(&tr, tr.n + kx * ky + 1);
-            for (q = 0; q < ky; q++) {
-                const double *src = e->r + q * kx;
-                double *dst = tr.v + tr.n + q;
-                for (p = 0; p < kx; p++)
-                    dst[p * ky] = src[p];
-            }
-            tr.n += kx * ky;
-        }
-        for (i = 0; i < nd->adj.n; i++)
+            cmo[i] = cm.n;
+            cmn[i] = e->alive ? dom_columns(w, x, e, &cm, cols) : 0;
             wit[i] = NONE;
+        }
         /* per live edge and strategy of x: max and min of its row over the neighbour's
            possible strategies; max_q (R[a][q] - R[p][q]) is at least the difference of the
            maxima and of the minima, which rules most pairs out cheaply */
@@ -1236,26 +1313,24 @@ work_dominance(work *w)
         arg = as_xrealloc(arg, (2 * nd->adj.n * kx + 1) * sizeof *arg);
         for (i = 0; i < nd->adj.n; i++) {
             const wedge *e = &w->edges.v[nd->adj.v[i]];
-            size_t y = e->u == x ? e->v : e->u, ky = kof(w, y);
-            const unsigned char *oy = w->nodes[y].ok;
+            size_t nc = cmn[i];
             double *mx = ext.v + 2 * i * kx, *mn = mx + kx;
             size_t *amx = arg + 2 * i * kx, *amn = amx + kx;
             for (p = 0; p < kx; p++) {
-                const double *rp = e->u == x ? e->r + p * ky : tr.v + tro[i] + p * ky;
+                const double *rp = cm.v + cmo[i] + p * nc;
                 mx[p] = -INFINITY;
                 mn[p] = INFINITY;
                 amx[p] = amn[p] = NONE;
-                for (q = 0; e->alive && nd->ok[p] && q < ky; q++)
-                    if (oy[q]) {
-                        if (rp[q] > mx[p]) {
-                            mx[p] = rp[q];
-                            amx[p] = q;
-                        }
-                        if (rp[q] < mn[p]) {
-                            mn[p] = rp[q];
-                            amn[p] = q;
-                        }
+                for (q = 0; e->alive && nd->ok[p] && q < nc; q++) {
+                    if (rp[q] > mx[p]) {
+                        mx[p] = rp[q];
+                        amx[p] = q;
                     }
+                    if (rp[q] < mn[p]) {
+                        mn[p] = rp[q];
+                        amn[p] = q;
+                    }
+                }
             }
         }
         for (p = 0; p < kx && nd->nok > 1; p++) {
@@ -1280,25 +1355,17 @@ work_dominance(work *w)
                 d = nd->cost[a] - nd->cost[p];
                 for (i = 0; d <= 0 && i < nd->adj.n; i++) {
                     const wedge *e = &w->edges.v[nd->adj.v[i]];
-                    size_t y = e->u == x ? e->v : e->u, ky = kof(w, y);
-                    const double *ra, *rp;
-                    const unsigned char *oy = w->nodes[y].ok;
+                    size_t nc = cmn[i];
+                    const double *ra = cm.v + cmo[i] + a * nc, *rp = cm.v + cmo[i] + p * nc;
                     double mx = -INFINITY;
                     if (!e->alive)
                         continue;
-                    if (e->u == x) {
-                        ra = e->r + a * ky;
-                        rp = e->r + p * ky;
-                    } else { /* rows of x from the transposed copy */
-                        ra = tr.v + tro[i] + a * ky;
-                        rp = tr.v + tro[i] + p * ky;
-                    }
                     /* d + mx only grows: once it is positive, a does not dominate p.  The
                        entry that showed it for the last a is tried first (as_reduce_plain:
                        not): the max, and whether d + mx gets positive, do not depend on the
                        order */
                     q = wit[i];
-                    if (q != NONE && oy[q] && ra[q] - rp[q] > mx)
+                    if (q != NONE && ra[q] - rp[q] > mx)
                         mx = ra[q] - rp[q];
                     if (!as_reduce_plain) { /* where a's row peaks, where p's row is lowest */
                         const size_t *amx = arg + 2 * i * kx, *amn = amx + kx;
@@ -1309,8 +1376,8 @@ work_dominance(work *w)
                         if (q != NONE && ra[q] - rp[q] > mx)
                             mx = ra[q] - rp[q];
                     }
-                    for (q = 0; q < ky && !(d + mx > 0); q++)
-                        if (oy[q] && ra[q] - rp[q] > mx)
+                    for (q = 0; q < nc && !(d + mx > 0); q++)
+                        if (ra[q] - rp[q] > mx)
                             mx = ra[q] - rp[q];
                     if (d + mx > 0 && q > 0 && !as_reduce_plain) {
                         if (q - 1 != wit[i])
@@ -1338,10 +1405,12 @@ work_dominance(work *w)
     free(off);
     free(fill);
     free(mv);
-    free(tro);
+    free(cols);
+    free(cmo);
+    free(cmn);
     free(wit);
     free(arg);
-    AS_VEC_FREE(&tr);
+    AS_VEC_FREE(&cm);
     AS_VEC_FREE(&ext);
     w->red->stats.dominated += removed;
     return removed;
