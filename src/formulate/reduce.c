@@ -2727,6 +2727,24 @@ work_const_sweep(work *w)
         work_try_const(w, &w->edges.v[j]);
 }
 
+/* The share of the live edges' matrix entries (possible strategies at both ends) in all
+   the live edges' entries. */
+static double
+work_live_share(const work *w)
+{
+    double all = 0, live = 0;
+    size_t j;
+
+    for (j = 0; j < w->edges.n; j++) {
+        const wedge *e = &w->edges.v[j];
+        if (!e->alive)
+            continue;
+        all += (double)kof(w, e->u) * (double)kof(w, e->v);
+        live += (double)w->nodes[e->u].nok * (double)w->nodes[e->v].nok;
+    }
+    return all > 0 ? live / all : 0;
+}
+
 /* Constant edges out, PBQP, dominance and row refresh until nothing changes. */
 static void
 work_simplify(work *w)
@@ -2773,7 +2791,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
               .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline,
               .abort_at = o->abort_at, .stop = o->own_plan ? o->abort_at : 0};
-    double t0 = as_now();
+    double t0 = as_now(), edges_s = 0;
 #define DBG(what)                                                                                 \
     do {                                                                                          \
         if (w.dbg)                                                                                \
@@ -2801,11 +2819,13 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         w.has_inc = 1;
         w.for_gap = o->branch;
     }
+    edges_s = as_now();
     if (work_edges(&w) != 0) {
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (edges), "
                      "no plan");
         goto done;
     }
+    edges_s = as_now() - edges_s;
     DBG("edges");
     if (w.deadline > 0 && !o->whole) {
         /* dominance may take half the time left before the bound rounds: the rest is the
@@ -2833,6 +2853,15 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         if ((round > 0 || o->whole || (o->own_plan && live > 0)) && past(&w)) {
             red->stats.timed_out = 1;
             w.stopped |= round == 0 && o->own_plan; /* no plan of the rounds */
+            break;
+        }
+        if (round == 0 && w.stop > 0 && live > 0 &&
+            as_now() + 2 * edges_s * work_live_share(&w) > w.stop) {
+            /* own_plan: the round would not get past copying the live matrices and sorting
+               their rows into classes before the stop (each a pass over them, as building
+               the edges was; gpt3-1.3b 16 devices P = 2 2x2x2: 0.8 s each) */
+            red->stats.timed_out = 1;
+            w.stopped = 1;
             break;
         }
         as_progress_update(&w.pg, round, BOUND_ROUNDS, red->stats.ub, red->stats.lb);
