@@ -107,6 +107,9 @@ typedef struct wrow {
     double room;       /**< budget - resident */
     double resident;   /**< constant bytes of the point */
     double lam;        /**< Lagrange multiplier of the bound, seconds per byte */
+    size_t *wit;       /**< work_refresh's witnesses, 3 per entry, or NULL: a possible
+                            strategy of largest memory (REF_NONPOS: none above 0), and two
+                            possible strategies of different memory (NONE: not known) */
 } wrow;
 
 typedef struct work {
@@ -1479,12 +1482,17 @@ work_row_dominance(work *w)
  * recompute which leaders are still in a row.  Returns how many leaders
  * left every row (so PBQP may take them now).
  */
+/* A row entry's largest memory over its node's possible strategies is not above 0. */
+#define REF_NONPOS (NONE - 1)
+
 static size_t
 work_refresh(work *w)
 {
     size_t n = as_problem_nnodes(w->p), t, i, j, s, freed = 0;
     double budget = as_problem_memory(w->p);
     unsigned char *was = as_xcalloc(n + 1, 1), *rowlive = as_xcalloc(w->rows.n + 1, 1);
+    int cache = !as_reduce_plain; /* possible strategies only go: a witness that is still
+                                     possible still shows the same (as_reduce_plain: scans) */
 
     for (t = 0; t < w->rows.n; t++)
         rowlive[t] = (unsigned char)w->rows.v[t].alive;
@@ -1493,17 +1501,30 @@ work_refresh(work *w)
         double top = r->resident;
         if (!r->alive)
             continue;
+        if (cache && r->wit == NULL) {
+            r->wit = as_xmalloc((3 * r->n + 1) * sizeof *r->wit);
+            for (i = 0; i < 3 * r->n; i++)
+                r->wit[i] = NONE;
+        }
         for (i = j = 0; i < r->n; i++) {
             wnode *x = &w->nodes[r->node[i]];
-            size_t s0 = x->fixed;
-            if (x->alive) { /* the same memory whatever it chooses: a constant too */
+            size_t s0 = x->fixed, *wi = cache ? r->wit + 3 * i : NULL;
+            if (x->alive && wi != NULL && wi[1] != NONE && x->ok[wi[1]] && x->ok[wi[2]]) {
+                s0 = NONE - 1; /* still two possible strategies of different memory */
+                as_reduce_shortcuts++;
+            } else if (x->alive) { /* the same memory whatever it chooses: a constant too */
                 for (s0 = 0; !x->ok[s0]; s0++)
                     ;
                 for (s = s0 + 1; s < kof(w, r->node[i]); s++)
                     if (x->ok[s] && r->m[i][s] != r->m[i][s0])
                         break;
-                if (s < kof(w, r->node[i]))
+                if (s < kof(w, r->node[i])) {
+                    if (wi != NULL) {
+                        wi[1] = s0;
+                        wi[2] = s;
+                    }
                     s0 = NONE - 1; /* varies: stays */
+                }
             }
             if (s0 != NONE - 1) {
                 if (s0 != NONE) {
@@ -1513,16 +1534,30 @@ work_refresh(work *w)
                 free(r->m[i]);
                 continue;
             }
+            if (wi != NULL && j < i)
+                memcpy(r->wit + 3 * j, wi, 3 * sizeof *wi);
             r->node[j] = r->node[i];
             r->m[j++] = r->m[i];
         }
         r->n = j;
         top = r->resident;
         for (i = 0; i < r->n; i++) {
+            const unsigned char *ok = w->nodes[r->node[i]].ok;
+            size_t *wi = cache ? r->wit + 3 * i : NULL, h = NONE;
             double mx = 0;
-            for (s = 0; s < kof(w, r->node[i]); s++)
-                if (w->nodes[r->node[i]].ok[s] && r->m[i][s] > mx)
-                    mx = r->m[i][s];
+            if (wi != NULL && (wi[0] == REF_NONPOS || (wi[0] != NONE && ok[wi[0]]))) {
+                /* the largest over more strategies, and still possible: still the largest */
+                mx = wi[0] == REF_NONPOS || !(r->m[i][wi[0]] > 0) ? 0 : r->m[i][wi[0]];
+                as_reduce_shortcuts++;
+            } else {
+                for (s = 0; s < kof(w, r->node[i]); s++)
+                    if (ok[s] && r->m[i][s] > mx) {
+                        mx = r->m[i][s];
+                        h = s;
+                    }
+                if (wi != NULL)
+                    wi[0] = h == NONE ? REF_NONPOS : h;
+            }
             top += mx;
         }
         if (top <= budget)
@@ -1535,7 +1570,12 @@ work_refresh(work *w)
     }
     for (t = 0; t < w->rows.n; t++)
         for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
-            size_t L = w->rows.v[t].node[i];
+            size_t L = w->rows.v[t].node[i], h = cache ? w->rows.v[t].wit[3 * i] : NONE;
+            if (h != NONE && h != REF_NONPOS && w->nodes[L].ok[h] &&
+                w->rows.v[t].m[i][h] != 0) {
+                w->nodes[L].inmem = 1; /* a possible strategy with memory there */
+                continue;
+            }
             for (s = 0; !w->nodes[L].inmem && s < kof(w, L); s++) /* once is enough */
                 if (w->nodes[L].ok[s] && w->rows.v[t].m[i][s] != 0)
                     w->nodes[L].inmem = 1;
@@ -2910,6 +2950,7 @@ done:
             free(w.rows.v[t].m[j]);
         free(w.rows.v[t].m);
         free(w.rows.v[t].node);
+        free(w.rows.v[t].wit);
     }
     AS_VEC_FREE(&w.rows);
     free(w.best);

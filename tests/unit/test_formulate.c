@@ -749,7 +749,7 @@ test_reduce_shortcuts(void)
     int seed;
     size_t diff = 0, runs = 0, shortcuts = 0;
 
-    for (seed = 1; seed <= 40; seed++) {
+    for (seed = 1; seed <= 80; seed++) {
         as_random_opts o;
         as_problem *p, *rp[2];
         as_reduction *red[2];
@@ -766,6 +766,11 @@ test_reduce_shortcuts(void)
         o.follow = seed % 3 ? 0.2 : 0;
         o.live_window = seed % 4 == 0 ? 2 : 0;
         o.memory_frac = seed % 4 == 0 ? 0.3 : 0;
+        if (seed > 40) { /* budgets everywhere: work_refresh's witnesses (rows lose entries
+                            and whole rows as strategies go) */
+            o.live_window = 2 + (size_t)seed % 3;
+            o.memory_frac = 0.1 + 0.05 * (seed % 5);
+        }
         p = as_problem_random(&o);
         for (plain = 0; plain < 2; plain++) {
             size_t before = as_reduce_shortcuts;
