@@ -1217,20 +1217,32 @@ dom_columns(const work *w, size_t x, const wedge *e, dvec *cm, dcol *cols)
     const double *r = e->r;
     double *out;
 
-    for (q = 0; q < ky; q++) {
-        uint64_t h = 0x9e3779b97f4a7c15ULL;
-        if (!oy[q])
-            continue;
-        for (p = 0; !as_reduce_plain && p < kx; p++)
+    for (q = 0; q < ky; q++)
+        if (oy[q]) {
+            cols[nc].h = 0x9e3779b97f4a7c15ULL;
+            cols[nc++].q = q;
+        }
+    /* hashes of the columns over x's possible rows, in the matrix's memory order */
+    for (p = 0; !as_reduce_plain && sq == 1 && p < kx; p++) { /* x's rows are r's rows */
+        const double *row = r + p * sp;
+        for (i = 0; ox[p] && i < nc; i++) {
+            uint64_t b, h = cols[i].h;
+            memcpy(&b, &row[cols[i].q], sizeof b);
+            h = (h ^ b) * 0x100000001b3ULL;
+            cols[i].h = h ^ (h >> 29);
+        }
+    }
+    for (i = 0; !as_reduce_plain && sq != 1 && i < nc; i++) { /* columns are r's rows */
+        const double *col = r + cols[i].q * sq;
+        uint64_t h = cols[i].h;
+        for (p = 0; p < kx; p++)
             if (ox[p]) {
                 uint64_t b;
-                double v = r[p * sp + q * sq];
-                memcpy(&b, &v, sizeof b);
+                memcpy(&b, &col[p], sizeof b);
                 h = (h ^ b) * 0x100000001b3ULL;
                 h ^= h >> 29;
             }
-        cols[nc].h = h;
-        cols[nc++].q = q;
+        cols[i].h = h;
     }
     if (!as_reduce_plain && nc > 1) { /* equal hashes next to each other, q ascending */
         size_t m = 0;
