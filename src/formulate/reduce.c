@@ -1303,10 +1303,12 @@ work_dominance(work *w)
     for (x = 0; x < n; x++) {
         wnode *nd = &w->nodes[x];
         size_t kx = kof(w, x);
-        if ((x & 63) == 63 && past(w))
-            break; /* the time limit: what was removed so far is exact */
         if (!nd->alive || nd->pinned || nd->nok < 2 || !nd->dirty)
             continue;
+        /* the time limit: what was removed so far is exact.  Checked at every node looked
+           at (a node of gpt3-1.3b 4x2x2 takes ms: every 64 nodes ran 0.3 s past it) */
+        if (past(w))
+            break;
         nd->dirty = 0;
         gone = removed;
         /* x's rows on each live edge over the neighbour's classes of possible strategies */
