@@ -32,6 +32,8 @@ typedef struct as_mrf_result {
     double **gap;     /**< n vectors: every plan with s_v = p costs >= lb + gap[v][p] */
     size_t *plan;     /**< the best plan found (n entries) */
     int iters;        /**< message-passing sweeps run */
+    int stopped;      /**< 1: the run passed its stop time (as_mrf_state_set_stop) and gave up
+                           mid-sweep: lb, gap and plan are not set (gap NULL) */
 } as_mrf_result;
 
 /**
@@ -45,6 +47,13 @@ void as_mrf_dual(const as_mrf *g, int max_iters, as_mrf_result *res);
 typedef struct as_mrf_state as_mrf_state;
 /** Start from zero messages on G, which must outlive the state. */
 as_mrf_state *as_mrf_state_new(const as_mrf *g);
+/** Like as_mrf_state_new, or NULL when STOP (an as_now() time; 0 = never) passes while it
+    sorts the matrices' rows and columns into classes (a pass over every matrix). */
+as_mrf_state *as_mrf_state_new_until(const as_mrf *g, double stop);
+/** Runs give up as soon as STOP passes (an as_now() time; 0 = never, the default), even in
+    the middle of a sweep, with res->stopped = 1: for a caller who has a plan of its own and
+    no use for a late bound (the deadline, by contrast, ends a run after a whole sweep). */
+void as_mrf_state_set_stop(as_mrf_state *st, double stop);
 /** Runs stop after the sweep that passes DEADLINE (an as_now() time; 0 = never). */
 void as_mrf_state_set_deadline(as_mrf_state *st, double deadline);
 /** Past the deadline, a run still makes MIN_ITERS sweeps unless HARD (an as_now() time;

@@ -339,6 +339,12 @@ typedef struct as_reduce_opts {
                                   does not run, unless BRANCH */
     int branch;      /**< with an incumbent: the branching runs too (the plan's gap is wanted,
                           not plans: solve/fit.c once the first plan fits) */
+    int own_plan;    /**< 1: the caller holds a plan of P of cost OWN_OBJ (the sweep's sibling
+                          start).  Unless the reductions have a cheaper one, they give up
+                          (AS_ESOLVER "time limit") instead of running over: the first bound
+                          round does not start past the deadline, and at abort_at the round
+                          stops, even mid-sweep, and no output is built */
+    double own_obj;  /**< with own_plan: its objective (as as_problem_eval gives it) */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

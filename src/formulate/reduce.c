@@ -36,6 +36,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,9 @@ typedef struct wrow {
     double room;       /**< budget - resident */
     double resident;   /**< constant bytes of the point */
     double lam;        /**< Lagrange multiplier of the bound, seconds per byte */
+    size_t *wit;       /**< work_refresh's witnesses, 3 per entry, or NULL: a possible
+                            strategy of largest memory (REF_NONPOS: none above 0), and two
+                            possible strategies of different memory (NONE: not known) */
 } wrow;
 
 typedef struct work {
@@ -129,6 +133,9 @@ typedef struct work {
     int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
     double deadline;            /**< as_now() after which the bound rounds stop; 0 = none */
     double abort_at;            /**< as_now() after which the reductions give up; 0 = never */
+    double stop;                /**< as_reduce_opts.own_plan: abort_at, after which the bound
+                                     round gives up at once (0 = never) */
+    int stopped;                /**< a bound round passed STOP: it gave up, pruning nothing */
     as_progress pg;             /**< progress line of the bound rounds */
     size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     /* the last bound round's TRW-S messages, 2 per work edge (u end, v end) in the leaders'
@@ -1175,21 +1182,118 @@ work_pbqp(work *w)
  * plan using p, switching X to t costs no more and still fits.  Returns
  * how many strategies went.
  */
+/* A column of X's rows on one edge: a neighbour strategy, its hash over X's possible rows. */
+typedef struct dcol {
+    uint64_t h;
+    size_t q;
+} dcol;
+typedef AS_VEC(double) dvec;
+
+static int
+dcol_cmp(const void *a, const void *b)
+{
+    const dcol *x = a, *y = b;
+
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return x->q < y->q ? -1 : x->q > y->q;
+}
+
+/*
+ * X's rows on edge E (x's strategies by the neighbour's), over the neighbour's possible
+ * strategies only, one column per class of equal columns (neighbour strategies that cost
+ * the same against every possible strategy of X: a resharding cost depends on the
+ * layouts, and many strategies share one): CM (kx x nc, row-major) gets them, returns
+ * nc.  A maximum of R[a][q] - R[p][q] over the possible q is the same over the classes,
+ * bit for bit (the same differences).  With as_reduce_plain every possible q is its own
+ * column.  COLS (ky) is scratch.
+ */
+static size_t
+dom_columns(const work *w, size_t x, const wedge *e, dvec *cm, dcol *cols)
+{
+    size_t y = e->u == x ? e->v : e->u, kx = kof(w, x), ky = kof(w, y), q, p, nc = 0, i, j;
+    const unsigned char *oy = w->nodes[y].ok, *ox = w->nodes[x].ok;
+    size_t sp = e->u == x ? ky : 1, sq = e->u == x ? 1 : kx; /* entry (p, q) at p sp + q sq */
+    const double *r = e->r;
+    double *out;
+
+    for (q = 0; q < ky; q++)
+        if (oy[q]) {
+            cols[nc].h = 0x9e3779b97f4a7c15ULL;
+            cols[nc++].q = q;
+        }
+    /* hashes of the columns over x's possible rows, in the matrix's memory order */
+    for (p = 0; !as_reduce_plain && sq == 1 && p < kx; p++) { /* x's rows are r's rows */
+        const double *row = r + p * sp;
+        for (i = 0; ox[p] && i < nc; i++) {
+            uint64_t b, h = cols[i].h;
+            memcpy(&b, &row[cols[i].q], sizeof b);
+            h = (h ^ b) * 0x100000001b3ULL;
+            cols[i].h = h ^ (h >> 29);
+        }
+    }
+    for (i = 0; !as_reduce_plain && sq != 1 && i < nc; i++) { /* columns are r's rows */
+        const double *col = r + cols[i].q * sq;
+        uint64_t h = cols[i].h;
+        for (p = 0; p < kx; p++)
+            if (ox[p]) {
+                uint64_t b;
+                memcpy(&b, &col[p], sizeof b);
+                h = (h ^ b) * 0x100000001b3ULL;
+                h ^= h >> 29;
+            }
+        cols[i].h = h;
+    }
+    if (!as_reduce_plain && nc > 1) { /* equal hashes next to each other, q ascending */
+        size_t m = 0;
+        qsort(cols, nc, sizeof *cols, dcol_cmp);
+        for (i = 0; i < nc; i++) {
+            for (j = m; j > 0 && cols[j - 1].h == cols[i].h; j--) { /* reps of this hash */
+                size_t a = cols[j - 1].q, b = cols[i].q;
+                for (p = 0; p < kx; p++)
+                    if (ox[p] && memcmp(&r[p * sp + a * sq], &r[p * sp + b * sq],
+                                        sizeof *r) != 0)
+                        break;
+                if (p == kx)
+                    break; /* equal to rep a */
+            }
+            if (j > 0 && cols[j - 1].h == cols[i].h)
+                continue;
+            cols[m++] = cols[i];
+        }
+        if (m < nc)
+            as_reduce_shortcuts++;
+        nc = m;
+    }
+    AS_VEC_RESERVE(cm, cm->n + kx * nc + 1);
+    out = cm->v + cm->n;
+    for (p = 0; p < kx; p++)
+        for (i = 0; ox[p] && i < nc; i++)
+            out[p * nc + i] = r[p * sp + cols[i].q * sq];
+    cm->n += kx * nc;
+    return nc;
+}
+
 static size_t
 work_dominance(work *w)
 {
     size_t n = as_problem_nnodes(w->p), x, t, i, p, q, a, removed = 0, gone;
     size_t *off = as_xcalloc(n + 2, sizeof *off), *fill = as_xcalloc(n + 1, sizeof *fill);
-    size_t *tro = NULL, *wit = NULL, *arg = NULL;
-    AS_VEC(double) tr = {0};
+    size_t *cmo = NULL, *cmn = NULL, *wit = NULL, *arg = NULL, kmax = 1;
+    dvec cm = {0};
     AS_VEC(double) ext = {0};
     const double **mv;
+    dcol *cols;
 
     for (t = 0; t < w->rows.n; t++)
         for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++)
             off[w->rows.v[t].node[i] + 1]++;
-    for (x = 0; x < n; x++)
+    for (x = 0; x < n; x++) {
         off[x + 1] += off[x];
+        if (kof(w, x) > kmax)
+            kmax = kof(w, x);
+    }
+    cols = as_xmalloc((kmax + 1) * sizeof *cols);
     mv = as_xcalloc(off[n] + 1, sizeof *mv);
     for (t = 0; t < w->rows.n; t++)
         for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
@@ -1199,32 +1303,25 @@ work_dominance(work *w)
     for (x = 0; x < n; x++) {
         wnode *nd = &w->nodes[x];
         size_t kx = kof(w, x);
-        if ((x & 63) == 63 && past(w))
-            break; /* the time limit: what was removed so far is exact */
         if (!nd->alive || nd->pinned || nd->nok < 2 || !nd->dirty)
             continue;
+        /* the time limit: what was removed so far is exact.  Checked at every node looked
+           at (a node of gpt3-1.3b 4x2x2 takes ms: every 64 nodes ran 0.3 s past it) */
+        if (past(w))
+            break;
         nd->dirty = 0;
         gone = removed;
-        tr.n = 0; /* x's rows of the matrices where x is the v end, transposed */
-        tro = as_xrealloc(tro, (nd->adj.n + 1) * sizeof *tro);
+        /* x's rows on each live edge over the neighbour's classes of possible strategies */
+        cm.n = 0;
+        cmo = as_xrealloc(cmo, (nd->adj.n + 1) * sizeof *cmo);
+        cmn = as_xrealloc(cmn, (nd->adj.n + 1) * sizeof *cmn);
         wit = as_xrealloc(wit, (nd->adj.n + 1) * sizeof *wit);
         for (i = 0; i < nd->adj.n; i++) {
             const wedge *e = &w->edges.v[nd->adj.v[i]];
-            size_t ky = kof(w, e->u);
-            tro[i] = tr.n;
-            if (!e->alive || e->u == x)
-                continue;
-            AS_VEC_RESERVE(&tr, tr.n + kx * ky + 1);
-            for (q = 0; q < ky; q++) {
-                const double *src = e->r + q * kx;
-                double *dst = tr.v + tr.n + q;
-                for (p = 0; p < kx; p++)
-                    dst[p * ky] = src[p];
-            }
-            tr.n += kx * ky;
-        }
-        for (i = 0; i < nd->adj.n; i++)
+            cmo[i] = cm.n;
+            cmn[i] = e->alive ? dom_columns(w, x, e, &cm, cols) : 0;
             wit[i] = NONE;
+        }
         /* per live edge and strategy of x: max and min of its row over the neighbour's
            possible strategies; max_q (R[a][q] - R[p][q]) is at least the difference of the
            maxima and of the minima, which rules most pairs out cheaply */
@@ -1233,26 +1330,24 @@ work_dominance(work *w)
         arg = as_xrealloc(arg, (2 * nd->adj.n * kx + 1) * sizeof *arg);
         for (i = 0; i < nd->adj.n; i++) {
             const wedge *e = &w->edges.v[nd->adj.v[i]];
-            size_t y = e->u == x ? e->v : e->u, ky = kof(w, y);
-            const unsigned char *oy = w->nodes[y].ok;
+            size_t nc = cmn[i];
             double *mx = ext.v + 2 * i * kx, *mn = mx + kx;
             size_t *amx = arg + 2 * i * kx, *amn = amx + kx;
             for (p = 0; p < kx; p++) {
-                const double *rp = e->u == x ? e->r + p * ky : tr.v + tro[i] + p * ky;
+                const double *rp = cm.v + cmo[i] + p * nc;
                 mx[p] = -INFINITY;
                 mn[p] = INFINITY;
                 amx[p] = amn[p] = NONE;
-                for (q = 0; e->alive && nd->ok[p] && q < ky; q++)
-                    if (oy[q]) {
-                        if (rp[q] > mx[p]) {
-                            mx[p] = rp[q];
-                            amx[p] = q;
-                        }
-                        if (rp[q] < mn[p]) {
-                            mn[p] = rp[q];
-                            amn[p] = q;
-                        }
+                for (q = 0; e->alive && nd->ok[p] && q < nc; q++) {
+                    if (rp[q] > mx[p]) {
+                        mx[p] = rp[q];
+                        amx[p] = q;
                     }
+                    if (rp[q] < mn[p]) {
+                        mn[p] = rp[q];
+                        amn[p] = q;
+                    }
+                }
             }
         }
         for (p = 0; p < kx && nd->nok > 1; p++) {
@@ -1277,25 +1372,17 @@ work_dominance(work *w)
                 d = nd->cost[a] - nd->cost[p];
                 for (i = 0; d <= 0 && i < nd->adj.n; i++) {
                     const wedge *e = &w->edges.v[nd->adj.v[i]];
-                    size_t y = e->u == x ? e->v : e->u, ky = kof(w, y);
-                    const double *ra, *rp;
-                    const unsigned char *oy = w->nodes[y].ok;
+                    size_t nc = cmn[i];
+                    const double *ra = cm.v + cmo[i] + a * nc, *rp = cm.v + cmo[i] + p * nc;
                     double mx = -INFINITY;
                     if (!e->alive)
                         continue;
-                    if (e->u == x) {
-                        ra = e->r + a * ky;
-                        rp = e->r + p * ky;
-                    } else { /* rows of x from the transposed copy */
-                        ra = tr.v + tro[i] + a * ky;
-                        rp = tr.v + tro[i] + p * ky;
-                    }
                     /* d + mx only grows: once it is positive, a does not dominate p.  The
                        entry that showed it for the last a is tried first (as_reduce_plain:
                        not): the max, and whether d + mx gets positive, do not depend on the
                        order */
                     q = wit[i];
-                    if (q != NONE && oy[q] && ra[q] - rp[q] > mx)
+                    if (q != NONE && ra[q] - rp[q] > mx)
                         mx = ra[q] - rp[q];
                     if (!as_reduce_plain) { /* where a's row peaks, where p's row is lowest */
                         const size_t *amx = arg + 2 * i * kx, *amn = amx + kx;
@@ -1306,8 +1393,8 @@ work_dominance(work *w)
                         if (q != NONE && ra[q] - rp[q] > mx)
                             mx = ra[q] - rp[q];
                     }
-                    for (q = 0; q < ky && !(d + mx > 0); q++)
-                        if (oy[q] && ra[q] - rp[q] > mx)
+                    for (q = 0; q < nc && !(d + mx > 0); q++)
+                        if (ra[q] - rp[q] > mx)
                             mx = ra[q] - rp[q];
                     if (d + mx > 0 && q > 0 && !as_reduce_plain) {
                         if (q - 1 != wit[i])
@@ -1335,10 +1422,12 @@ work_dominance(work *w)
     free(off);
     free(fill);
     free(mv);
-    free(tro);
+    free(cols);
+    free(cmo);
+    free(cmn);
     free(wit);
     free(arg);
-    AS_VEC_FREE(&tr);
+    AS_VEC_FREE(&cm);
     AS_VEC_FREE(&ext);
     w->red->stats.dominated += removed;
     return removed;
@@ -1407,12 +1496,17 @@ work_row_dominance(work *w)
  * recompute which leaders are still in a row.  Returns how many leaders
  * left every row (so PBQP may take them now).
  */
+/* A row entry's largest memory over its node's possible strategies is not above 0. */
+#define REF_NONPOS (NONE - 1)
+
 static size_t
 work_refresh(work *w)
 {
     size_t n = as_problem_nnodes(w->p), t, i, j, s, freed = 0;
     double budget = as_problem_memory(w->p);
     unsigned char *was = as_xcalloc(n + 1, 1), *rowlive = as_xcalloc(w->rows.n + 1, 1);
+    int cache = !as_reduce_plain; /* possible strategies only go: a witness that is still
+                                     possible still shows the same (as_reduce_plain: scans) */
 
     for (t = 0; t < w->rows.n; t++)
         rowlive[t] = (unsigned char)w->rows.v[t].alive;
@@ -1421,17 +1515,30 @@ work_refresh(work *w)
         double top = r->resident;
         if (!r->alive)
             continue;
+        if (cache && r->wit == NULL) {
+            r->wit = as_xmalloc((3 * r->n + 1) * sizeof *r->wit);
+            for (i = 0; i < 3 * r->n; i++)
+                r->wit[i] = NONE;
+        }
         for (i = j = 0; i < r->n; i++) {
             wnode *x = &w->nodes[r->node[i]];
-            size_t s0 = x->fixed;
-            if (x->alive) { /* the same memory whatever it chooses: a constant too */
+            size_t s0 = x->fixed, *wi = cache ? r->wit + 3 * i : NULL;
+            if (x->alive && wi != NULL && wi[1] != NONE && x->ok[wi[1]] && x->ok[wi[2]]) {
+                s0 = NONE - 1; /* still two possible strategies of different memory */
+                as_reduce_shortcuts++;
+            } else if (x->alive) { /* the same memory whatever it chooses: a constant too */
                 for (s0 = 0; !x->ok[s0]; s0++)
                     ;
                 for (s = s0 + 1; s < kof(w, r->node[i]); s++)
                     if (x->ok[s] && r->m[i][s] != r->m[i][s0])
                         break;
-                if (s < kof(w, r->node[i]))
+                if (s < kof(w, r->node[i])) {
+                    if (wi != NULL) {
+                        wi[1] = s0;
+                        wi[2] = s;
+                    }
                     s0 = NONE - 1; /* varies: stays */
+                }
             }
             if (s0 != NONE - 1) {
                 if (s0 != NONE) {
@@ -1441,16 +1548,30 @@ work_refresh(work *w)
                 free(r->m[i]);
                 continue;
             }
+            if (wi != NULL && j < i)
+                memcpy(r->wit + 3 * j, wi, 3 * sizeof *wi);
             r->node[j] = r->node[i];
             r->m[j++] = r->m[i];
         }
         r->n = j;
         top = r->resident;
         for (i = 0; i < r->n; i++) {
+            const unsigned char *ok = w->nodes[r->node[i]].ok;
+            size_t *wi = cache ? r->wit + 3 * i : NULL, h = NONE;
             double mx = 0;
-            for (s = 0; s < kof(w, r->node[i]); s++)
-                if (w->nodes[r->node[i]].ok[s] && r->m[i][s] > mx)
-                    mx = r->m[i][s];
+            if (wi != NULL && (wi[0] == REF_NONPOS || (wi[0] != NONE && ok[wi[0]]))) {
+                /* the largest over more strategies, and still possible: still the largest */
+                mx = wi[0] == REF_NONPOS || !(r->m[i][wi[0]] > 0) ? 0 : r->m[i][wi[0]];
+                as_reduce_shortcuts++;
+            } else {
+                for (s = 0; s < kof(w, r->node[i]); s++)
+                    if (ok[s] && r->m[i][s] > mx) {
+                        mx = r->m[i][s];
+                        h = s;
+                    }
+                if (wi != NULL)
+                    wi[0] = h == NONE ? REF_NONPOS : h;
+            }
             top += mx;
         }
         if (top <= budget)
@@ -1463,7 +1584,12 @@ work_refresh(work *w)
     }
     for (t = 0; t < w->rows.n; t++)
         for (i = 0; w->rows.v[t].alive && i < w->rows.v[t].n; i++) {
-            size_t L = w->rows.v[t].node[i];
+            size_t L = w->rows.v[t].node[i], h = cache ? w->rows.v[t].wit[3 * i] : NONE;
+            if (h != NONE && h != REF_NONPOS && w->nodes[L].ok[h] &&
+                w->rows.v[t].m[i][h] != 0) {
+                w->nodes[L].inmem = 1; /* a possible strategy with memory there */
+                continue;
+            }
             for (s = 0; !w->nodes[L].inmem && s < kof(w, L); s++) /* once is enough */
                 if (w->nodes[L].ok[s] && w->rows.v[t].m[i][s] != 0)
                     w->nodes[L].inmem = 1;
@@ -2307,7 +2433,8 @@ work_msg_load(work *w, const cgraph *cg, as_mrf_state *st)
 static size_t
 work_bound(work *w)
 {
-    size_t n = as_problem_nnodes(w->p), i, s, removed = 0, nn, *lp, *ubplan, *tmp, *aplan;
+    size_t n = as_problem_nnodes(w->p), i, s, removed = 0, nn, *lp = NULL, *ubplan = NULL,
+           *tmp = NULL, *aplan = NULL;
     cgraph cg;
     crows cr;
     as_mrf_state *st;
@@ -2324,7 +2451,10 @@ work_bound(work *w)
         memcpy(c0[i], cg.g.c[i], cg.g.k[i] * sizeof **c0);
     }
     pen = cg_penalise(w, &cg, &cr, c0);
-    st = as_mrf_state_new(&cg.g);
+    memset(&res, 0, sizeof res);
+    st = as_mrf_state_new_until(&cg.g, w->stop); /* the caller's plan stands past STOP */
+    if (st == NULL)
+        goto stopped;
     work_msg_load(w, &cg, st);
     /* with live rows and no plan that fits yet, half the time left is the repair's and the
        Lagrangian's (gpt3-175b 4x4x4 under 324 GiB: TRW-S ran to the deadline, the repair
@@ -2337,7 +2467,11 @@ work_bound(work *w)
        2x4x2 in the sweep's 5 s: dominance left TRW-S one sweep, lb 6-18 % under the plan) */
     if (w->round == 0 && w->deadline > 0 && w->abort_at > w->deadline)
         as_mrf_state_set_floor(st, 10, w->deadline + 0.5 * (w->abort_at - w->deadline));
+    as_mrf_state_set_stop(st, w->stop);
     as_mrf_state_run(st, BOUND_SWEEPS, &res);
+    as_mrf_state_set_stop(st, 0); /* the Lagrangian's runs use their results */
+    if (res.stopped)
+        goto stopped;
     res.lb -= pen;
     bblb = res.lb;
     aplan = as_xcalloc(nn + 1, sizeof *aplan); /* the branching's: the plan before the rows */
@@ -2443,13 +2577,20 @@ work_bound(work *w)
         fprintf(stderr, "bound: %zu nodes %zu edges %zu rows-entries lb %.12g ub %.12g "
                 "removed %zu (%.3f s)\n", nn, cg.g.m, cr.off[nn], res.lb, ub, removed,
                 as_now() - t0);
+    if (0) {
+    stopped: /* own_plan: past STOP, no bound, nothing pruned, the messages stay as they were */
+        w->stopped = 1;
+        if (dbg)
+            fprintf(stderr, "bound: stopped at the caller's limit (%.3f s)\n", as_now() - t0);
+    }
     for (i = 0; i < nn; i++) { /* the cgraph frees its own cost arrays */
         memcpy((double *)cg.g.c[i], c0[i], cg.g.k[i] * sizeof **c0);
         free(c0[i]);
     }
     free(c0);
     as_mrf_result_free(&res, nn);
-    work_msg_save(w, &cg, st);
+    if (!w->stopped)
+        work_msg_save(w, &cg, st);
     as_mrf_state_free(st);
     crows_free(&cr);
     cgraph_free(&cg);
@@ -2640,6 +2781,24 @@ work_const_sweep(work *w)
         work_try_const(w, &w->edges.v[j]);
 }
 
+/* The share of the live edges' matrix entries (possible strategies at both ends) in all
+   the live edges' entries. */
+static double
+work_live_share(const work *w)
+{
+    double all = 0, live = 0;
+    size_t j;
+
+    for (j = 0; j < w->edges.n; j++) {
+        const wedge *e = &w->edges.v[j];
+        if (!e->alive)
+            continue;
+        all += (double)kof(w, e->u) * (double)kof(w, e->v);
+        live += (double)w->nodes[e->u].nok * (double)w->nodes[e->v].nok;
+    }
+    return all > 0 ? live / all : 0;
+}
+
 /* Constant edges out, PBQP, dominance and row refresh until nothing changes. */
 static void
 work_simplify(work *w)
@@ -2685,8 +2844,8 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
               .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline,
-              .abort_at = o->abort_at};
-    double t0 = as_now();
+              .abort_at = o->abort_at, .stop = o->own_plan ? o->abort_at : 0};
+    double t0 = as_now(), edges_s = 0;
 #define DBG(what)                                                                                 \
     do {                                                                                          \
         if (w.dbg)                                                                                \
@@ -2714,11 +2873,13 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         w.has_inc = 1;
         w.for_gap = o->branch;
     }
+    edges_s = as_now();
     if (work_edges(&w) != 0) {
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (edges), "
                      "no plan");
         goto done;
     }
+    edges_s = as_now() - edges_s;
     DBG("edges");
     if (w.deadline > 0 && !o->whole) {
         /* dominance may take half the time left before the bound rounds: the rest is the
@@ -2739,17 +2900,28 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
                     round < BOUND_ROUNDS;
          round++) {
         size_t live = 0, removed;
-        if ((round > 0 || o->whole) && past(&w)) { /* the first round gives a plan that fits */
-            red->stats.timed_out = 1;
-            break;
-        }
-        as_progress_update(&w.pg, round, BOUND_ROUNDS, red->stats.ub, red->stats.lb);
         for (v = 0; v < n; v++)
             if (w.nodes[v].alive)
                 live += w.nodes[v].nok;
+        /* the first round gives a plan that fits (unless the caller has one: below) */
+        if ((round > 0 || o->whole || (o->own_plan && live > 0)) && past(&w)) {
+            red->stats.timed_out = 1;
+            w.stopped |= round == 0 && o->own_plan; /* no plan of the rounds */
+            break;
+        }
+        if (round == 0 && w.stop > 0 && live > 0 &&
+            as_now() + 2 * edges_s * work_live_share(&w) > w.stop) {
+            /* own_plan: the round would not get past copying the live matrices and sorting
+               their rows into classes before the stop (each a pass over them, as building
+               the edges was; gpt3-1.3b 16 devices P = 2 2x2x2: 0.8 s each) */
+            red->stats.timed_out = 1;
+            w.stopped = 1;
+            break;
+        }
+        as_progress_update(&w.pg, round, BOUND_ROUNDS, red->stats.ub, red->stats.lb);
         w.round = (size_t)round;
         removed = work_bound(&w);
-        if (removed == 0)
+        if (removed == 0 || (w.stop > 0 && as_now() > w.stop))
             break;
         work_simplify(&w);
         DBG("round");
@@ -2762,6 +2934,16 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     as_progress_end(&w.pg);
     if (past(&w))
         red->stats.timed_out = 1;
+    /* the caller's plan stands, unless the rounds found a cheaper one: out of time, no
+       output (gpt3-1.3b 16 devices P = 2 2x2x2, a 1 s share: the first round and its
+       output ran 2.5 s past it for a dearer plan) */
+    if (o->own_plan && (w.stopped || (w.stop > 0 && as_now() > w.stop)) &&
+        !(red->stats.ub <= o->own_obj + 1e-12 * fabs(o->own_obj))) {
+        red->stats.timed_out = 1;
+        rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (the "
+                     "caller's plan is no dearer)");
+        goto done;
+    }
     if (o->whole && red->stats.timed_out) { /* less reduced would be another problem */
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (%s)",
                      red->stats.bound_rounds > 0 ? "bound rounds" : "eliminations");
@@ -2782,6 +2964,7 @@ done:
             free(w.rows.v[t].m[j]);
         free(w.rows.v[t].m);
         free(w.rows.v[t].node);
+        free(w.rows.v[t].wit);
     }
     AS_VEC_FREE(&w.rows);
     free(w.best);

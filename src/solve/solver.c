@@ -880,7 +880,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
         as_reduce_opts ro = {.flags = flags, .gap = o->lim.gap, .top = o->top,
                              .layouts = o->distinct != NULL && o->top > 1,
                              .incumbent = o->incumbent, /* its cost bounds the pruning */
-                             .branch = o->branch_inc};
+                             .branch = o->branch_inc, /* the caller's own plan: */
+                             .own_plan = o->own_plan, .own_obj = o->own_obj};
         /* distinct layouts: the loop looks at most at top x (1 + AS_SOLVE_MAX_SKIPS) plans
            in order of cost, and the bound pruning keeps every strategy of those */
         if (ro.layouts)

@@ -181,6 +181,11 @@ typedef struct as_solve_opts {
     /** With an incumbent: the reductions' branching still runs (as_reduce_opts.branch; the
         solve for the gap of a plan that fits, solve/fit.c). */
     int branch_inc;
+    /** 1: the caller holds a plan of its own, of cost OWN_OBJ (the sweep's sibling start):
+        out of time, the reductions give up (AS_ESOLVER) rather than run past the limit for a
+        plan no cheaper (as_reduce_opts.own_plan).  0 (default): they give a plan that fits. */
+    int own_plan;
+    double own_obj;
     /** 1 (default): count the unreduced ILP's sizes (as_solve_result before, reported
         only; as_ilp_count reads every matrix entry); 0: leave them uncounted. */
     int count_before;

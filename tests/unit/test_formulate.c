@@ -749,7 +749,7 @@ test_reduce_shortcuts(void)
     int seed;
     size_t diff = 0, runs = 0, shortcuts = 0;
 
-    for (seed = 1; seed <= 40; seed++) {
+    for (seed = 1; seed <= 80; seed++) {
         as_random_opts o;
         as_problem *p, *rp[2];
         as_reduction *red[2];
@@ -766,6 +766,11 @@ test_reduce_shortcuts(void)
         o.follow = seed % 3 ? 0.2 : 0;
         o.live_window = seed % 4 == 0 ? 2 : 0;
         o.memory_frac = seed % 4 == 0 ? 0.3 : 0;
+        if (seed > 40) { /* budgets everywhere: work_refresh's witnesses (rows lose entries
+                            and whole rows as strategies go) */
+            o.live_window = 2 + (size_t)seed % 3;
+            o.memory_frac = 0.1 + 0.05 * (seed % 5);
+        }
         p = as_problem_random(&o);
         for (plain = 0; plain < 2; plain++) {
             size_t before = as_reduce_shortcuts;
@@ -856,6 +861,140 @@ test_reduce_shortcuts(void)
        "them (%zu differences)", diff);
 }
 
+/*
+ * A stop time (as_mrf_state_set_stop): a run past it gives up at once, flagged, and
+ * as_mrf_state_new_until returns NULL once it passes while the classes are built; a stop
+ * that does not come changes nothing (the same bound, plan and sweeps).
+ */
+static void
+test_mrf_stop(void)
+{
+    enum { N = 41, K = 8 };
+    static size_t k[N], eu[N], ev[N];
+    static double cc[N][K], rr[N][K * K];
+    const double *c[N], *r[N];
+    as_mrf g;
+    as_mrf_result a, b;
+    as_mrf_state *st;
+    size_t i, p;
+    uint64_t x = 12345;
+    int same = 1;
+
+    for (i = 0; i < N; i++) { /* an odd cycle of N nodes, K strategies in 2 layouts that
+                                 clash when equal: frustrated, TRW-S runs many sweeps */
+        k[i] = K;
+        eu[i] = i;
+        ev[i] = (i + 1) % N;
+        for (p = 0; p < K; p++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            cc[i][p] = (double)(x >> 54);
+        }
+        for (p = 0; p < K * K; p++)
+            rr[i][p] = (p / K) % 2 != (p % K) % 2 ? 0 : 1000 + (double)((p * 7 + i) % 5);
+        c[i] = cc[i];
+        r[i] = rr[i];
+    }
+    g = (as_mrf){.n = N, .k = k, .c = c, .m = N, .eu = eu, .ev = ev, .r = r};
+    ok(as_mrf_state_new_until(&g, as_now() - 1) == NULL,
+       "mrf stop: a passed stop ends building the classes (NULL)");
+    st = as_mrf_state_new(&g);
+    as_mrf_state_run(st, 300, &a);
+    as_mrf_state_free(st);
+    st = as_mrf_state_new_until(&g, as_now() + 600);
+    ok(st != NULL, "mrf stop: a stop to come builds the state");
+    as_mrf_state_set_stop(st, as_now() + 600);
+    as_mrf_state_run(st, 300, &b);
+    ok(!a.stopped && !b.stopped, "mrf stop: runs before their stop are not flagged");
+    for (i = 0; i < N; i++)
+        same &= a.plan[i] == b.plan[i] && memcmp(a.gap[i], b.gap[i], K * sizeof **a.gap) == 0;
+    ok(same && a.lb == b.lb && a.ub == b.ub && a.iters == b.iters && a.iters > 1,
+       "mrf stop: a stop that does not come changes nothing (%d sweeps, lb %g)", a.iters, a.lb);
+    as_mrf_result_free(&a, N);
+    as_mrf_result_free(&b, N);
+    as_mrf_state_set_stop(st, as_now() - 1);
+    as_mrf_state_run(st, 300, &b);
+    ok(b.stopped && b.iters == 0, "mrf stop: a passed stop ends the run in its first sweep "
+       "(stopped %d, %d sweeps)", b.stopped, b.iters);
+    as_mrf_result_free(&b, N);
+    as_mrf_state_free(st);
+}
+
+/*
+ * The caller's own plan (as_reduce_opts.own_plan, the sweep's sibling start): out of time
+ * the reductions give up (AS_ESOLVER) instead of running the first bound round for a plan
+ * of their own, whether the round would start past the deadline or its TRW-S passes the
+ * abort time; without own_plan the same calls give a plan (the first round runs); with
+ * time to spare own_plan changes nothing.
+ */
+static void
+test_reduce_own_plan(void)
+{
+    as_random_opts o;
+    as_problem *p, *q = NULL;
+    as_reduction *red = NULL;
+    as_err err = {0};
+    as_reduce_opts ro = {.flags = AS_REDUCE_BOUND};
+    size_t *x;
+    char *d0, *d1;
+    int own, rc[2][2];
+
+    as_random_opts_init(&o);
+    o.seed = 77;
+    o.nodes = 12;
+    o.edges = 14; /* under 16: the edges' abort check does not come first */
+    o.kmin = 4;
+    o.kmax = 8;
+    p = as_problem_random(&o);
+    x = calloc(as_problem_nnodes(p) + 1, sizeof *x);
+    ro.own_obj = as_problem_eval(p, x); /* a plan of the caller */
+    for (own = 0; own < 2; own++) {
+        ro.own_plan = own;
+        /* the first round would start past the deadline */
+        ro.deadline = as_now() - 1;
+        ro.abort_at = as_now() + 600;
+        rc[own][0] = as_reduce_ex(p, &ro, &q, &red, &err);
+        ok(rc[own][0] != AS_OK || (q != NULL && as_reduction_stats(red)->bound_rounds == 1),
+           "own plan %d: past the deadline, a reduction that ends ran its first round", own);
+        as_problem_free(q);
+        as_reduction_free(red);
+        q = NULL;
+        red = NULL;
+        /* no deadline, but the abort time passed: the round's TRW-S stops (without own_plan
+           nothing checks it any more: the round runs) */
+        ro.deadline = 0;
+        ro.abort_at = as_now() - 1;
+        rc[own][1] = as_reduce_ex(p, &ro, &q, &red, &err);
+        as_problem_free(q);
+        as_reduction_free(red);
+        q = NULL;
+        red = NULL;
+    }
+    ok(rc[0][0] == AS_OK && rc[0][1] == AS_OK,
+       "own plan: without one, out of time the first round still gives a plan (%d, %d)",
+       rc[0][0], rc[0][1]);
+    ok(rc[1][0] == AS_ESOLVER && rc[1][1] == AS_ESOLVER,
+       "own plan: with one, out of time the reductions give up (%d, %d: %s)", rc[1][0],
+       rc[1][1], err.msg);
+    /* with time: the same reduced problem */
+    ro.deadline = as_now() + 600;
+    ro.abort_at = as_now() + 900;
+    ro.own_plan = 0;
+    is_int(as_reduce_ex(p, &ro, &q, &red, &err), AS_OK, "own plan: with time, without one");
+    d0 = as_problem_dumps(q);
+    as_problem_free(q);
+    as_reduction_free(red);
+    ro.own_plan = 1;
+    is_int(as_reduce_ex(p, &ro, &q, &red, &err), AS_OK, "own plan: with time, with one");
+    d1 = as_problem_dumps(q);
+    ok(strcmp(d0, d1) == 0, "own plan: with time, the same reduced problem");
+    free(d0);
+    free(d1);
+    free(x);
+    as_problem_free(q);
+    as_reduction_free(red);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -868,9 +1007,11 @@ main(void)
     test_roundtrip();
     test_ilp();
     test_mrf_deadline();
+    test_mrf_stop();
     test_mrf_classes();
     test_mrf_gaps();
     test_reduce_abort_rows();
+    test_reduce_own_plan();
     test_reduce_shortcuts();
     for (s = 1; s <= 90; s++)
         test_reduce_exact(s);
