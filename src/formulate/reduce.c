@@ -2537,6 +2537,57 @@ work_bound(work *w)
     return removed;
 }
 
+/*
+ * Strategies no plan that fits can use: with p, some live row holds more than its room even
+ * when every other entry of it takes its least memory.  Exact (only plans over the budget
+ * go); a node's last strategy stays (then no plan fits at all, and the rows say so).
+ * Returns the strategies dropped.
+ */
+static size_t
+work_mem_prune(work *w)
+{
+    size_t t, i, s, gone = 0;
+    int pass;
+
+    /* pass 0: every row fits its least memory with a margin (else no plan fits, or only
+       within the solvers' tolerances: left to the rows as it is); pass 1: prune */
+    for (pass = 0; pass < 2; pass++)
+    for (t = 0; t < w->rows.n; t++) {
+        wrow *r = &w->rows.v[t];
+        double least = 0, room = r->room * (1 + 1e-12);
+        if (!r->alive)
+            continue;
+        for (i = 0; i < r->n; i++) {
+            const wnode *x = &w->nodes[r->node[i]];
+            double mn = INFINITY;
+            for (s = 0; s < x->k; s++)
+                if (x->ok[s] && r->m[i][s] < mn)
+                    mn = r->m[i][s];
+            least += isfinite(mn) ? mn : 0;
+        }
+        if (pass == 0 && !(least <= r->room * (1 - 1e-6)))
+            return 0;
+        for (i = 0; pass == 1 && i < r->n; i++) {
+            wnode *x = &w->nodes[r->node[i]];
+            double mn = INFINITY;
+            if (!x->alive || x->frozen || x->nok <= 1)
+                continue;
+            for (s = 0; s < x->k; s++)
+                if (x->ok[s] && r->m[i][s] < mn)
+                    mn = r->m[i][s];
+            for (s = 0; s < x->k && x->nok > 1; s++)
+                if (x->ok[s] && least - mn + r->m[i][s] > room &&
+                    (w->best == NULL || w->best[r->node[i]] != s)) {
+                    x->ok[s] = 0;
+                    x->nok--;
+                    x->dirty = 1;
+                    gone++;
+                }
+        }
+    }
+    return gone;
+}
+
 /* ---- the ILP size cap ---- */
 
 typedef struct hidx {
@@ -3027,6 +3078,14 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
             if (w.nodes[v].alive)
                 live += w.nodes[v].nok;
         w.round = (size_t)round;
+        if (round == 0 && as_problem_memory(p) > 0) {
+            size_t gone = work_mem_prune(&w);
+            red->stats.pruned += gone;
+            if (w.dbg)
+                fprintf(stderr, "  memory: %zu strategies fit no row\n", gone);
+            if (gone > 0)
+                work_simplify(&w);
+        }
         removed = work_bound(&w);
         if (removed == 0)
             break;
