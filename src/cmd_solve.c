@@ -132,7 +132,7 @@ const struct as_cmd as_cmd_solve = {
             "  --no-reduce          solve the plain ILP: no follow merging, no elimination\n"
             "  --ilp-cap N          glpk/cbc get an ILP of at most about N edge variables:\n"
             "                       a larger one keeps the strategies the reductions' bound\n"
-            "                       rates best (\"restricted\"; default 2000000, 0 = none)\n"
+            "                       rates best (\"restricted\"; default 750000, 0 = none)\n"
             "  --group REGEX        repeated layers: node names matching REGEX (PCRE2) whose\n"
             "                       first capture is the layer index; default: found from\n"
             "                       the names (h.3.*); isomorphic layers share one strategy\n"

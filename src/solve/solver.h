@@ -193,7 +193,7 @@ typedef struct as_solve_opts {
 
 #define AS_SOLVE_MAX_SKIPS 16
 /** `solve --ilp-cap`'s default (edge columns): docs/ilp.md "The ILP size cap". */
-#define AS_SOLVE_ILP_CAP 2000000
+#define AS_SOLVE_ILP_CAP 750000
 
 void as_solve_opts_init(as_solve_opts *o);
 
