@@ -2392,7 +2392,11 @@ work_bound(work *w)
     /* with live rows and no plan that fits yet, half the time left is the repair's and the
        Lagrangian's (gpt3-175b 4x4x4 under 324 GiB: TRW-S ran to the deadline, the repair
        had no time and the round found no plan, so pruned nothing) */
-    as_mrf_state_set_deadline(st, w->deadline > 0 && cr.off[nn] > 0 && w->best == NULL
+    /* in the first round also with a plan (a caller's incumbent, solve/fit.c's solve for the
+       gap): the Lagrangian finds the plans and raises the bound (gpt3-175b 4x4x4 under 324
+       GiB: TRW-S took the gap solve's whole round, the Lagrangian got nothing) */
+    as_mrf_state_set_deadline(st, w->deadline > 0 && cr.off[nn] > 0 &&
+                                          (w->best == NULL || w->round == 0)
                                       ? t0 + 0.5 * fmax(0, w->deadline - t0)
                                       : w->deadline);
     /* the first round's bound is the one a run under a tight limit reports: a few sweeps
