@@ -3082,7 +3082,9 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
             if (w.nodes[v].alive)
                 live += w.nodes[v].nok;
         w.round = (size_t)round;
-        if (round == 0 && as_problem_memory(p) > 0) {
+        /* not for a whole reduction (export): the exported model stays the one external
+           solvers' solution files were written for */
+        if (round == 0 && as_problem_memory(p) > 0 && !o->whole) {
             size_t gone = work_mem_prune(&w);
             red->stats.pruned += gone;
             if (w.dbg)
