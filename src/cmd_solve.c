@@ -43,7 +43,7 @@
 enum { OPT_CG = 256, OPT_MEM, OPT_TIME, OPT_GAP, OPT_THREADS, OPT_TOP, OPT_NORED, OPT_SET,
        OPT_SOL, OPT_MESH, OPT_HW, OPT_COST, OPT_ALPHA, OPT_BETA, OPT_EMIT, OPT_CACHE, OPT_ALL,
        OPT_SIM, OPT_GROUP, OPT_NOTIE, OPT_BEAMW, OPT_EPISODES, OPT_SEED, OPT_MICRO,
-       OPT_RECOMP, OPT_PIPE, OPT_STAGES, OPT_SCHED, OPT_ROLE, OPT_ZERO };
+       OPT_RECOMP, OPT_PIPE, OPT_STAGES, OPT_SCHED, OPT_ROLE, OPT_ZERO, OPT_ILPCAP };
 
 #define SOLVE_MAX_PARAMS 32
 #define SOLVE_MAX_CPARAMS 8
@@ -130,6 +130,9 @@ const struct as_cmd as_cmd_solve = {
             "  --threads N          solver threads (cbc)\n"
             "  --top K              the K best distinct plans (no-good cuts; docs/ilp.md)\n"
             "  --no-reduce          solve the plain ILP: no follow merging, no elimination\n"
+            "  --ilp-cap N          glpk/cbc get an ILP of at most about N edge variables:\n"
+            "                       a larger one keeps the strategies the reductions' bound\n"
+            "                       rates best (\"restricted\"; default 750000, 0 = none)\n"
             "  --group REGEX        repeated layers: node names matching REGEX (PCRE2) whose\n"
             "                       first capture is the layer index; default: found from\n"
             "                       the names (h.3.*); isomorphic layers share one strategy\n"
@@ -289,6 +292,12 @@ solve_opt(solve_cli *c, int opt)
     case OPT_NORED:
         c->o.reduce = 0;
         return AS_EXIT_OK;
+    case OPT_ILPCAP:
+        if (!parse_int_in(optarg, 0, 1e12, &x))
+            return as_cmd_usage(&as_cmd_solve, "--ilp-cap must be an integer in 0..1e12, got "
+                                "'%s'", optarg);
+        c->o.ilp_cap = (size_t)x;
+        return AS_EXIT_OK;
     case OPT_BEAMW:
     case OPT_EPISODES: {
         const char *what = opt == OPT_BEAMW ? "--beam-width" : "--episodes";
@@ -344,6 +353,7 @@ solve_parse(int argc, char **argv, solve_cli *c)
         {"stages", required_argument, NULL, OPT_STAGES},
         {"schedule", required_argument, NULL, OPT_SCHED},
         {"role", required_argument, NULL, OPT_ROLE}, {"zero", required_argument, NULL, OPT_ZERO},
+        {"ilp-cap", required_argument, NULL, OPT_ILPCAP},
         {NULL, 0, NULL, 0}};
     int opt, rc;
 
@@ -605,6 +615,10 @@ print_summary(FILE *fp, const as_problem *p, const char *what, unsigned reduce,
                     s->ub, s->pruned, s->dominated);
         if (s->timed_out)
             fprintf(fp, "%-13sthe bound rounds stopped at 80 %% of the time limit\n", "");
+        if (s->restricted > 0)
+            fprintf(fp, "%-13sthe ILP keeps the strategies the bound rates best (--ilp-cap): "
+                    "%zu left out, a plan with one costs at least %.9g s; optimal only when "
+                    "that proves it\n", "restricted", s->restricted, s->cut);
         fprintf(fp, "%-13s%zu nodes, %zu edges, %zu strategies\n", "left", s->nodes, s->edges,
                 s->strategies);
     }
@@ -1981,6 +1995,7 @@ solve_exec(int argc, char **argv)
     c.errfp = stderr;
     c.o.lim.verbosity = as_verbosity;
     c.o.lim.gap = AS_DEFAULT_GAP;
+    c.o.ilp_cap = AS_SOLVE_ILP_CAP;
     if ((rc = solve_parse(argc, argv, &c)) != AS_EXIT_OK)
         goto out;
     if (as_solver_find(c.o.solver, &err) == NULL) {

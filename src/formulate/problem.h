@@ -296,6 +296,8 @@ typedef struct as_reduce_stats {
     int timed_out;        /**< the bound rounds stopped at as_reduce_opts.deadline */
     size_t bb_nodes;      /**< Lagrangian bounds of the branching on the memory rows'
                                nodes (reduce.c work_branch) */
+    size_t restricted;    /**< strategies left out by as_reduce_opts.ilp_cap (a restriction:
+                               the result is then not exact, cut bounds what was left out) */
 } as_reduce_stats;
 
 /**
@@ -345,6 +347,11 @@ typedef struct as_reduce_opts {
                           round does not start past the deadline, and at abort_at the round
                           stops, even mid-sweep, and no output is built */
     double own_obj;  /**< with own_plan: its objective (as as_problem_eval gives it) */
+    size_t ilp_cap;  /**< > 0 (top 1, not whole): when the ILP of what is left would have more
+                          e columns than this, keep only the strategies whose bound (the
+                          rounds' LB + reduced cost) is lowest, and the best plan's: a
+                          restriction (stats.restricted), whose optimum is a plan that fits;
+                          stats.cut then bounds every plan left out */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

@@ -142,6 +142,19 @@ typedef struct work {
        strategy spaces (NULL: none): the next round starts from them */
     double **msg;
     size_t nmsg;                /**< work edges they cover */
+    /* per leader, in its strategy space: a lower bound on every plan that fits with that
+       strategy (the bound rounds' LB + gap_x(p), offsets included, the best over rounds),
+       -INFINITY where no round gave one; NULL before a round found a plan */
+    double **floor;
+    /* the rows' vectors, each distinct one once (rows hold pointers into it, read-only once
+       built): a binding budget on gpt3-175b 4x4x4 has 0.6-1 M row entries of up to k doubles,
+       most of them repeats (tied layers' copies at many points) */
+    struct {
+        double **v;
+        size_t *k, n, cap;
+        uint64_t *h;
+        size_t *tab, tcap; /* open addressing: pool index + 1, 0 = empty */
+    } pool;
     as_reduction *red;
 } work;
 
@@ -434,6 +447,54 @@ row_add(work *w, wrow *r, const wrow *g, size_t *slot, size_t *stamp, size_t mar
     }
 }
 
+/* M (K doubles, owned) as the pool's copy of it: M itself when new, else M is freed. */
+static double *
+row_intern(work *w, double *m, size_t k)
+{
+    uint64_t h = 1469598103934665603ull ^ k;
+    size_t s, at, i;
+
+    for (s = 0; s < k; s++) {
+        uint64_t bits;
+        double d = m[s] == 0 ? 0 : m[s];
+        memcpy(&bits, &d, sizeof bits);
+        h = (h ^ bits) * 1099511628211ull;
+    }
+    if (2 * (w->pool.n + 1) > w->pool.tcap) { /* grow and rehash */
+        size_t nc = w->pool.tcap ? 2 * w->pool.tcap : 1024;
+        free(w->pool.tab);
+        w->pool.tab = as_xcalloc(nc, sizeof *w->pool.tab);
+        w->pool.tcap = nc;
+        for (i = 0; i < w->pool.n; i++) {
+            for (at = (size_t)(w->pool.h[i] % nc); w->pool.tab[at] != 0; at = (at + 1) % nc)
+                ;
+            w->pool.tab[at] = i + 1;
+        }
+    }
+    for (at = (size_t)(h % w->pool.tcap); w->pool.tab[at] != 0; at = (at + 1) % w->pool.tcap) {
+        i = w->pool.tab[at] - 1;
+        if (w->pool.h[i] == h && w->pool.k[i] == k) {
+            for (s = 0; s < k && w->pool.v[i][s] == m[s]; s++)
+                ;
+            if (s == k) {
+                free(m);
+                return w->pool.v[i];
+            }
+        }
+    }
+    if (w->pool.n == w->pool.cap) {
+        w->pool.cap = w->pool.cap ? 2 * w->pool.cap : 256;
+        w->pool.v = as_xreallocarray(w->pool.v, w->pool.cap, sizeof *w->pool.v);
+        w->pool.k = as_xreallocarray(w->pool.k, w->pool.cap, sizeof *w->pool.k);
+        w->pool.h = as_xreallocarray(w->pool.h, w->pool.cap, sizeof *w->pool.h);
+    }
+    w->pool.v[w->pool.n] = m;
+    w->pool.k[w->pool.n] = k;
+    w->pool.h[w->pool.n] = h;
+    w->pool.tab[at] = ++w->pool.n;
+    return m;
+}
+
 /* 1 when the abort time came first (memory rows left out). */
 static int
 work_init(work *w, const as_problem *p)
@@ -530,6 +591,8 @@ work_init(work *w, const as_problem *p)
             if (l->more[k] != AS_NO_SEG)
                 row_add(w, &row, &segs[l->more[k]], slot, stamp, mark, 1);
         row.alive = 1;
+        for (i = 0; i < row.n; i++) /* read-only from here on: repeats are shared */
+            row.m[i] = row_intern(w, row.m[i], kof(w, row.node[i]));
         AS_VEC_PUSH(&w->rows, row);
     }
     for (j = 0; j < nseg; j++) {
@@ -1545,8 +1608,7 @@ work_refresh(work *w)
                     r->resident += r->m[i][s0];
                     r->room -= r->m[i][s0];
                 }
-                free(r->m[i]);
-                continue;
+                continue; /* the vector is the pool's (work_init) */
             }
             if (wi != NULL && j < i)
                 memcpy(r->wit + 3 * j, wi, 3 * sizeof *wi);
@@ -2459,7 +2521,11 @@ work_bound(work *w)
     /* with live rows and no plan that fits yet, half the time left is the repair's and the
        Lagrangian's (gpt3-175b 4x4x4 under 324 GiB: TRW-S ran to the deadline, the repair
        had no time and the round found no plan, so pruned nothing) */
-    as_mrf_state_set_deadline(st, w->deadline > 0 && cr.off[nn] > 0 && w->best == NULL
+    /* in the first round also with a plan (a caller's incumbent, solve/fit.c's solve for the
+       gap): the Lagrangian finds the plans and raises the bound (gpt3-175b 4x4x4 under 324
+       GiB: TRW-S took the gap solve's whole round, the Lagrangian got nothing) */
+    as_mrf_state_set_deadline(st, w->deadline > 0 && cr.off[nn] > 0 &&
+                                          (w->best == NULL || w->round == 0)
                                       ? t0 + 0.5 * fmax(0, w->deadline - t0)
                                       : w->deadline);
     /* the first round's bound is the one a run under a tight limit reports: a few sweeps
@@ -2556,6 +2622,20 @@ work_bound(work *w)
             thr = fmin(exact, ub - w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
         if (w->best == NULL)
             w->best = as_xcalloc(n + 1, sizeof *w->best);
+        if (w->floor == NULL)
+            w->floor = as_xcalloc(n + 1, sizeof *w->floor);
+        for (i = 0; i < nn; i++) { /* every plan with s_x = p costs at least LB + gap_x(p) */
+            size_t v = cg.node[i];
+            double off = w->offset + as_problem_offset(w->p);
+            if (w->floor[v] == NULL) {
+                w->floor[v] = as_xmalloc((w->nodes[v].k + 1) * sizeof **w->floor);
+                for (s = 0; s < w->nodes[v].k; s++)
+                    w->floor[v][s] = -INFINITY;
+            }
+            for (s = 0; s < cg.g.k[i]; s++)
+                w->floor[v][cg.sub[i][s]] =
+                    fmax(w->floor[v][cg.sub[i][s]], res.lb + res.gap[i][s] + off);
+        }
         for (i = 0; i < nn; i++) {
             wnode *x = &w->nodes[cg.node[i]];
             w->best[cg.node[i]] = cg.sub[i][ubplan[i]];
@@ -2599,6 +2679,259 @@ work_bound(work *w)
     free(tmp);
     free(aplan);
     return removed;
+}
+
+/*
+ * Strategies no plan that fits can use: with p, some live row holds more than its room even
+ * when every other entry of it takes its least memory.  Exact (only plans over the budget
+ * go); a node's last strategy stays (then no plan fits at all, and the rows say so).
+ * Returns the strategies dropped.
+ */
+static size_t
+work_mem_prune(work *w)
+{
+    size_t t, i, s, gone = 0;
+    int pass;
+
+    /* pass 0: every row fits its least memory with a margin (else no plan fits, or only
+       within the solvers' tolerances: left to the rows as it is); pass 1: prune */
+    for (pass = 0; pass < 2; pass++)
+    for (t = 0; t < w->rows.n; t++) {
+        wrow *r = &w->rows.v[t];
+        double least = 0, room = r->room * (1 + 1e-12);
+        if (!r->alive)
+            continue;
+        for (i = 0; i < r->n; i++) {
+            const wnode *x = &w->nodes[r->node[i]];
+            double mn = INFINITY;
+            for (s = 0; s < x->k; s++)
+                if (x->ok[s] && r->m[i][s] < mn)
+                    mn = r->m[i][s];
+            least += isfinite(mn) ? mn : 0;
+        }
+        if (pass == 0 && !(least <= r->room * (1 - 1e-6)))
+            return 0;
+        for (i = 0; pass == 1 && i < r->n; i++) {
+            wnode *x = &w->nodes[r->node[i]];
+            double mn = INFINITY;
+            if (!x->alive || x->frozen || x->nok <= 1)
+                continue;
+            for (s = 0; s < x->k; s++)
+                if (x->ok[s] && r->m[i][s] < mn)
+                    mn = r->m[i][s];
+            for (s = 0; s < x->k && x->nok > 1; s++)
+                if (x->ok[s] && least - mn + r->m[i][s] > room &&
+                    (w->best == NULL || w->best[r->node[i]] != s)) {
+                    x->ok[s] = 0;
+                    x->nok--;
+                    x->dirty = 1;
+                    gone++;
+                }
+        }
+    }
+    return gone;
+}
+
+/* ---- the ILP size cap ---- */
+
+typedef struct hidx {
+    uint64_t h;
+    size_t i;
+} hidx;
+
+static int
+hidx_cmp(const void *a, const void *b)
+{
+    const hidx *x = a, *y = b;
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Is row (BY_ROW) or column A of E's matrix equal to B over the possible strategies? */
+static int
+line_eq(const work *w, const wedge *e, int by_row, size_t a, size_t b)
+{
+    size_t ku = kof(w, e->u), kv = kof(w, e->v), x;
+    const unsigned char *ok = by_row ? w->nodes[e->v].ok : w->nodes[e->u].ok;
+
+    for (x = 0; x < (by_row ? kv : ku); x++)
+        if (ok[x] && (by_row ? e->r[a * kv + x] != e->r[b * kv + x]
+                             : e->r[x * kv + a] != e->r[x * kv + b]))
+            return 0;
+    return 1;
+}
+
+/*
+ * Classes of equal rows (BY_ROW) or columns of live edge E over the possible strategies, into
+ * CLS (the leader's strategy space; NONE where not possible), as ilp.c aggregates its e
+ * columns (an upper bound on them: a restriction only merges more).
+ */
+static void
+line_classes(const work *w, const wedge *e, int by_row, size_t *cls, hidx *tmp)
+{
+    size_t ku = kof(w, e->u), kv = kof(w, e->v), n = by_row ? ku : kv, m = 0, a, x, g, c = 0;
+    const unsigned char *own = by_row ? w->nodes[e->u].ok : w->nodes[e->v].ok;
+    const unsigned char *ok = by_row ? w->nodes[e->v].ok : w->nodes[e->u].ok;
+
+    for (a = 0; a < n; a++) {
+        uint64_t h = 1469598103934665603ull;
+        cls[a] = NONE;
+        if (!own[a])
+            continue;
+        for (x = 0; x < (by_row ? kv : ku); x++) {
+            double d = by_row ? e->r[a * kv + x] : e->r[x * kv + a];
+            uint64_t bits;
+            if (!ok[x])
+                continue;
+            d = d == 0 ? 0 : d; /* -0 and 0 are one cost */
+            memcpy(&bits, &d, sizeof bits);
+            h = (h ^ bits) * 1099511628211ull;
+        }
+        tmp[m].h = h;
+        tmp[m++].i = a;
+    }
+    qsort(tmp, m, sizeof *tmp, hidx_cmp);
+    for (a = 0; a < m; a = g) { /* one hash: classes by comparing with each class's first */
+        for (g = a; g < m && tmp[g].h == tmp[a].h; g++) {
+            size_t r;
+            for (r = a; r < g; r++)
+                if (line_eq(w, e, by_row, tmp[r].i, tmp[g].i)) {
+                    cls[tmp[g].i] = cls[tmp[r].i];
+                    break;
+                }
+            if (r == g)
+                cls[tmp[g].i] = c++;
+        }
+    }
+}
+
+/* May strategy S of leader V be kept out under threshold TAU (keep: floor <= TAU)? */
+static int
+cap_drops(const work *w, size_t v, size_t s, double tau)
+{
+    const wnode *x = &w->nodes[v];
+
+    return x->alive && !x->frozen && x->ok[s] && x->nok > 1 && w->floor[v] != NULL &&
+           s != w->best[v] && w->floor[v][s] > tau;
+}
+
+/* The e columns of the ILP (an upper bound) when the strategies with floors above TAU go. */
+static double
+cap_estimate(const work *w, size_t *const *rc, size_t *const *cc, double tau, size_t *stamp,
+             size_t *mark)
+{
+    size_t j, s;
+    double cols = 0;
+
+    for (j = 0; j < w->edges.n; j++) {
+        const wedge *e = &w->edges.v[j];
+        size_t nr = 0, nc = 0;
+        if (!e->alive)
+            continue;
+        ++*mark;
+        for (s = 0; s < kof(w, e->u); s++)
+            if (rc[j][s] != NONE && !cap_drops(w, e->u, s, tau) && stamp[rc[j][s]] != *mark) {
+                stamp[rc[j][s]] = *mark;
+                nr++;
+            }
+        ++*mark;
+        for (s = 0; s < kof(w, e->v); s++)
+            if (cc[j][s] != NONE && !cap_drops(w, e->v, s, tau) && stamp[cc[j][s]] != *mark) {
+                stamp[cc[j][s]] = *mark;
+                nc++;
+            }
+        if (nr > 1 && nc > 1) /* one class on a side: node costs, no e columns */
+            cols += (double)nr * (double)nc;
+    }
+    return cols;
+}
+
+/*
+ * The ILP size cap (as_reduce_opts.ilp_cap): when the e columns of what is left would exceed
+ * CAP, keep only the strategies whose floor (a lower bound on every plan that fits with them,
+ * from the bound rounds) is at most a threshold, chosen as high as the cap allows, and the
+ * best plan's.  The result is a restriction, not a reduction: its optimum is a plan that fits,
+ * and every plan with a strategy left out costs at least the lowest floor left out, which
+ * becomes stats.cut (P's optimum >= min(optimum of the result, cut)).  Returns the strategies
+ * left out.
+ */
+static size_t
+work_restrict(work *w, size_t cap)
+{
+    size_t n = as_problem_nnodes(w->p), j, v, s, nf = 0, kmax = 1, mark = 0, lo, hi, out = 0;
+    size_t **rc, **cc, *stamp;
+    hidx *tmp;
+    double *fl, tau, low = INFINITY, t0 = as_now(), full, est;
+
+    if (cap == 0 || w->best == NULL || w->floor == NULL || w->top > 1)
+        return 0;
+    for (v = 0; v < n; v++)
+        if (w->nodes[v].alive && w->nodes[v].k > kmax)
+            kmax = w->nodes[v].k;
+    rc = as_xcalloc(w->edges.n + 1, sizeof *rc);
+    cc = as_xcalloc(w->edges.n + 1, sizeof *cc);
+    stamp = as_xcalloc(kmax + 1, sizeof *stamp);
+    tmp = as_xcalloc(kmax + 1, sizeof *tmp);
+    for (j = 0; j < w->edges.n; j++) {
+        const wedge *e = &w->edges.v[j];
+        if (!e->alive)
+            continue;
+        rc[j] = as_xmalloc((kof(w, e->u) + 1) * sizeof **rc);
+        cc[j] = as_xmalloc((kof(w, e->v) + 1) * sizeof **cc);
+        line_classes(w, e, 1, rc[j], tmp);
+        line_classes(w, e, 0, cc[j], tmp);
+    }
+    full = cap_estimate(w, rc, cc, INFINITY, stamp, &mark);
+    if (full > (double)cap) {
+        /* the thresholds: the floors of the strategies that may go, lowest first */
+        for (v = 0; v < n; v++)
+            for (s = 0; s < w->nodes[v].k; s++)
+                nf += cap_drops(w, v, s, -INFINITY);
+        fl = as_xcalloc(nf + 1, sizeof *fl);
+        for (v = nf = 0; v < n; v++)
+            for (s = 0; s < w->nodes[v].k; s++)
+                if (cap_drops(w, v, s, -INFINITY))
+                    fl[nf++] = w->floor[v][s];
+        qsort(fl, nf, sizeof *fl, cmp_double);
+        /* the largest threshold whose estimate fits: lo fits (lo = 0: keep none of them) */
+        lo = 0;
+        hi = nf;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo + 1) / 2;
+            if (cap_estimate(w, rc, cc, fl[mid - 1], stamp, &mark) <= (double)cap)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        tau = lo > 0 ? fl[lo - 1] : -INFINITY;
+        est = cap_estimate(w, rc, cc, tau, stamp, &mark);
+        for (v = 0; v < n; v++)
+            for (s = 0; s < w->nodes[v].k; s++)
+                if (cap_drops(w, v, s, tau)) {
+                    low = fmin(low, w->floor[v][s]);
+                    w->nodes[v].ok[s] = 0;
+                    w->nodes[v].nok--;
+                    w->nodes[v].dirty = 1;
+                    out++;
+                }
+        w->red->stats.cut = fmin(w->red->stats.cut, low);
+        w->red->stats.restricted += out;
+        if (w->dbg)
+            fprintf(stderr, "restrict: e columns %.0f > cap %zu: %zu strategies out, "
+                    "threshold %.12g, cut %.12g, estimate %.0f (%.3f s)\n", full, cap, out, tau,
+                    low, est, as_now() - t0);
+        free(fl);
+    }
+    for (j = 0; j < w->edges.n; j++) {
+        free(rc[j]);
+        free(cc[j]);
+    }
+    free(rc);
+    free(cc);
+    free(stamp);
+    free(tmp);
+    return out;
 }
 
 /* ---- output ---- */
@@ -2920,6 +3253,16 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         }
         as_progress_update(&w.pg, round, BOUND_ROUNDS, red->stats.ub, red->stats.lb);
         w.round = (size_t)round;
+        /* not for a whole reduction (export): the exported model stays the one external
+           solvers' solution files were written for */
+        if (round == 0 && as_problem_memory(p) > 0 && !o->whole) {
+            size_t gone = work_mem_prune(&w);
+            red->stats.pruned += gone;
+            if (w.dbg)
+                fprintf(stderr, "  memory: %zu strategies fit no row\n", gone);
+            if (gone > 0)
+                work_simplify(&w);
+        }
         removed = work_bound(&w);
         if (removed == 0 || (w.stop > 0 && as_now() > w.stop))
             break;
@@ -2944,6 +3287,10 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
                      "caller's plan is no dearer)");
         goto done;
     }
+    if (!o->whole && work_restrict(&w, o->ilp_cap) > 0) {
+        work_simplify(&w); /* nodes left with one strategy fold into their neighbours */
+        DBG("restrict");
+    }
     if (o->whole && red->stats.timed_out) { /* less reduced would be another problem */
         rc = as_errf(err, AS_ESOLVER, "time limit reached while reducing the problem (%s)",
                      red->stats.bound_rounds > 0 ? "bound rounds" : "eliminations");
@@ -2959,15 +3306,22 @@ done:
     }
     for (j = 0; j < w.edges.n; j++)
         free(w.edges.v[j].r);
+    for (j = 0; j < w.pool.n; j++) /* the rows' vectors */
+        free(w.pool.v[j]);
+    free(w.pool.v);
+    free(w.pool.k);
+    free(w.pool.h);
+    free(w.pool.tab);
     for (t = 0; t < w.rows.n; t++) {
-        for (j = 0; j < w.rows.v[t].n; j++)
-            free(w.rows.v[t].m[j]);
         free(w.rows.v[t].m);
         free(w.rows.v[t].node);
         free(w.rows.v[t].wit);
     }
     AS_VEC_FREE(&w.rows);
     free(w.best);
+    for (v = 0; w.floor != NULL && v < n; v++)
+        free(w.floor[v]);
+    free(w.floor);
     for (j = 0; j < 2 * w.nmsg; j++)
         free(w.msg[j]);
     free(w.msg);

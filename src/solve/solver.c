@@ -447,7 +447,7 @@ ilp_stats_of(const as_problem *p, as_ilp_stats *st, as_err *err)
 /* Recover the full plan of A, check it on the original P, and append it to RES. */
 static int
 solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
-           as_outcome outcome, as_solve_result *res, as_err *err)
+           as_outcome outcome, double gap, as_solve_result *res, as_err *err)
 {
     as_plan pl = {0};
     size_t n = as_problem_nnodes(p);
@@ -479,6 +479,11 @@ solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
             b = st->lb;
         pl.bound = fmin(b, pl.objective);
         pl.gap = as_rel_gap(pl.objective, pl.bound);
+        /* a restricted ILP's optimum is optimal only when the bound proves it (the solver's
+           gap or less; the strategies left out cost at least cut) */
+        if (st->restricted > 0 && outcome == AS_OUTCOME_OPTIMAL &&
+            !(pl.gap <= fmax(gap, 1e-9)))
+            outcome = AS_OUTCOME_FEASIBLE;
     }
     pl.time_s = a->time_s;
     pl.nodes = a->nodes;
@@ -491,7 +496,7 @@ solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
 /* Everything was eliminated: the offset is the optimum and recovery gives the plan. */
 static int
 solve_trivial(const as_problem *p, const as_problem *rp, const as_reduction *red,
-              as_solve_result *res, as_err *err)
+              double gap, as_solve_result *res, as_err *err)
 {
     as_assignment a;
     int rc;
@@ -500,7 +505,9 @@ solve_trivial(const as_problem *p, const as_problem *rp, const as_reduction *red
     a.objective = a.bound = as_problem_offset(rp);
     a.nodes = 0;
     res->outcome = AS_OUTCOME_OPTIMAL;
-    rc = solve_keep(p, red, &a, AS_OUTCOME_OPTIMAL, res, err);
+    rc = solve_keep(p, red, &a, AS_OUTCOME_OPTIMAL, gap, res, err);
+    if (rc == AS_OK)
+        res->outcome = res->plans[0].status; /* a restriction's, unproven: feasible */
     as_assignment_free(&a);
     return rc;
 }
@@ -771,7 +778,9 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         if (i == 0 && res->nplans == 0)
             res->outcome = outcome;
         if (rc == AS_OK && (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE)) {
-            rc = solve_keep(p, red, &a, outcome, res, err);
+            rc = solve_keep(p, red, &a, outcome, o->lim.gap, res, err);
+            if (rc == AS_OK && i == 0 && res->nplans == 1) /* a restriction's, unproven */
+                res->outcome = res->plans[0].status;
             cands_mark(&lc, nn, a.choice);
             if (rc == AS_OK && o->distinct != NULL && o->top > 1 &&
                 !o->distinct(o->distinct_ud, res->plans[res->nplans - 1].choice,
@@ -881,7 +890,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
                              .layouts = o->distinct != NULL && o->top > 1,
                              .incumbent = o->incumbent, /* its cost bounds the pruning */
                              .branch = o->branch_inc, /* the caller's own plan: */
-                             .own_plan = o->own_plan, .own_obj = o->own_obj};
+                             .own_plan = o->own_plan, .own_obj = o->own_obj,
+                             .ilp_cap = o->top <= 1 ? o->ilp_cap : 0};
         /* distinct layouts: the loop looks at most at top x (1 + AS_SOLVE_MAX_SKIPS) plans
            in order of cost, and the bound pruning keeps every strategy of those */
         if (ro.layouts)
@@ -919,7 +929,7 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
                 res->after.nnz, res->after.uncounted ? " (uncounted)" : "");
     }
     if (as_problem_nnodes(rp) == 0)
-        rc = solve_trivial(p, rp, red, res, err);
+        rc = solve_trivial(p, rp, red, o->lim.gap, res, err);
     else
         rc = solve_loop(p, rp, red, o, t0, res, err); /* the limit covers the reductions */
     if (rc == AS_OK && o->lim.time_limit_s > 0 && o->count_before) {

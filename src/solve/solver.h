@@ -189,9 +189,16 @@ typedef struct as_solve_opts {
     /** 1 (default): count the unreduced ILP's sizes (as_solve_result before, reported
         only; as_ilp_count reads every matrix entry); 0: leave them uncounted. */
     int count_before;
+    /** > 0, an exact backend, top 1: the ILP handed to it has at most about this many edge
+        columns; a larger reduced problem is restricted to the strategies the reductions'
+        bound rates best (as_reduce_opts.ilp_cap).  Its plans are then proven optimal only
+        when the bound of what was left out (stats.cut) proves them.  0 (default): none. */
+    size_t ilp_cap;
 } as_solve_opts;
 
 #define AS_SOLVE_MAX_SKIPS 16
+/** `solve --ilp-cap`'s default (edge columns): docs/ilp.md "The ILP size cap". */
+#define AS_SOLVE_ILP_CAP 750000
 
 void as_solve_opts_init(as_solve_opts *o);
 

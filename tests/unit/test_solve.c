@@ -370,6 +370,68 @@ test_repair_forbidden(void)
     as_problem_free(p);
 }
 
+/*
+ * The ILP size cap (as_solve_opts.ilp_cap, docs/ilp.md): with a cap of 1 edge column every
+ * budgeted instance whose bound rounds found a plan is restricted to the strategies the bound
+ * rates best.  Its plan fits, its bound is below the optimum, and it is optimal only when it is
+ * the optimum (brute force).  Counts in *NRES the restricted solves, in *NLOST those whose plan
+ * is dearer than the optimum (reported feasible).
+ */
+static void
+test_restrict(int i, const char *solver, size_t *nres, size_t *nlost)
+{
+    as_random_opts ro;
+    as_problem *p;
+    as_solve_opts o;
+    as_solve_result r;
+    as_err err = {0};
+    size_t n, cap;
+    double *objs, obj;
+
+    as_random_opts_init(&ro);
+    ro.seed = 1000 + (uint64_t)i;
+    ro.nodes = 7 + (size_t)(i % 3);
+    ro.edges = ro.nodes + 2 + (size_t)(i % 3);
+    ro.kmin = 3;
+    ro.kmax = 4;
+    ro.live_window = 3 + (size_t)(i % 2);
+    ro.memory_frac = 0.05 + 0.05 * (i % 4);
+    p = as_problem_random(&ro);
+    objs = enumerate(p, &n);
+    for (cap = 0; cap <= 1 && n > 0; cap++) {
+        as_solve_opts_init(&o);
+        o.solver = solver;
+        o.lim.gap = 0;
+        o.ilp_cap = cap;
+        if (as_solve_problem(p, &o, &r, &err) != AS_OK || r.nplans == 0) {
+            ok(0, "restrict %d %s cap %zu: a plan (%s)", i, solver, cap, err.msg);
+            continue;
+        }
+        ok(as_problem_check(p, r.plans[0].choice, &obj, NULL, &err) == AS_OK &&
+               fabs(obj - r.plans[0].objective) <= 1e-9 * fabs(obj),
+           "restrict %d %s cap %zu: the plan fits, its cost is its objective", i, solver, cap);
+        ok(r.plans[0].bound <= objs[0] + 1e-9 * fabs(objs[0]) &&
+               r.plans[0].objective >= objs[0] - 1e-9 * fabs(objs[0]),
+           "restrict %d %s cap %zu: bound %.12g <= optimum %.12g <= objective %.12g", i, solver,
+           cap, r.plans[0].bound, objs[0], r.plans[0].objective);
+        if (r.plans[0].status == AS_OUTCOME_OPTIMAL || r.outcome == AS_OUTCOME_OPTIMAL)
+            is_double(r.plans[0].objective, objs[0], 1e-6,
+                      "restrict %d %s cap %zu: optimal only when it is the optimum", i, solver,
+                      cap);
+        if (cap == 0)
+            is_int((long)r.red.restricted, 0, "restrict %d %s: no cap, nothing restricted", i,
+                   solver);
+        else if (r.red.restricted > 0) {
+            ++*nres;
+            if (r.plans[0].objective > objs[0] + 1e-9 * fabs(objs[0]))
+                ++*nlost;
+        }
+        as_solve_result_free(&r);
+    }
+    free(objs);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -392,6 +454,16 @@ main(void)
         test_fit_gap(i, 0);
         test_fit_gap(i, 1);
         test_fit_gap(i, 2);
+    }
+    for (i = 0; backends[i] != NULL; i++) {
+        size_t nres = 0, nlost = 0;
+        int j;
+        for (j = 0; j < 60; j++)
+            test_restrict(j, backends[i], &nres, &nlost);
+        diag("%s: %zu restricted solves, %zu of them above the optimum", backends[i], nres,
+             nlost);
+        ok(nres >= 8 && nlost >= 1, "%s: the cap restricts (%zu of 60 budgeted instances, %zu "
+           "above the optimum)", backends[i], nres, nlost);
     }
     test_validation();
     test_brute_cap();
