@@ -8,7 +8,8 @@
 #
 #   bench/heur_table.sh [SECONDS] [REFS...]
 #       BENCH_HEUR=path (default bench/bench_heur), JOBS=n (default 2),
-#       ILP_SECONDS=s (default 60), OUT=dir (default heur_table.d)
+#       ILP_SECONDS=s (default 60), OUT=dir (default heur_table.d),
+#       PRESETS="p1 p2..." (default all five)
 #
 # REFS: files of ILP results as bench_heur -w writes them ("preset mesh tied
 # nobudget_obj peak budget_obj", optionally followed by the ILP's two bounds);
@@ -28,7 +29,7 @@ LIM=${1:-120}
 JOBS=${JOBS:-2}
 ILPLIM=${ILP_SECONDS:-60}
 OUT=${OUT:-heur_table.d}
-PRESETS="t5-base bert-large gpt3-1.3b gpt3-13b gpt2-small" # dearest first
+PRESETS=${PRESETS:-t5-base bert-large gpt3-1.3b gpt3-13b gpt2-small} # dearest first
 MESHES="8 2x4 2x8"
 [ -x "$B" ] || { echo "heur_table.sh: build $B first (make bench/bench_heur)" >&2; exit 2; }
 mkdir -p "$OUT"
@@ -69,10 +70,12 @@ for p in $PRESETS; do echo "$p"; done |
 echo "== $(( $(date +%s) - start )) s wall for the heuristics"
 first=1
 for p in gpt2-small bert-large t5-base gpt3-1.3b gpt3-13b; do
+    case " $PRESETS " in *" $p "*) ;; *) continue ;; esac
+    [ -s "$OUT/$p.out" ] || continue
     if [ $first = 1 ]; then
         grep -A1 '^| problem' "$OUT/$p.out" | head -2
         first=0
     fi
     grep '^| [a-z]' "$OUT/$p.out" | grep -v '^| problem' || true
 done
-grep '^(CPU' "$OUT/gpt2-small.out" | head -1 || true
+for p in $PRESETS; do grep '^(CPU' "$OUT/$p.out" && break; done || true
