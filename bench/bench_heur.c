@@ -14,7 +14,7 @@
  * -u: layers untied (autoshard solve --no-tie); by default repeated layers
  * are tied as autoshard solve ties them.  -w appends the ILP's results (its
  * objective and peak without a budget, its objective with the budget) to
- * REFS; -r reads them from REFS instead of solving the ILP again (the ILP
+ * REFS, with its two bounds; -r reads them from REFS instead of solving the ILP again (the ILP
  * does not change when the heuristics do); -r may be given up to 8 times (the cheapest
  * plan of the files is the reference; a line may end with the ILP's bounds without and
  * with the budget, "nobudget_bound budget_bound").  -s runs only the heuristic runs
@@ -124,6 +124,7 @@ read_ref(const char *preset, const char *mesh, double *obj, double *peak, double
     return found;
 }
 static struct as_group_result *groups; /* tied classes, for settling the plans */
+static double ilp_bound; /* the last ILP solve's bound (NAN: none) */
 
 /* Solve P once; prints a line; returns the objective (INFINITY without a plan). */
 static double
@@ -156,6 +157,8 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
         obj = r.plans[0].objective;
         if (peak != NULL)
             *peak = r.plans[0].peak;
+        if (strcmp(solver, "glpk") == 0)
+            ilp_bound = r.plans[0].bound;
         printf("  obj %.9g s", obj);
         if (isfinite(ref))
             printf("  vs ILP %+7.3f%%", 100 * (obj - ref) / ref);
@@ -176,7 +179,7 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
 /* The ILP (unless REF is given: finite, or -r) and the heuristics on P; a table row. */
 static double
 bench_problem(const as_problem *p, double tlim, const char *name, const char *tag, double ref,
-              double bound, double *peak)
+              double bound, double *peak, double *bound_out)
 {
     size_t i;
     row *rw = nrows < sizeof table / sizeof table[0] ? &table[nrows++] : &table[nrows - 1];
@@ -187,7 +190,10 @@ bench_problem(const as_problem *p, double tlim, const char *name, const char *ta
     snprintf(rw->name, sizeof rw->name, "%s", name);
     rw->bound = NAN;
     if (nrefs_r == 0) {
+        ilp_bound = NAN;
         ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak, &cpu, &rw->ms_ep[0]);
+        rw->bound = ilp_bound;
+        *bound_out = ilp_bound;
     } else {
         printf("  ILP (glpk)  from %s%s: obj %.9g s", refs_rv[0], nrefs_r > 1 ? " etc." : "",
                ref);
@@ -301,7 +307,7 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
         return 1;
     }
     snprintf(name, sizeof name, "%s %s", preset, mesh);
-    ref = bench_problem(gp.p, tlim, name, "no budget", ref, lbd, &peak);
+    ref = bench_problem(gp.p, tlim, name, "no budget", ref, lbd, &peak, &lbd);
     as_problem_set_memory(gp.p, 1);
     lb = as_problem_peak_lower_bound(gp.p);
     if (peak > lb * (1 + 1e-6)) {
@@ -311,13 +317,13 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
                  (lb + 0.5 * (peak - lb)) / 1073741824.0, lb / 1073741824.0,
                  peak / 1073741824.0);
         snprintf(name, sizeof name, "%s %s budget", preset, mesh);
-        bref = bench_problem(gp.p, tlim, name, tag, bref, blbd, NULL);
+        bref = bench_problem(gp.p, tlim, name, tag, bref, blbd, NULL, &blbd);
     } else {
         printf(" no budget can bind\n");
     }
     if (refs_w != NULL) {
-        fprintf(refs_w, "%s %s %s %.17g %.17g %.17g\n", preset, mesh, untied ? "untied" : "tied",
-                ref, peak, bref);
+        fprintf(refs_w, "%s %s %s %.17g %.17g %.17g %.17g %.17g\n", preset, mesh,
+                untied ? "untied" : "tied", ref, peak, bref, lbd, blbd);
         fflush(refs_w);
     }
     as_graph_problem_free(&gp);
