@@ -165,7 +165,7 @@ test_beam_merge(void)
 }
 
 /* Narrow beams and mcts return valid plans no cheaper than the optimum; mcts (which starts
-   from beam K=1's plan) no dearer than beam K=1. */
+   from beam K=10's plan, no dearer than K=1's) no dearer than beam K=1. */
 static void
 test_valid(int i)
 {
