@@ -7,21 +7,22 @@
  * default gap) and to the reductions' lower bound.
  *
  *   bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] [-q] [-u]
- *              [-w REFS | -r REFS] [-s SOLVER] [-x SOLVER/KEY=VALUE]
+ *              [-w REFS | -r REFS...] [-s SOLVER] [-x SOLVER/KEY=VALUE]
  *
  * -t limits every solve (default 120 s); -p and -m run one preset or mesh;
  * -b sets the global batch (default 8); -q: beam K=1,10 and mcts 1,000 only;
  * -u: layers untied (autoshard solve --no-tie); by default repeated layers
- * are tied as autoshard solve ties them.  -w appends the ILP's results (its
- * objective and peak without a budget, its objective with the budget) to
- * REFS, with its two bounds; -r reads them from REFS instead of solving the ILP again (the ILP
- * does not change when the heuristics do); -r may be given up to 8 times (the cheapest
- * plan of the files is the reference; a line may end with the ILP's bounds without and
- * with the budget, "nobudget_bound budget_bound").  -s runs only the heuristic runs
- * whose label starts with SOLVER ("beam", "mcts", "beam K=100"; "beam K=1$": that label
- * only).  At the end a table: CPU seconds (user + system) and the gap to the ILP's plan.  -x adds a
- * parameter to every heuristic run (e.g. -x mcts/start=none, -x mcts/pairs=1; the
- * other solver ignores it).
+ * are tied as autoshard solve ties them.  -w appends the ILP's results to
+ * REFS, a line "preset mesh tied|untied nobudget_obj peak budget_obj
+ * nobudget_bound budget_bound"; -r reads them from REFS instead of solving the
+ * ILP again (the ILP does not change when the heuristics do).  -r may be given
+ * up to 8 times: the cheapest plan of the files is the reference, and the two
+ * bounds may be absent (older files).  -s runs only the heuristic runs whose
+ * label starts with SOLVER ("beam", "mcts", "beam K=100"; "beam K=1$": that
+ * label only).  At the end a table: CPU seconds (user + system) and the gap to
+ * the reference, the ILP's own gap to its bound, the best plan of the row.  -x
+ * adds a parameter to every heuristic run (e.g. -x mcts/start=none,
+ * -x mcts/pairs=1; the other solver ignores it).
  */
 #include "config.h"
 
