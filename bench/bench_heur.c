@@ -7,19 +7,22 @@
  * default gap) and to the reductions' lower bound.
  *
  *   bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] [-q] [-u]
- *              [-w REFS | -r REFS] [-s SOLVER] [-x SOLVER/KEY=VALUE]
+ *              [-w REFS | -r REFS...] [-s SOLVER] [-x SOLVER/KEY=VALUE]
  *
  * -t limits every solve (default 120 s); -p and -m run one preset or mesh;
  * -b sets the global batch (default 8); -q: beam K=1,10 and mcts 1,000 only;
  * -u: layers untied (autoshard solve --no-tie); by default repeated layers
- * are tied as autoshard solve ties them.  -w appends the ILP's results (its
- * objective and peak without a budget, its objective with the budget) to
- * REFS; -r reads them from REFS instead of solving the ILP again (the ILP
- * does not change when the heuristics do).  -s runs only the heuristic runs
- * whose label starts with SOLVER ("beam", "mcts", "beam K=100"; "beam K=1$": that label
- * only).  At the end a table: CPU seconds (user + system) and the gap to the ILP's plan.  -x adds a
- * parameter to every heuristic run (e.g. -x mcts/start=none, -x mcts/pairs=1; the
- * other solver ignores it).
+ * are tied as autoshard solve ties them.  -w appends the ILP's results to
+ * REFS, a line "preset mesh tied|untied nobudget_obj peak budget_obj
+ * nobudget_bound budget_bound"; -r reads them from REFS instead of solving the
+ * ILP again (the ILP does not change when the heuristics do).  -r may be given
+ * up to 8 times: the cheapest plan of the files is the reference, and the two
+ * bounds may be absent (older files).  -s runs only the heuristic runs whose
+ * label starts with SOLVER ("beam", "mcts", "beam K=100"; "beam K=1$": that
+ * label only).  At the end a table: CPU seconds (user + system) and the gap to
+ * the reference, the ILP's own gap to its bound, the best plan of the row.  -x
+ * adds a parameter to every heuristic run (e.g. -x mcts/start=none,
+ * -x mcts/pairs=1; the other solver ignores it).
  */
 #include "config.h"
 
@@ -48,14 +51,13 @@ static int quick;
 static int untied; /* -u: solve the layers apart (autoshard solve --no-tie) */
 static const char *only_s; /* -s: the runs whose label starts with this */
 static FILE *refs_w;        /* -w */
-static const char *refs_r;  /* -r */
 static const char *extra;   /* -x */
 
 /* The table printed at the end: one row per preset, mesh and budget. */
 #define NRUNS (sizeof runs / sizeof runs[0])
 typedef struct row {
     char name[96];
-    double ref, cpu[NRUNS], obj[NRUNS], ms_ep[NRUNS];
+    double ref, bound, cpu[NRUNS], obj[NRUNS], ms_ep[NRUNS]; /* bound: the ILP's, NAN unknown */
 } row;
 static row table[64];
 static size_t nrows;
@@ -72,29 +74,58 @@ cpu_now(void)
            1e-6 * (double)(ru.ru_stime.tv_usec + rc.ru_stime.tv_usec);
 }
 
-/* The ILP's results for PRESET on MESH from the -r file: 1 if found. */
+/* The ILP's results for PRESET on MESH from the -r files (each line "preset mesh tied|untied
+   nobudget_obj peak budget_obj", as -w writes it, optionally followed by the two bounds
+   "nobudget_bound budget_bound", NAN or absent when unknown): the cheapest objectives of the
+   lines whose peak is the first's (the peak sets the budget), the highest bounds.  1 if
+   found. */
+static const char *refs_rv[8]; /* -r, up to 8 files */
+static size_t nrefs_r;
+
 static int
-read_ref(const char *preset, const char *mesh, double *obj, double *peak, double *bobj)
+read_ref(const char *preset, const char *mesh, double *obj, double *peak, double *bobj,
+         double *lbd, double *blbd)
 {
-    FILE *f = fopen(refs_r, "r");
-    char pr[64], me[32], ti[16];
-    double a, b, c;
+    size_t fi;
     int found = 0;
 
-    if (f == NULL)
-        return 0;
-    while (fscanf(f, "%63s %31s %15s %lf %lf %lf", pr, me, ti, &a, &b, &c) == 6)
-        if (strcmp(pr, preset) == 0 && strcmp(me, mesh) == 0 &&
-            strcmp(ti, untied ? "untied" : "tied") == 0) {
-            *obj = a;
-            *peak = b;
-            *bobj = c;
-            found = 1;
+    *lbd = *blbd = NAN;
+    for (fi = 0; fi < nrefs_r; fi++) {
+        FILE *f = fopen(refs_rv[fi], "r");
+        char line[512], pr[64], me[32], ti[16];
+        double a, b, c, d, e;
+        if (f == NULL)
+            continue;
+        while (fgets(line, sizeof line, f) != NULL) {
+            int n = sscanf(line, "%63s %31s %15s %lf %lf %lf %lf %lf", pr, me, ti, &a, &b, &c,
+                           &d, &e);
+            if (n < 6 || strcmp(pr, preset) != 0 || strcmp(me, mesh) != 0 ||
+                strcmp(ti, untied ? "untied" : "tied") != 0)
+                continue;
+            if (!found) {
+                *obj = a;
+                *peak = b;
+                *bobj = c;
+                found = 1;
+            } else if (fabs(b - *peak) > 1e-9 * *peak) {
+                fprintf(stderr, "bench_heur: %s %s in %s: peak %.17g is not %.17g (another "
+                        "budget): line ignored\n", preset, mesh, refs_rv[fi], b, *peak);
+                continue;
+            } else {
+                *obj = fmin(*obj, a);
+                *bobj = fmin(*bobj, c);
+            }
+            if (n >= 7 && isfinite(d) && !(d <= *lbd))
+                *lbd = d;
+            if (n >= 8 && isfinite(e) && !(e <= *blbd))
+                *blbd = e;
         }
-    fclose(f);
+        fclose(f);
+    }
     return found;
 }
 static struct as_group_result *groups; /* tied classes, for settling the plans */
+static double ilp_bound; /* the last ILP solve's bound (NAN: none) */
 
 /* Solve P once; prints a line; returns the objective (INFINITY without a plan). */
 static double
@@ -127,6 +158,8 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
         obj = r.plans[0].objective;
         if (peak != NULL)
             *peak = r.plans[0].peak;
+        if (strcmp(solver, "glpk") == 0)
+            ilp_bound = r.plans[0].bound;
         printf("  obj %.9g s", obj);
         if (isfinite(ref))
             printf("  vs ILP %+7.3f%%", 100 * (obj - ref) / ref);
@@ -147,7 +180,7 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
 /* The ILP (unless REF is given: finite, or -r) and the heuristics on P; a table row. */
 static double
 bench_problem(const as_problem *p, double tlim, const char *name, const char *tag, double ref,
-              double *peak)
+              double bound, double *peak, double *bound_out)
 {
     size_t i;
     row *rw = nrows < sizeof table / sizeof table[0] ? &table[nrows++] : &table[nrows - 1];
@@ -156,10 +189,20 @@ bench_problem(const as_problem *p, double tlim, const char *name, const char *ta
     printf(" %s\n", tag);
     memset(rw, 0, sizeof *rw);
     snprintf(rw->name, sizeof rw->name, "%s", name);
-    if (refs_r == NULL)
+    rw->bound = NAN;
+    if (nrefs_r == 0) {
+        ilp_bound = NAN;
         ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak, &cpu, &rw->ms_ep[0]);
-    else
-        printf("  ILP (glpk)  from %s: obj %.9g s\n", refs_r, ref);
+        rw->bound = ilp_bound;
+        *bound_out = ilp_bound;
+    } else {
+        printf("  ILP (glpk)  from %s%s: obj %.9g s", refs_rv[0], nrefs_r > 1 ? " etc." : "",
+               ref);
+        if (isfinite(bound))
+            printf(", its bound %.9g s (gap %.3f%%)", bound, 100 * (ref - bound) / ref);
+        printf("\n");
+        rw->bound = bound;
+    }
     rw->ref = ref;
     for (i = 0; i < NRUNS; i++) {
         rw->cpu[i] = rw->obj[i] = NAN;
@@ -182,17 +225,22 @@ print_table(void)
 {
     size_t r, i;
 
-    printf("\n| problem | ILP obj (s) |");
+    printf("\n| problem | ref obj (s) | ref gap to bound |");
     for (i = 0; i < NRUNS; i++)
         printf(" %s |", runs[i].label);
-    printf("\n|---|---|");
-    for (i = 0; i < NRUNS; i++)
+    printf(" best known (s) | ref vs best |\n|---|---|---|");
+    for (i = 0; i < NRUNS + 2; i++)
         printf("---|");
     printf("\n");
     for (r = 0; r < nrows; r++) {
-        printf("| %s | %.6g |", table[r].name, table[r].ref);
+        double ref = table[r].ref, best = ref;
+        printf("| %s | %.6g |", table[r].name, ref);
+        if (isfinite(table[r].bound) && isfinite(ref))
+            printf(" %.2f%% |", 100 * (ref - table[r].bound) / ref);
+        else
+            printf(" ? |");
         for (i = 0; i < NRUNS; i++) {
-            double o = table[r].obj[i], ref = table[r].ref;
+            double o = table[r].obj[i];
             if (isnan(table[r].cpu[i]))
                 printf(" - |");
             else if (!isfinite(o))
@@ -201,11 +249,18 @@ print_table(void)
                 printf(" %.2f s, %+.2f%% |", table[r].cpu[i], 100 * (o - ref) / ref);
             else
                 printf(" %.2f s, %.6g |", table[r].cpu[i], o);
+            if (isfinite(o) && !(best <= o))
+                best = o;
         }
-        printf("\n");
+        if (isfinite(best) && isfinite(ref))
+            printf(" %.6g | %+.2f%% |\n", best, 100 * (ref - best) / best);
+        else
+            printf(" %.6g | - |\n", best);
     }
     printf("(CPU seconds user+system per solve, building the problem excluded; gap = "
-           "(objective - ILP's) / ILP's)\n");
+           "(objective - ref) / ref, ref = the cheapest ILP plan in the refs (or solved here); "
+           "ref gap to bound: the ILP's own, when the refs give it; best known: the cheapest "
+           "of the row)\n");
 }
 
 static int
@@ -218,7 +273,7 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
     as_graph_setup su = {.mesh = mesh};
     as_graph_problem gp;
     as_err err = {0};
-    double peak = -1, lb, ref = INFINITY, bref = INFINITY;
+    double peak = -1, lb, ref = INFINITY, bref = INFINITY, lbd = NAN, blbd = NAN;
     char name[96];
 
     if (pr == NULL) {
@@ -246,13 +301,14 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
            (int)as_graph_nops(gp.g), as_problem_nnodes(gp.p), as_problem_nedges(gp.p),
            gp.build_s);
     fflush(stdout);
-    if (refs_r != NULL && !read_ref(preset, mesh, &ref, &peak, &bref)) {
-        fprintf(stderr, "bench_heur: %s on %s: not in %s\n", preset, mesh, refs_r);
+    if (nrefs_r > 0 && !read_ref(preset, mesh, &ref, &peak, &bref, &lbd, &blbd)) {
+        fprintf(stderr, "bench_heur: %s on %s: not in %s%s\n", preset, mesh, refs_rv[0],
+                nrefs_r > 1 ? " etc." : "");
         as_graph_problem_free(&gp);
         return 1;
     }
     snprintf(name, sizeof name, "%s %s", preset, mesh);
-    ref = bench_problem(gp.p, tlim, name, "no budget", ref, &peak);
+    ref = bench_problem(gp.p, tlim, name, "no budget", ref, lbd, &peak, &lbd);
     as_problem_set_memory(gp.p, 1);
     lb = as_problem_peak_lower_bound(gp.p);
     if (peak > lb * (1 + 1e-6)) {
@@ -262,13 +318,13 @@ bench_preset(const char *preset, int64_t batch, const char *mesh, double tlim)
                  (lb + 0.5 * (peak - lb)) / 1073741824.0, lb / 1073741824.0,
                  peak / 1073741824.0);
         snprintf(name, sizeof name, "%s %s budget", preset, mesh);
-        bref = bench_problem(gp.p, tlim, name, tag, bref, NULL);
+        bref = bench_problem(gp.p, tlim, name, tag, bref, blbd, NULL, &blbd);
     } else {
         printf(" no budget can bind\n");
     }
     if (refs_w != NULL) {
-        fprintf(refs_w, "%s %s %s %.17g %.17g %.17g\n", preset, mesh, untied ? "untied" : "tied",
-                ref, peak, bref);
+        fprintf(refs_w, "%s %s %s %.17g %.17g %.17g %.17g %.17g\n", preset, mesh,
+                untied ? "untied" : "tied", ref, peak, bref, lbd, blbd);
         fflush(refs_w);
     }
     as_graph_problem_free(&gp);
@@ -302,12 +358,18 @@ main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'r': refs_r = optarg; break;
+        case 'r':
+            if (nrefs_r == sizeof refs_rv / sizeof refs_rv[0]) {
+                fprintf(stderr, "bench_heur: at most %zu -r files\n", nrefs_r);
+                return 2;
+            }
+            refs_rv[nrefs_r++] = optarg;
+            break;
         case 's': only_s = optarg; break;
         case 'x': extra = optarg; break;
         default:
             fprintf(stderr, "usage: bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] "
-                            "[-q] [-u] [-w REFS | -r REFS] [-s SOLVER] [-x SOLVER/KEY=VALUE]\n");
+                            "[-q] [-u] [-w REFS | -r REFS...] [-s SOLVER] [-x SOLVER/KEY=VALUE]\n");
             return 2;
         }
     }

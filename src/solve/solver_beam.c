@@ -20,7 +20,10 @@
  * cheaper is kept (dynamic programming; with an unbounded width the search
  * is exact).  That merge is off when the problem carries no-good cuts (k-best),
  * whose test needs the whole plan.  At the time limit the remaining units
- * are added with a width of 1.
+ * are added with a width of 1.  With the polish (the default), a width also
+ * runs every power of ten below it, each under a budget once more without it
+ * (plans repaired to fit): a width is never dearer than 1, 10, 100, ... at or
+ * below it.
  */
 #include "config.h"
 
@@ -731,14 +734,39 @@ keeper_take(as_keeper *to, const as_keeper *from)
    one it is for, gpt2-small 2x4, 3 % above) */
 #define RELAX_NEAR 1.10
 
+/* The plans block_polish has started from: polishing one again gives the same plan (its
+   moves depend on the plan alone), which is already among the results. */
+typedef struct polished {
+    size_t n, cnt, cap;
+    size_t *x; /**< cnt plans of n nodes */
+} polished;
+
+/* 1 if X was polished before; else records it and returns 0. */
+static int
+polished_seen(polished *ps, const size_t *x)
+{
+    size_t i;
+
+    for (i = 0; i < ps->cnt; i++)
+        if (memcmp(ps->x + i * ps->n, x, ps->n * sizeof *x) == 0)
+            return 1;
+    if (ps->cnt == ps->cap) {
+        ps->cap = ps->cap ? 2 * ps->cap : 8;
+        ps->x = as_xreallocarray(ps->x, ps->cap * (ps->n ? ps->n : 1), sizeof *ps->x);
+    }
+    memcpy(ps->x + ps->cnt++ * ps->n, x, ps->n * sizeof *x);
+    return 0;
+}
+
 /* One beam of WIDTH each way (RELAX: without the budget, its plans repaired to fit), each
-   direction's best plan polished; the best into KP.  PRE[2]: each direction's plan before
-   the block polish goes out there; with RELAX, a direction whose plan costs what came in
-   (the same plan as the beam with the budget found, already polished) or more than
-   RELAX_NEAR times KP's best is not polished again. */
+   direction's best plan polished unless PS says it was before; the best into KP.  PRE[2]:
+   each direction's plan before the block polish goes out there; with RELAX, a direction
+   whose plan costs what came in (the same plan as the beam with the budget found, already
+   polished) or more than RELAX_NEAR times KP's best is not polished again. */
 static void
 beam_run(as_solver_data *data, const as_problem *p, const as_limits *lim, size_t width,
-         int relax, double t0, as_keeper *kp, as_outcome *outcome, long *nodes, double *pre)
+         int relax, double t0, as_keeper *kp, as_outcome *outcome, long *nodes, double *pre,
+         polished *ps)
 {
     int dir;
     as_keeper kd[2]; /* the best plan of each direction; under the caller's fits check,
@@ -766,7 +794,7 @@ beam_run(as_solver_data *data, const as_problem *p, const as_limits *lim, size_t
         int again = !relax || (kd[dir].obj != pre[dir] && kd[dir].obj <= RELAX_NEAR * kp->obj);
         pre[dir] = kd[dir].obj;
         if (data->polish && isfinite(kd[dir].obj) && as_problem_nnodes(p) > 0 &&
-            (cheaper || mean_k(p) <= BOTH_MAX_K) && again)
+            (cheaper || mean_k(p) <= BOTH_MAX_K) && again && !polished_seen(ps, kd[dir].best))
             block_polish(p, lim, t0, &kd[dir]);
     }
     keeper_take(kp, &kd[0]);
@@ -775,31 +803,51 @@ beam_run(as_solver_data *data, const as_problem *p, const as_limits *lim, size_t
     as_keeper_free(&kd[1]);
 }
 
+/* Widths at most this many powers of ten below the width asked for are run too */
+#define LADDER_MAX 12
+
 static AS_DECL_SOLVER_SOLVE(beam_solve)
 {
     double t0 = as_now();
     long nodes = 0;
-    double pre[2] = {INFINITY, INFINITY}, pre1[2]; /* the width's and K=1's unpolished plans */
+    size_t ladder[LADDER_MAX + 1], nl = 0, w, l;
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
+    as_keeper kw; /* the best plan of one width */
+    polished ps = {as_problem_nnodes(p), 0, 0, NULL};
+    int budget = isfinite(as_problem_memory_cap(p));
 
     (void)err;
     *outcome = AS_OUTCOME_LIMIT;
     as_keeper_init(&kp, as_problem_nnodes(p));
-    beam_run(data, p, lim, data->width, 0, t0, &kp, outcome, &nodes, pre);
-    /* a wider beam polishes other plans than K=1's, and the polish, not the beam, finds
-       most of the cost (gpt3-1.3b 2x8: K=1 at the ILP's plan, K=10 +1.13 %): K=1's plan
-       as well, so that widening never returns a dearer plan without a budget (with one,
-       K=1 also runs the relaxed beam below at its width) */
-    if (data->width > 1 && data->polish &&
-        !(lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s))
-        beam_run(data, p, lim, 1, 0, t0, &kp, outcome, &nodes, pre1);
-    /* under a budget, a beam without it too, its plans repaired to fit (as_heur_repair)
-       before the polish: the budget's beam spends memory early and the polish, which
-       keeps every plan within the budget, cannot trade it back (gpt2-small 2x4, K=1:
-       +4.37 % of the ILP's plan, with this -1.17 %) */
-    if (isfinite(as_problem_memory_cap(p)) && data->polish &&
-        !(lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s))
-        beam_run(data, p, lim, data->width, 1, t0, &kp, outcome, &nodes, pre);
+    /* The width asked for, then (polished) every power of ten below it, K=1 first: a wider
+       beam keeps other partial plans than a narrower one, and the polish, not the beam,
+       finds most of the cost (gpt3-1.3b 2x8: K=1 at the ILP's plan, K=10 +1.13 %;
+       gpt2-small 2x4 under its budget: K=10 at the best known plan, K=100 +2.31 %).  So a
+       width is never dearer than any power of ten at or below it (1, 10, 100, ...): of
+       the widths 1, 10, 100 a wider one never returns a dearer plan.  Each width runs
+       once with the budget and once without it, its plans repaired to fit
+       (as_heur_repair) before the polish: the budget's beam spends memory early and the
+       polish, which keeps every plan within the budget, cannot trade it back (gpt2-small
+       2x4, K=1: +4.37 % of the ILP's plan, with this -1.17 %). */
+    ladder[nl++] = data->width;
+    if (data->polish)
+        for (w = 1; w < data->width && nl < LADDER_MAX; w *= 10)
+            ladder[nl++] = w;
+    for (l = 0; l < nl; l++) {
+        double pre[2] = {INFINITY, INFINITY}; /* this width's unpolished plans */
+        if (l > 0 && lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s)
+            break;
+        /* a width's runs see only its own plans (the relaxed run's polish is gated on
+           the width's best): what a width returns does not depend on the others */
+        as_keeper_init(&kw, as_problem_nnodes(p));
+        beam_run(data, p, lim, ladder[l], 0, t0, &kw, outcome, &nodes, pre, &ps);
+        if (budget && data->polish &&
+            !(lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s))
+            beam_run(data, p, lim, ladder[l], 1, t0, &kw, outcome, &nodes, pre, &ps);
+        keeper_take(&kp, &kw);
+        as_keeper_free(&kw);
+    }
+    free(ps.x);
     /* the best plan; when none passes the caller's check, the cheapest the rows let through
        (the caller sees why it does not fit) */
     out->objective = as_keeper_answer(&kp, out->choice);

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formulate/build.h"
+#include "graph/autodiff.h"
+#include "graph/presets.h"
 #include "solve/heur.h"
 #include "solve/solver.h"
 #include "tap.h"
@@ -51,6 +54,28 @@ run(const as_problem *p, const char *solver, unsigned reduce, const char *param,
     o.lim.seed = seed;
     o.params = params;
     o.nparams = param != NULL;
+    if (as_solve_problem(p, &o, res, &err) != AS_OK) {
+        diag("%s: %s", solver, err.msg);
+        memset(res, 0, sizeof *res);
+        return AS_OUTCOME_NOTRUN;
+    }
+    return res->outcome;
+}
+
+/* SOLVER with two parameters, no reductions. */
+static as_outcome
+run2(const as_problem *p, const char *solver, const char *p1, const char *p2,
+     as_solve_result *res)
+{
+    as_solve_opts o;
+    as_err err = {0};
+    const char *params[2] = {p1, p2};
+
+    as_solve_opts_init(&o);
+    o.solver = solver;
+    o.reduce = 0;
+    o.params = params;
+    o.nparams = 2;
     if (as_solve_problem(p, &o, res, &err) != AS_OK) {
         diag("%s: %s", solver, err.msg);
         memset(res, 0, sizeof *res);
@@ -103,7 +128,8 @@ test_beam_exact(int i, unsigned reduce)
    3-node liveness window (without and under a budget), a step keeps at most 4 frontier
    strategies times 4^3 byte sums: a beam of width 20000 holds a few hundred partial plans
    a pass (under 5000 in all, its nodes) and finds the ILP's optimum.  With keys that
-   differ for equal partial plans it held 18336 and 89277. */
+   differ for equal partial plans it held 18336 and 89277.  Unpolished (beam/polish=0):
+   the beam of that width alone, not the narrower and relaxed ones polishing adds. */
 static void
 test_beam_merge(void)
 {
@@ -122,7 +148,7 @@ test_beam_merge(void)
         o.memory_frac = w ? 0.3 : 0;
         p = as_problem_random(&o);
         run(p, "glpk", 0, NULL, 1, &rg);
-        if (run(p, "beam", 0, "beam/width=20000", 1, &rb) == AS_OUTCOME_FEASIBLE &&
+        if (run2(p, "beam", "beam/width=20000", "beam/polish=0", &rb) == AS_OUTCOME_FEASIBLE &&
             rg.nplans == 1 && rb.nplans == 1)
             ok(rb.plans[0].nodes < 5000 &&
                    fabs(rb.plans[0].objective - rg.plans[0].objective) <=
@@ -139,7 +165,7 @@ test_beam_merge(void)
 }
 
 /* Narrow beams and mcts return valid plans no cheaper than the optimum; mcts (which starts
-   from beam K=1's plan) no dearer than beam K=1. */
+   from beam K=10's plan, no dearer than K=1's) no dearer than beam K=1. */
 static void
 test_valid(int i)
 {
@@ -209,6 +235,130 @@ test_beam_order(int i)
        "instance %d: beam both ways %.9g = the cheaper of forward %.9g and backward %.9g", i,
        obj[2], obj[0], obj[1]);
     as_problem_free(p);
+}
+
+/* Beam of widths 1, 10, 100 on P (groups: tied classes or NULL); every plan must fit. */
+static void
+beam_widths(const as_problem *p, struct as_group_result *groups, double obj[3])
+{
+    static const char *const w[3] = {"beam/width=1", "beam/width=10", "beam/width=100"};
+    size_t c;
+
+    for (c = 0; c < 3; c++) {
+        as_solve_opts o;
+        as_solve_result r;
+        as_err err = {0};
+        const char *params[1] = {w[c]};
+        as_solve_opts_init(&o);
+        o.solver = "beam";
+        o.params = params;
+        o.nparams = 1;
+        o.groups = groups;
+        obj[c] = INFINITY;
+        if (as_solve_problem(p, &o, &r, &err) == AS_OK) {
+            if (r.nplans == 1 && fits(p, &r.plans[0]))
+                obj[c] = r.plans[0].objective;
+            as_solve_result_free(&r);
+        }
+    }
+}
+
+/*
+ * A wider beam never returns a dearer plan: of the widths 1, 10 and 100, each under a
+ * budget (width W also runs every power of ten below it, with and without the budget).
+ * On random budgeted graphs and on two small transformer training steps (2 layers, hidden
+ * 128, mesh 4) under budgets where a beam that ran only its own width (and K=1 with the
+ * budget) was not monotone: gpt2 at 10 % of the way from the least peak to K=1's
+ * no-budget plan's peak (K=1 0.001881544 s, K=10 0.00190167, K=100 0.00189144), bert at
+ * 30 % (K=1 0.00209171, K=10 and K=100 0.00209256).
+ */
+static void
+test_beam_monotone(void)
+{
+    static const struct {
+        const char *preset;
+        double frac;
+    } tf[] = {{"gpt2-small", 0.1}, {"bert-large", 0.3}};
+    int i, mono = 0, n = 0;
+    size_t c;
+    double obj[3];
+
+    for (i = 0; i < 12; i++) {
+        as_random_opts o;
+        as_problem *p;
+        as_random_opts_init(&o);
+        o.seed = (uint64_t)i + 1000;
+        o.nodes = 20 + (size_t)(i % 7) * 5;
+        o.edges = o.nodes + o.nodes / 4;
+        o.kmin = 3;
+        o.kmax = 8;
+        o.follow = 0.1;
+        o.live_window = 8 + (size_t)(i % 3);
+        o.memory_frac = 0.02 + 0.1 * (i % 4);
+        o.aliases = (size_t)(i % 3);
+        p = as_problem_random(&o);
+        beam_widths(p, NULL, obj);
+        n++;
+        /* (when no plan fits, all three find none) */
+        mono += (obj[1] <= obj[0] && obj[2] <= obj[1]) || (isinf(obj[0]) && isinf(obj[2]));
+        if (!(obj[1] <= obj[0] && obj[2] <= obj[1]))
+            diag("random %d: K=1 %.9g K=10 %.9g K=100 %.9g", i, obj[0], obj[1], obj[2]);
+        as_problem_free(p);
+    }
+    ok(mono == n, "beam on %d random budgeted graphs: K=100 <= K=10 <= K=1 on %d", n, mono);
+    for (c = 0; c < sizeof tf / sizeof tf[0]; c++) {
+        const as_preset *pr = as_preset_find(tf[c].preset);
+        as_preset_cfg cfg;
+        as_train_opts t;
+        as_graph *g = NULL;
+        as_graph_setup su = {.mesh = "4"};
+        as_graph_problem gp;
+        as_err err = {0};
+        as_solve_opts so;
+        as_solve_result r;
+        const char *params[1] = {"beam/width=1"};
+        double lb, peak = NAN;
+
+        if (pr == NULL) {
+            ok(0, "preset %s", tf[c].preset);
+            continue;
+        }
+        cfg = pr->cfg;
+        cfg.layers = 2;
+        cfg.hidden = 128;
+        cfg.heads = 2;
+        cfg.seq = 32;
+        cfg.ffn = 0;
+        cfg.vocab = 1000;
+        cfg.batch = 8;
+        as_train_opts_init(&t);
+        as_build_opts_init(&su.build);
+        su.build.memory = 0;
+        su.tie = 1;
+        if (as_preset_build(pr, &cfg, &g, &err) != AS_OK || as_autodiff(g, &t, &err) != AS_OK ||
+            as_graph_problem_init(&gp, g, &su, &err) != AS_OK) {
+            ok(0, "%s: %s", tf[c].preset, err.msg);
+            continue;
+        }
+        as_solve_opts_init(&so);
+        so.solver = "beam";
+        so.params = params;
+        so.nparams = 1;
+        so.groups = gp.groups;
+        if (as_solve_problem(gp.p, &so, &r, &err) == AS_OK) {
+            if (r.nplans == 1)
+                peak = r.plans[0].peak;
+            as_solve_result_free(&r);
+        }
+        as_problem_set_memory(gp.p, 1);
+        lb = as_problem_peak_lower_bound(gp.p);
+        as_problem_set_memory(gp.p, lb + tf[c].frac * (peak - lb));
+        beam_widths(gp.p, gp.groups, obj);
+        ok(isfinite(obj[2]) && obj[1] <= obj[0] && obj[2] <= obj[1],
+           "%s, 2 layers, mesh 4, budget %.0f %% of the way: beam K=1 %.9g >= K=10 %.9g >= "
+           "K=100 %.9g", tf[c].preset, 100 * tf[c].frac, obj[0], obj[1], obj[2]);
+        as_graph_problem_free(&gp);
+    }
 }
 
 /* One seed, one plan; the seeds explore differently. */
@@ -771,6 +921,7 @@ main(void)
         test_fits(i);
     }
     test_beam_merge();
+    test_beam_monotone();
     test_mcts_seed();
     test_megatron("mlp4l-alpa-m4.json");
     test_megatron("mlp4l-alpa-m8.json");
