@@ -41,8 +41,10 @@ struct as_solver_data {
                           (-1) 2 up to AUTO_UNITS units, else 1 */
     int order;       /**< "mcts/order": rollouts complete the units in topological order
                           (0, "fwd", default) or from the graph's end (1, "rev") */
-    int start;       /**< "mcts/start": the first incumbent, beam's plan ("beam",
-                          default) or none ("none": the first rollout's plan) */
+    int start;       /**< "mcts/start": the first incumbent, beam's plan ("beam", 1,
+                          default), beam's with beam/seed=bound ("bound", 2: the better of
+                          beam's and the framework's bound pruning's plan, polished; the
+                          output says so) or none ("none", 0: the first rollout's plan) */
     int pairs;       /**< "mcts/pairs" 0/1: polish every rollout with pair moves too (1), or
                           only the rollouts better than any before (0); default (-1) 0,
                           and under a budget also the rollouts within NEAR_PAIRS of the best
@@ -109,9 +111,10 @@ static AS_DECL_SOLVER_PARAM(mcts_param)
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/pairs' must be 0 or 1");
         data->pairs = value[0] == '1';
     } else if (strcmp(key, "start") == 0) {
-        if (strcmp(value, "beam") != 0 && strcmp(value, "none") != 0)
-            return as_errf(err, AS_EUSAGE, "parameter 'mcts/start' must be beam or none");
-        data->start = value[0] == 'b';
+        if (strcmp(value, "beam") != 0 && strcmp(value, "none") != 0 &&
+            strcmp(value, "bound") != 0)
+            return as_errf(err, AS_EUSAGE, "parameter 'mcts/start' must be beam, bound or none");
+        data->start = strcmp(value, "beam") == 0 ? 1 : strcmp(value, "bound") == 0 ? 2 : 0;
     } else if (strcmp(key, "start-width") == 0) {
         if (bad || x < 1 || x > 1000 || x != floor(x))
             return as_errf(err, AS_EUSAGE, "parameter 'mcts/start-width' must be an integer in 1..1000");
@@ -287,10 +290,11 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int pairs)
  * 0 if it found none.
  */
 static int
-beam_seed(const as_problem *p, const as_limits *lim, int width, size_t *choice, double *obj)
+beam_seed(const as_problem *p, const as_limits *lim, int width, int bound, size_t *choice,
+          double *obj)
 {
     char wp[32];
-    const char *params[1];
+    const char *params[2] = {NULL, "beam/seed=bound"};
     as_limits bl = *lim;
     as_assignment a;
     as_outcome oc = AS_OUTCOME_LIMIT;
@@ -303,7 +307,7 @@ beam_seed(const as_problem *p, const as_limits *lim, int width, size_t *choice, 
     bl.verbosity = 0;
     if (lim->time_limit_s > 0)
         bl.time_limit_s = 0.5 * lim->time_limit_s;
-    if (as_solve(&as_solver_beam, p, &bl, params, 1, &a, &oc, &e) == AS_OK &&
+    if (as_solve(&as_solver_beam, p, &bl, params, bound ? 2 : 1, &a, &oc, &e) == AS_OK &&
         (oc == AS_OUTCOME_OPTIMAL || oc == AS_OUTCOME_FEASIBLE) && isfinite(a.objective)) {
         memcpy(choice, a.choice, as_problem_nnodes(p) * sizeof *choice);
         *obj = a.objective;
@@ -369,7 +373,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     as_keeper_init(&kp, h.n);
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
-    if (data->start && beam_seed(p, lim, data->swidth, choice, &obj)) {
+    if (data->start && beam_seed(p, lim, data->swidth, data->start == 2, choice, &obj)) {
         /* beam's plan is the first incumbent (the answer unless the search finds a
            cheaper plan); the search itself is as without it: the reward's reference is the
            first rollout's objective, and a rollout is polished further (pair, chain, block

@@ -449,7 +449,8 @@ test_params(void)
                                       "mcts/order=both", "mcts/episodes=0",
                                       "mcts/episodes=-1", "mcts/c=-1", "mcts/eps=2",
                                       "mcts/nope=1", "mcts/pairs=2", "mcts/repair=2",
-                                      "mcts/start-width=0"};
+                                      "mcts/start-width=0", "beam/seed=yes",
+                                      "mcts/start=reductions"};
     as_problem *p = instance(2);
     size_t i;
 
@@ -906,6 +907,85 @@ test_axismap(void)
     as_problem_free(p);
 }
 
+/*
+ * beam/seed=bound (and mcts/start=bound): the bound pruning's plan (as_reduce_ex with
+ * AS_REDUCE_BOUND on the problem the heuristic gets, as the driver runs it for the bound) is
+ * one more plan: the answer is never dearer than it, on random budgeted graphs where the raw
+ * beam K=1 (beam/polish=0) is dearer than it on some.
+ */
+static void
+test_seed_bound(void)
+{
+    int i, dearer = 0, never = 1, seeded_ok = 1, mcts_ok = 1;
+
+    for (i = 0; i < 12; i++) {
+        as_random_opts o;
+        as_problem *p, *bp = NULL;
+        as_reduction *red = NULL;
+        as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .gap = AS_DEFAULT_GAP, .top = 1};
+        as_solve_result r;
+        as_err err = {0};
+        const size_t *st;
+        size_t *full;
+        double bobj = INFINITY;
+        as_random_opts_init(&o);
+        o.seed = (uint64_t)i + 2000;
+        o.nodes = 20 + (size_t)(i % 4) * 5;
+        o.edges = o.nodes + o.nodes / 3;
+        o.kmin = 3;
+        o.kmax = 6;
+        o.live_window = 8;
+        o.memory_frac = 0.05 + 0.1 * (i % 3);
+        p = as_problem_random(&o);
+        if (as_reduce_ex(p, &ro, &bp, &red, &err) == AS_OK &&
+            (st = as_reduction_start(red)) != NULL) {
+            full = as_xcalloc(as_problem_nnodes(p) + 1, sizeof *full);
+            as_reduction_recover(red, st, full);
+            if (as_problem_check(p, full, &bobj, NULL, NULL) != AS_OK)
+                bobj = INFINITY;
+            free(full);
+        }
+        as_reduction_free(red);
+        as_problem_free(bp);
+        if (!isfinite(bobj)) {
+            as_problem_free(p);
+            continue;
+        }
+        if (run2(p, "beam", "beam/width=1", "beam/polish=0", &r) == AS_OUTCOME_FEASIBLE &&
+            r.nplans == 1) {
+            dearer += r.plans[0].objective > bobj * (1 + 1e-9);
+            as_solve_result_free(&r);
+        }
+        {
+            const char *pp[3] = {"beam/width=1", "beam/polish=0", "beam/seed=bound"};
+            as_solve_opts so;
+            as_solve_opts_init(&so);
+            so.solver = "beam";
+            so.reduce = 0;
+            so.params = pp;
+            so.nparams = 3;
+            if (as_solve_problem(p, &so, &r, &err) == AS_OK && r.nplans == 1) {
+                seeded_ok &= fits(p, &r.plans[0]);
+                never &= r.plans[0].objective <= bobj * (1 + 1e-9);
+                as_solve_result_free(&r);
+            } else {
+                seeded_ok = 0;
+            }
+        }
+        if (run2(p, "mcts", "mcts/start=bound", "mcts/episodes=20", &r) != AS_OUTCOME_NOTRUN &&
+            r.nplans == 1) {
+            mcts_ok &= fits(p, &r.plans[0]) && r.plans[0].objective <= bobj * (1 + 1e-9);
+            as_solve_result_free(&r);
+        } else {
+            mcts_ok = 0;
+        }
+        as_problem_free(p);
+    }
+    ok(dearer > 0, "the raw beam K=1 is dearer than the bound pruning's plan on %d graphs", dearer);
+    ok(seeded_ok && never, "beam/seed=bound: never dearer than the bound pruning's plan");
+    ok(mcts_ok, "mcts/start=bound: never dearer than the bound pruning's plan");
+}
+
 int
 main(void)
 {
@@ -930,5 +1010,6 @@ main(void)
     test_keeper();
     test_relabel();
     test_axismap();
+    test_seed_bound();
     return done_testing();
 }
