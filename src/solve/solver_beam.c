@@ -845,16 +845,20 @@ seed_bound(const as_problem *p, const as_limits *lim, double t0, as_keeper *kp,
     full = as_xcalloc(as_problem_nnodes(p) + 1, sizeof *full);
     as_keeper_init(&ks, as_problem_nnodes(p));
     if (st != NULL) {
+        int got = 0;
         as_reduction_recover(red, st, full);
-        if (as_problem_check(p, full, &obj, NULL, NULL) == AS_OK &&
-            as_keeper_offer(&ks, lim, full, obj) != 0) {
+        if (as_problem_check(p, full, &obj, NULL, NULL) == AS_OK)
+            got = as_keeper_offer(&ks, lim, full, obj);
+        if (got > 0) {
             *outcome = AS_OUTCOME_FEASIBLE;
             block_polish(p, lim, t0, &ks);
             as_info("beam: seed=bound: started also from the bound pruning's plan, %.9g s "
                     "(%.9g s polished); not the beam's own", obj, ks.obj);
+        } else if (got < 0) {
+            as_info("beam: seed=bound: the bound pruning's plan fails the caller's check");
         }
     }
-    if (!isfinite(ks.obj))
+    if (!isfinite(ks.obj) && !isfinite(ks.over_obj))
         as_info("beam: seed=bound: the bound pruning's plan does not fit");
     keeper_take(kp, &ks);
     as_keeper_free(&ks);

@@ -87,6 +87,20 @@ expect_fail 2 "beam width must be an integer" "--set beam/width=0: exit 2"
 as solve --costgraph "$cg" --solver mcts --set mcts/bogus=1
 expect_fail 2 "unknown parameter 'mcts/bogus'" "unknown mcts parameter: exit 2"
 as solve --costgraph "$cg" --solver mcts --set mcts/start=ilp
-expect_fail 2 "parameter 'mcts/start' must be beam or none" "--set mcts/start=ilp: exit 2"
+expect_fail 2 "parameter 'mcts/start' must be beam, bound or none" "--set mcts/start=ilp: exit 2"
+as solve --costgraph "$cg" --solver beam --set beam/seed=ilp
+expect_fail 2 "parameter 'beam/seed' must be none or bound" "--set beam/seed=ilp: exit 2"
+
+# beam/seed=bound: the bound pruning's plan is one more plan, and the output says so
+as solve "$T/g.asg" --mesh 2x2 --solver beam --set beam/seed=bound
+st=0
+[ "$rc" -eq 0 ] || st=1
+grep -q "^beam: seed=bound: started also from the bound pruning's plan" "$T/err" || st=1
+ok $st "beam/seed=bound: a plan, and stderr says it started also from the bound pruning's plan"
+as solve "$T/g.asg" --mesh 2x2 --solver beam
+st=0
+[ "$rc" -eq 0 ] || st=1
+grep -q "seed=bound" "$T/err" && st=1
+ok $st "beam without the seed says nothing of it"
 
 done_testing
