@@ -435,8 +435,8 @@ as_heur_eval(const as_heur *h, const size_t *x, double *tot)
                 c = INFINITY;
         }
     }
-    if (!isfinite(c) || h->nbind == 0)
-        return c;
+    if (!isfinite(c) || h->nbind == 0 || isinf(h->cap))
+        return c; /* no budget (or a view without it, MCTS's repair gate): nothing to exceed */
     {
         /* TOT may be NULL: scratch of our own (a budget binds here) */
         double *mine = tot == NULL ? as_xmalloc(h->nbind * sizeof *mine) : NULL;

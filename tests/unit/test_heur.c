@@ -539,7 +539,7 @@ test_eval(int i)
     as_problem *p = instance(i);
     as_heur h;
     size_t *x, *choice, u, t, agree = 0, same = 0, nfeas = 0, better = 0, tries = 200;
-    size_t over = 0, repaired = 0, rfits = 0, rsame = 0;
+    size_t over = 0, repaired = 0, rfits = 0, rsame = 0, nofree = 0;
     double *tot;
     uint64_t r = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 
@@ -558,6 +558,15 @@ test_eval(int i)
         as_heur_expand(&h, x, choice);
         okc = as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK;
         agree += okc == (isfinite(v) != 0);
+        {
+            /* the view without the budget (MCTS's repair gate, which skips the memory):
+               the same cost for every plan that fits */
+            as_heur hf = h;
+            double vf;
+            hf.cap = INFINITY;
+            vf = as_heur_eval(&hf, x, tot);
+            nofree += isfinite(v) && vf != v;
+        }
         if (isfinite(as_problem_memory_cap(p)) &&
             as_problem_peak(p, choice) > as_problem_memory_cap(p)) {
             /* over the budget: a repair that says it fits, fits */
@@ -604,6 +613,8 @@ test_eval(int i)
     ok(agree == tries && same == nfeas && better == nfeas,
        "instance %d: as_heur_eval = as_problem_check on %zu random plans (%zu fit: same "
        "objective %zu, improved and still fitting %zu)", i, agree, nfeas, same, better);
+    ok(nofree == 0, "instance %d: as_heur_eval without the budget = with it on every plan that fits",
+       i);
     ok(rfits == repaired && (over == 0 || i == 14 || repaired > 0),
        "instance %d: as_heur_repair: %zu of %zu plans over the budget repaired, %zu fit", i,
        repaired, over, rfits);
