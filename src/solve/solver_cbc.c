@@ -98,18 +98,22 @@ static void
 cbc_load(Cbc_Model *m, const as_ilp_view *iv, double scale, cbc_scaling *sc)
 {
     CoinBigIndex *beg = as_xcalloc(iv->ncols + 1, sizeof *beg);
-    double *obj = as_xcalloc(iv->ncols + 1, sizeof *obj), *val = as_xcalloc(iv->nnz + 1, sizeof *val);
-    double *clb = as_xcalloc(iv->ncols + 1, sizeof *clb), *cub = as_xcalloc(iv->ncols + 1, sizeof *cub);
-    double *rlb = as_xcalloc(iv->nrows + 1, sizeof *rlb), *rub = as_xcalloc(iv->nrows + 1,
-                                                                            sizeof *rub);
-    double *rmax = as_xcalloc(iv->nrows + 1, sizeof *rmax), *rsc = as_xcalloc(iv->nrows + 1, sizeof *rsc);
+    double *obj = as_xcalloc(iv->ncols + 1, sizeof *obj);
+    double *val = as_xcalloc(iv->nnz + 1, sizeof *val);
+    double *clb = as_xcalloc(iv->ncols + 1, sizeof *clb);
+    double *cub = as_xcalloc(iv->ncols + 1, sizeof *cub);
+    double *rlb = as_xcalloc(iv->nrows + 1, sizeof *rlb);
+    double *rub = as_xcalloc(iv->nrows + 1, sizeof *rub);
+    double *rmax = as_xcalloc(iv->nrows + 1, sizeof *rmax);
+    double *rsc = as_xcalloc(iv->nrows + 1, sizeof *rsc);
     size_t i, j;
     int e;
 
     sc->col = as_xcalloc(iv->ncols + 1, sizeof *sc->col);
     for (j = 0; j < iv->ncols; j++) {
         double c = 1;
-        if (!iv->col_int[j] && iv->col_lb[j] >= 0 && iv->col_ub[j] > 0 && iv->col_ub[j] < CBC_TINY) {
+        if (!iv->col_int[j] && iv->col_lb[j] >= 0 && iv->col_ub[j] > 0 &&
+            iv->col_ub[j] < CBC_TINY) {
             frexp(iv->col_ub[j], &e);
             c = ldexp(1.0, e);
         }
@@ -380,7 +384,8 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
             cbc_run(iv, scale, data, &left, x0, 0, &res, x1);
         res.nodes += nodes;
         if (res.state == CBC_INFEASIBLE) {
-            rc = as_errf(err, AS_ESOLVER, "CBC reports the ILP infeasible, but the start plan fits it");
+            rc = as_errf(err, AS_ESOLVER,
+                         "CBC reports the ILP infeasible, but the start plan fits it");
             goto out;
         }
     }
