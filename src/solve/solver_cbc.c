@@ -278,10 +278,12 @@ cbc_forked(Cbc_Model *m, size_t ncols, double limit, cbc_result *r, double *x)
     }
     if (pid == 0) { /* child: solve, send, leave without running atexit handlers */
         close(fd[0]);
+        dup2(STDERR_FILENO, STDOUT_FILENO); /* CBC's log (-v 2) is detail: stderr, not the output */
         cbc_collect(m, ncols, r, x);
         write_all(fd[1], r, sizeof *r);
         if (r->state == CBC_SOLUTION)
             write_all(fd[1], x, ncols * sizeof *x);
+        fflush(NULL); /* _exit would drop CBC's buffered log */
         _exit(0);
     }
     close(fd[1]);
