@@ -371,6 +371,42 @@ test_repair_forbidden(void)
 }
 
 /*
+ * Entries of a few bytes under a budget of GBs (a scalar's 4 bytes against 1.35 GB, as in
+ * bert-large on 2x4 under bench_heur's budget): repeated at three points they become a
+ * shared column mv in [0, 3e-9] with a row of ~1e-9 coefficients, which CBC's preprocessing
+ * took for infeasible (solver_cbc.c rescales).  Every backend finds brute force's optimum.
+ */
+static void
+test_tiny_entries(void)
+{
+    as_problem *p = as_problem_new();
+    as_err err = {0};
+    double cs[4] = {0.3276811571, 0.3276806428, 0.5505034797, 0.3276805785}, ms[4] = {4, 4, 2, 2};
+    double cb[2] = {0, 1}, mb[2] = {2e9, 1e9};
+    size_t s, big, nodes[2], b, t;
+    as_solve_result ref, r;
+
+    is_int(as_problem_add_node(p, "s", 4, cs, NULL, ms, &s, &err), AS_OK, "node s");
+    is_int(as_problem_add_node(p, "big", 2, cb, NULL, mb, &big, &err), AS_OK, "node big");
+    nodes[0] = s;
+    nodes[1] = big;
+    for (t = 0; t < 3; t++)
+        is_int(as_problem_add_liveness(p, nodes, 2, 0, &err), AS_OK, "point %zu", t);
+    as_problem_set_memory(p, 1353758967);
+    is_int(run(p, "brute", 0, 1, &ref), AS_OUTCOME_OPTIMAL, "tiny entries: brute force optimal");
+    for (b = 0; backends[b] != NULL; b++) {
+        as_outcome got = run(p, backends[b], 0, 1, &r);
+        is_int(got, AS_OUTCOME_OPTIMAL, "tiny entries: %s optimal", backends[b]);
+        if (got == AS_OUTCOME_OPTIMAL)
+            is_double(r.plans[0].objective, ref.plans[0].objective, 1e-9,
+                      "tiny entries: %s = brute force", backends[b]);
+        as_solve_result_free(&r);
+    }
+    as_solve_result_free(&ref);
+    as_problem_free(p);
+}
+
+/*
  * The ILP size cap (as_solve_opts.ilp_cap, docs/ilp.md): with a cap of 1 edge column every
  * budgeted instance whose bound rounds found a plan is restricted to the strategies the bound
  * rates best.  Its plan fits, its bound is below the optimum, and it is optimal only when it is
@@ -468,5 +504,6 @@ main(void)
     test_validation();
     test_brute_cap();
     test_repair_forbidden();
+    test_tiny_entries();
     return done_testing();
 }
