@@ -444,10 +444,11 @@ ilp_stats_of(const as_problem *p, as_ilp_stats *st, as_err *err)
     return AS_OK;
 }
 
-/* Recover the full plan of A, check it on the original P, and append it to RES. */
+/* Recover the full plan of A, check it on the original P, and append it to RES; a plan
+   holding a forbidden strategy is not appended (*DROPPED = 1, RES's outcome says why). */
 static int
 solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
-           as_outcome outcome, double gap, as_solve_result *res, as_err *err)
+           as_outcome outcome, double gap, as_solve_result *res, int *dropped, as_err *err)
 {
     as_plan pl = {0};
     size_t n = as_problem_nnodes(p);
@@ -470,6 +471,22 @@ solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
     }
     pl.bound = a->bound;
     pl.gap = a->gap;
+    if (!(pl.objective < AS_ILP_FORBIDDEN_COST)) {
+        /* the plan holds a strategy an axis role forbids (the reductions and the start plans
+           carry them at their finite cost, the ILP does not): no plan.  When its bound is
+           that high too, every plan within the rows holds one: none fits (bert-exlarge 2x8,
+           --role data,tensor, 21.49 GiB: the reductions' plan, 1e13 s, was "optimal") */
+        double b = a->bound;
+        if (red != NULL && isfinite(res->red.lb) && res->red.lb > b)
+            b = res->red.lb;
+        free(pl.choice);
+        if (res->nplans == 0)
+            res->outcome = outcome == AS_OUTCOME_OPTIMAL && b >= AS_ILP_FORBIDDEN_COST
+                               ? AS_OUTCOME_INFEASIBLE
+                               : AS_OUTCOME_LIMIT;
+        *dropped = 1;
+        return AS_OK;
+    }
     if (red != NULL && res->nplans == 0) {
         /* a bound of the reduced problem holds for the original up to the gap pruning's cut;
            the Lagrangian bound holds for the original in any case */
@@ -499,14 +516,14 @@ solve_trivial(const as_problem *p, const as_problem *rp, const as_reduction *red
               double gap, as_solve_result *res, as_err *err)
 {
     as_assignment a;
-    int rc;
+    int rc, dropped = 0;
 
     as_assignment_init(&a, 0);
     a.objective = a.bound = as_problem_offset(rp);
     a.nodes = 0;
     res->outcome = AS_OUTCOME_OPTIMAL;
-    rc = solve_keep(p, red, &a, AS_OUTCOME_OPTIMAL, gap, res, err);
-    if (rc == AS_OK)
+    rc = solve_keep(p, red, &a, AS_OUTCOME_OPTIMAL, gap, res, &dropped, err);
+    if (rc == AS_OK && !dropped)
         res->outcome = res->plans[0].status; /* a restriction's, unproven: feasible */
     as_assignment_free(&a);
     return rc;
@@ -778,7 +795,12 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         if (i == 0 && res->nplans == 0)
             res->outcome = outcome;
         if (rc == AS_OK && (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE)) {
-            rc = solve_keep(p, red, &a, outcome, o->lim.gap, res, err);
+            int dropped = 0;
+            rc = solve_keep(p, red, &a, outcome, o->lim.gap, res, &dropped, err);
+            if (rc == AS_OK && dropped) { /* a forbidden strategy: no (further) plan */
+                as_assignment_free(&a);
+                break;
+            }
             if (rc == AS_OK && i == 0 && res->nplans == 1) /* a restriction's, unproven */
                 res->outcome = res->plans[0].status;
             cands_mark(&lc, nn, a.choice);

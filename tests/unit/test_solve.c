@@ -371,6 +371,55 @@ test_repair_forbidden(void)
 }
 
 /*
+ * Only a strategy an axis role forbids fits the budget: no plan fits (exit 3 / the sweep's
+ * "infeasible"), never a plan of 1e13 s holding the forbidden strategy (the reductions carry
+ * it at its finite cost: bert-exlarge 2x8, --role data,tensor, 21.49 GiB, came back with
+ * one as "optimal").  A heuristic may not prove it, but returns no such plan either.
+ */
+static void
+test_forbidden_only_fits(void)
+{
+    static const char *const heur[] = {"beam", "mcts", NULL};
+    as_problem *p = as_problem_new();
+    as_err err = {0};
+    double c[3] = {1, 2 * AS_ILP_FORBIDDEN_COST, 2}, m[3] = {100, 10, 90}, c2[2] = {0, 0.5};
+    double m2[2] = {5, 5}, e[6] = {0, 1, 1, 0, 0.5, 0.5};
+    const double *ms[2] = {m, m2};
+    size_t a, b, nodes[2], i;
+    unsigned red;
+    as_solve_result r;
+
+    is_int(as_problem_add_node(p, "a", 3, c, NULL, NULL, &a, &err), AS_OK, "node a");
+    is_int(as_problem_add_node(p, "b", 2, c2, NULL, NULL, &b, &err), AS_OK, "node b");
+    is_int(as_problem_add_edge(p, a, b, e, &err), AS_OK, "edge a-b");
+    nodes[0] = a;
+    nodes[1] = b;
+    is_int(as_problem_add_liveness_m(p, nodes, ms, 2, 0, &err), AS_OK, "one point");
+    as_problem_set_memory(p, 50);
+    for (i = 0; backends[i] != NULL; i++)
+        for (red = 0; red <= 1; red++) {
+            as_outcome got = run(p, backends[i], red ? AS_REDUCE_ALL : 0, 1, &r);
+            is_int(got, AS_OUTCOME_INFEASIBLE, "forbidden only fits: %s %s: no plan fits",
+                   backends[i], red ? "reduced" : "plain");
+            ok(r.nplans == 0, "forbidden only fits: %s %s: no plan returned (%zu)", backends[i],
+               red ? "reduced" : "plain", r.nplans);
+            as_solve_result_free(&r);
+        }
+    for (i = 0; heur[i] != NULL; i++) {
+        as_outcome got = run(p, heur[i], AS_REDUCE_ALL, 1, &r);
+        ok(got != AS_OUTCOME_OPTIMAL && got != AS_OUTCOME_FEASIBLE && r.nplans == 0,
+           "forbidden only fits: %s returns no plan (%s, %zu plans)", heur[i],
+           as_outcome_name(got), r.nplans);
+        as_solve_result_free(&r);
+    }
+    as_problem_set_memory(p, 96); /* a = 2 fits: the plan, not the forbidden one */
+    is_int(run(p, "glpk", AS_REDUCE_ALL, 1, &r), AS_OUTCOME_OPTIMAL, "a budget that fits");
+    ok(r.nplans == 1 && r.plans[0].choice[a] == 2, "the allowed plan that fits");
+    as_solve_result_free(&r);
+    as_problem_free(p);
+}
+
+/*
  * Entries of a few bytes under a budget of GBs (a scalar's 4 bytes against 1.35 GB, as in
  * bert-large on 2x4 under bench_heur's budget): repeated at three points they become a
  * shared column mv in [0, 3e-9] with a row of ~1e-9 coefficients, which CBC's preprocessing
@@ -504,6 +553,7 @@ main(void)
     test_validation();
     test_brute_cap();
     test_repair_forbidden();
+    test_forbidden_only_fits();
     test_tiny_entries();
     return done_testing();
 }
