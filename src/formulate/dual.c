@@ -57,10 +57,7 @@ struct as_mrf_state {
 };
 typedef struct as_mrf_state dual;
 
-typedef struct hidx {
-    uint64_t h;
-    size_t i;
-} hidx;
+typedef as_hidx hidx;
 
 static void edge_compress(dual *d, size_t j, hidx *h, size_t *rrep, size_t *crep);
 
@@ -169,8 +166,8 @@ dual_free(dual *d)
 
 /* ---- classes of identical rows and columns ---- */
 
-static int
-hidx_cmp(const void *a, const void *b)
+int
+as_hidx_cmp(const void *a, const void *b)
 {
     const hidx *x = a, *y = b;
 
@@ -236,7 +233,7 @@ line_classes(const double *r, size_t ku, size_t kv, int by_row, size_t *cls, siz
             for (b = 0; b < kv; b++)
                 h[b].h = hmix(h[b].h, r[a * kv + b]);
     }
-    qsort(h, n, sizeof *h, hidx_cmp);
+    qsort(h, n, sizeof *h, as_hidx_cmp);
     for (i = 0; i < n; i = j) {
         first = nc;
         for (j = i; j < n && h[j].h == h[i].h; j++) {

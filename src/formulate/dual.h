@@ -14,6 +14,7 @@
 #define AS_DUAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /** A pairwise problem; every array is borrowed. */
 typedef struct as_mrf {
@@ -76,5 +77,15 @@ extern int as_mrf_no_classes;
 
 /** Cost of PLAN (n entries). */
 double as_mrf_eval(const as_mrf *g, const size_t *plan);
+
+/** A line's hash and its index: sorted by as_hidx_cmp (hash, then index), equal lines
+    (rows or columns of a cost matrix) come together (dual.c, reduce.c's ILP size cap). */
+typedef struct as_hidx {
+    uint64_t h;
+    size_t i;
+} as_hidx;
+
+/** qsort comparator of as_hidx: by hash, then by index. */
+int as_hidx_cmp(const void *a, const void *b);
 
 #endif /* AS_DUAL_H */

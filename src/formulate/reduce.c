@@ -2734,19 +2734,7 @@ work_mem_prune(work *w)
 
 /* ---- the ILP size cap ---- */
 
-typedef struct hidx {
-    uint64_t h;
-    size_t i;
-} hidx;
-
-static int
-hidx_cmp(const void *a, const void *b)
-{
-    const hidx *x = a, *y = b;
-    if (x->h != y->h)
-        return x->h < y->h ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
-}
+typedef as_hidx hidx; /* dual.h */
 
 /* Is row (BY_ROW) or column A of E's matrix equal to B over the possible strategies? */
 static int
@@ -2791,7 +2779,7 @@ line_classes(const work *w, const wedge *e, int by_row, size_t *cls, hidx *tmp)
         tmp[m].h = h;
         tmp[m++].i = a;
     }
-    qsort(tmp, m, sizeof *tmp, hidx_cmp);
+    qsort(tmp, m, sizeof *tmp, as_hidx_cmp);
     for (a = 0; a < m; a = g) { /* one hash: classes by comparing with each class's first */
         for (g = a; g < m && tmp[g].h == tmp[a].h; g++) {
             size_t r;
