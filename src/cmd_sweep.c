@@ -434,9 +434,10 @@ sweep_exec(int argc, char **argv)
         if (sum.rank > 0) /* an MPI rank that only evaluated: rank 0 reports */
             continue;
         fprintf(stdout, "sweep: %zu configurations (%zu done before), %zu run now, %zu pruned by "
-                "the memory lower bound, %zu OOM, %zu failed, %zu at the time limit, %.3f s (%.3g "
-                "configurations/s)\n",
-                sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.failed, sum.limit,
+                "the memory lower bound, %zu OOM, %zu infeasible, %zu failed, %zu at the time limit, "
+                "%.3f s (%.3g configurations/s)\n",
+                sum.total, sum.skipped, sum.done, sum.pruned, sum.oom, sum.infeasible, sum.failed,
+                sum.limit,
                 sum.wall,
                 sum.wall > 0 ? (double)sum.done / sum.wall : 0.0);
     }

@@ -2500,8 +2500,8 @@ as_sweep_run(const as_graph *g, const as_sweep_opts *o, FILE *table, as_sweep_su
         sum->pruned += strcmp(R.recs[i].status, "pruned") == 0;
         sum->oom += strcmp(R.recs[i].status, "oom") == 0;
         sum->limit += strcmp(R.recs[i].status, "limit") == 0;
-        sum->failed += strcmp(R.recs[i].status, "error") == 0 ||
-                       strcmp(R.recs[i].status, "infeasible") == 0;
+        sum->infeasible += strcmp(R.recs[i].status, "infeasible") == 0;
+        sum->failed += strcmp(R.recs[i].status, "error") == 0;
     }
     sum->wall = as_now() - R.t0;
     if (o->csv != NULL && (rc = write_csv(o->csv, o, R.recs, R.nrec, err)) != AS_OK)

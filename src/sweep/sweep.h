@@ -107,6 +107,8 @@ int as_sweep_list(const as_graph *g, const as_sweep_opts *o, FILE *fp, as_err *e
 /** Summary of a run. */
 typedef struct as_sweep_summary {
     size_t total, skipped, done, pruned, failed, oom;
+    size_t infeasible;         /**< no plan fits the stages' memory (status infeasible);
+                                    not counted in failed: an answer, not an error */
     size_t limit;              /**< plans that fit, at the time limit (status limit) */
     double wall;               /**< seconds of this run */
     int rank;                  /**< > 0: an MPI rank that only evaluated (built --with-mpi,

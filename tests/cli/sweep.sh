@@ -117,7 +117,7 @@ key='p=2,k=4,mesh=2,recompute=none,solver=glpk'
 AUTOSHARD_SWEEP_CRASH=$key as sweep "$T/g.asg" $R -q --jobs 2 -o "$T/x.jsonl"
 ok $rc "--jobs 2 with a worker killed on $key: exit 0"
 check "the dead worker's configuration is failed with its error, the 2 others ok" \
-    sh -c "grep -q '3 run now, 0 pruned by the memory lower bound, 0 OOM, 1 failed' '$T/out' &&
+    sh -c "grep -q '3 run now, 0 pruned by the memory lower bound, 0 OOM, 0 infeasible, 1 failed' '$T/out' &&
         test \"\$(jq -r 'select(.config == \"$key\") | .status + \": \" + .error' '$T/x.jsonl')\" = 'error: the worker died: Killed' &&
         test \"\$(jq -r 'select(.status == \"ok\") | .config' '$T/x.jsonl' | wc -l)\" = 2"
 grep -v "$key" "$T/x.jsonl" >"$T/x2.jsonl"
@@ -271,5 +271,17 @@ expect_fail 2 'microbatches 3 does not divide the batch 16' "K not dividing the 
 as sweep "$T/g.asg" --devices 8 --pipeline 1,2 -q -o "$T/s.jsonl"
 expect_fail 2 'written by another sweep' "resume with another command line"
 check "the other sweep's JSONL is left alone" test "$(wc -l <"$T/s.jsonl" | tr -d ' ')" = 4
+
+# a configuration no plan fits (the ILP proves it; the lower bound did not prune it) is an
+# answer, counted as infeasible, not as failed
+as gen bert --layers 2 --batch 8 --seq 128 --train -o "$T/b.asg"
+as hw show a10-pcie
+sed -e 's/^memory .*/memory = 300MiB/' -e 's/^reserved_memory .*/reserved_memory = 0/' "$T/out" >"$T/m.hw"
+as sweep "$T/b.asg" --devices 4 --hw "$T/m.hw" --role data,tensor --time-limit 5 -q -o "$T/inf.jsonl"
+ok $rc "2-layer BERT on 4 devices of 300 MiB, --role data,tensor: exit 0"
+check "mesh 1x4 is infeasible, with its error; the summary counts it as infeasible, not failed" \
+    sh -c "test \"\$(jq -r 'select(.status == \"infeasible\") | .config + \": \" + .error' '$T/inf.jsonl')\" = \
+        'p=1,k=1,mesh=1x4,recompute=none,solver=glpk: stage 0: no plan fits the memory budget' &&
+        grep -q ' 0 OOM, 1 infeasible, 0 failed, ' '$T/out'"
 
 done_testing

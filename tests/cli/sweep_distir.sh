@@ -41,7 +41,7 @@ check "--batch 256,1024: 12 per batch, keys b=B,n=N,..." \
 # ---- the sweep ----
 as sweep $G --devices 1,2,4 --batch 256 -q -o "$T/s.jsonl" --top 3
 ok $rc "the grid at batch 256 on 1, 2, 4 devices"
-check "41 run, none failed" grep -q '^sweep: 41 configurations (0 done before), 41 run now, 0 pruned by the memory lower bound, 0 OOM, 0 failed' "$T/out"
+check "41 run, none failed" grep -q '^sweep: 41 configurations (0 done before), 41 run now, 0 pruned by the memory lower bound, 0 OOM, 0 infeasible, 0 failed' "$T/out"
 check "the JSONL names the cost model and the device list" \
     test "$(head -1 "$T/s.jsonl" | jq -c '[.sweep.cost_model, .sweep.devices_list]')" = '["distir",[1,2,4]]'
 check "every configuration ok, each line gives its device count" \
