@@ -22,7 +22,11 @@
  * label only).  At the end a table: CPU seconds (user + system) and the gap to
  * the reference, the ILP's own gap to its bound, the best plan of the row.  -x
  * adds a parameter to every heuristic run (e.g. -x mcts/start=none,
- * -x mcts/pairs=1; the other solver ignores it).
+ * -x mcts/pairs=1; the other solver ignores it; up to 8 -x).  By default the
+ * figures are what `autoshard solve` gives a user: beam and mcts start from the
+ * driver's bound-pruning plan too (docs/ilp.md, Heuristics), and each solve says
+ * on stderr whose plan won; -x beam/seed=none -x mcts/start=beam gives the
+ * searches' own figures.
  */
 #include "config.h"
 
@@ -51,7 +55,9 @@ static int quick;
 static int untied; /* -u: solve the layers apart (autoshard solve --no-tie) */
 static const char *only_s; /* -s: the runs whose label starts with this */
 static FILE *refs_w;        /* -w */
-static const char *extra;   /* -x */
+#define MAX_EXTRA 8
+static const char *extra[MAX_EXTRA]; /* -x */
+static size_t nextra;
 
 /* The table printed at the end: one row per preset, mesh and budget. */
 #define NRUNS (sizeof runs / sizeof runs[0])
@@ -135,7 +141,7 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
     as_solve_opts o;
     as_solve_result r;
     as_err err = {0};
-    const char *params[2] = {param, extra};
+    const char *params[1 + MAX_EXTRA] = {param};
     double obj = INFINITY;
 
     as_solve_opts_init(&o);
@@ -143,7 +149,8 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
     o.lim.time_limit_s = tlim;
     o.lim.gap = AS_DEFAULT_GAP;
     o.params = params;
-    o.nparams = param != NULL ? 1 + (extra != NULL) : 0;
+    memcpy(params + 1, extra, nextra * sizeof *extra);
+    o.nparams = param != NULL ? 1 + nextra : 0;
     o.groups = groups;
     *cpu = cpu_now();
     if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
@@ -366,7 +373,13 @@ main(int argc, char **argv)
             refs_rv[nrefs_r++] = optarg;
             break;
         case 's': only_s = optarg; break;
-        case 'x': extra = optarg; break;
+        case 'x':
+            if (nextra == MAX_EXTRA) {
+                fprintf(stderr, "bench_heur: at most %d -x\n", MAX_EXTRA);
+                return 2;
+            }
+            extra[nextra++] = optarg;
+            break;
         default:
             fprintf(stderr, "usage: bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] "
                             "[-q] [-u] [-w REFS | -r REFS...] [-s SOLVER] [-x SOLVER/KEY=VALUE]\n");
