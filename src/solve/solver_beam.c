@@ -830,9 +830,9 @@ beam_run(as_solver_data *data, const as_problem *p, const as_limits *lim, size_t
  */
 static double
 seed_start(const as_problem *p, const as_limits *lim, double t0, int polish, as_keeper *ks,
-           as_outcome *outcome)
+           as_outcome *outcome, double *secs)
 {
-    double obj;
+    double obj, ts = as_now();
     int got;
 
     if (lim->start == NULL || as_problem_check(p, lim->start, &obj, NULL, NULL) != AS_OK)
@@ -855,6 +855,7 @@ seed_start(const as_problem *p, const as_limits *lim, double t0, int polish, as_
         }
         as_keeper_free(&tmp);
     }
+    *secs = as_now() - ts;
     return obj;
 }
 
@@ -871,7 +872,8 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
     as_keeper ks; /* the start plan (beam/seed=bound), polished */
     polished ps = {as_problem_nnodes(p), 0, 0, NULL};
     int budget = isfinite(as_problem_memory_cap(p));
-    double sobj = INFINITY; /* the start plan's objective, unpolished */
+    double sobj = INFINITY, ssec = 0; /* the start plan's objective, unpolished; the
+                                           seconds its polish took */
 
     (void)err;
     *outcome = AS_OUTCOME_LIMIT;
@@ -888,7 +890,7 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
        2x4, K=1: +4.37 % of the ILP's plan, with this -1.17 %). */
     as_keeper_init(&ks, as_problem_nnodes(p));
     if (data->seed)
-        sobj = seed_start(p, lim, t0, data->polish, &ks, outcome);
+        sobj = seed_start(p, lim, t0, data->polish, &ks, outcome, &ssec);
     ladder[nl++] = data->width;
     if (data->polish)
         for (w = 1; w < data->width && nl < LADDER_MAX; w *= 10)
@@ -915,10 +917,10 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
         double st = isfinite(ks.obj) ? ks.obj : ks.over_obj;
         if (isfinite(ks.obj) ? ks.obj < kp.obj : !isfinite(kp.obj) && st < own)
             as_info("beam: the plan is the start's (the bound pruning's plan, %.9g s), "
-                    "polished: %.9g s; the beam's own: %.9g s", sobj, st, own);
+                    "polished: %.9g s (%.2f s); the beam's own: %.9g s", sobj, st, ssec, own);
         else
             as_info("beam: the plan is the beam's own, %.9g s; the start's (the bound "
-                    "pruning's plan, %.9g s), polished: %.9g s", own, sobj, st);
+                    "pruning's plan, %.9g s), polished: %.9g s (%.2f s)", own, sobj, st, ssec);
     }
     keeper_take(&kp, &ks);
     as_keeper_free(&ks);
