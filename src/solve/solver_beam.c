@@ -917,10 +917,12 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
         double st = isfinite(ks.obj) ? ks.obj : ks.over_obj;
         if (isfinite(ks.obj) ? ks.obj < kp.obj : !isfinite(kp.obj) && st < own)
             as_info("beam: the plan is the start's (the bound pruning's plan, %.9g s), "
-                    "polished: %.9g s (%.2f s); the beam's own: %.9g s", sobj, st, ssec, own);
+                    "polished: %.9g s (%.2f s); the beam's own: %.9g s (before tied layers "
+                    "are settled)", sobj, st, ssec, own);
         else
             as_info("beam: the plan is the beam's own, %.9g s; the start's (the bound "
-                    "pruning's plan, %.9g s), polished: %.9g s (%.2f s)", own, sobj, st, ssec);
+                    "pruning's plan, %.9g s), polished: %.9g s (%.2f s; before tied layers "
+                    "are settled)", own, sobj, st, ssec);
     }
     keeper_take(&kp, &ks);
     as_keeper_free(&ks);

@@ -562,12 +562,12 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     if (seeded && lim->verbosity > 0) {
         if (kp.obj == seedobj)
             as_info("mcts: the plan is its start, beam's (beam/width=%d%s): %.9g s; the "
-                    "search's own best: %.9g s", data->swidth,
+                    "search's own best: %.9g s (before tied layers are settled)", data->swidth,
                     data->start == 2 ? ", with the start above" : ", seed=none", seedobj,
                     ownobj);
         else
-            as_info("mcts: the plan is the search's own, %.9g s; its start, beam's: %.9g s",
-                    kp.obj, seedobj);
+            as_info("mcts: the plan is the search's own, %.9g s; its start, beam's: %.9g s "
+                    "(before tied layers are settled)", kp.obj, seedobj);
     }
     if (isfinite(out->objective)) {
         *outcome = AS_OUTCOME_FEASIBLE;
