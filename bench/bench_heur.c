@@ -64,6 +64,7 @@ static size_t nextra;
 typedef struct row {
     char name[96];
     double ref, bound, cpu[NRUNS], obj[NRUNS], ms_ep[NRUNS]; /* bound: the ILP's, NAN unknown */
+    int start[NRUNS]; /* the plan is the driver's start (the bound pruning's), polished */
 } row;
 static row table[64];
 static size_t nrows;
@@ -136,7 +137,7 @@ static double ilp_bound; /* the last ILP solve's bound (NAN: none) */
 /* Solve P once; prints a line; returns the objective (INFINITY without a plan). */
 static double
 one(const as_problem *p, const char *solver, const char *param, const char *label, double tlim,
-    double ref, double *peak, double *cpu, double *ms_ep)
+    double ref, double *peak, double *cpu, double *ms_ep, int *start)
 {
     as_solve_opts o;
     as_solve_result r;
@@ -172,6 +173,10 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
             printf("  vs ILP %+7.3f%%", 100 * (obj - ref) / ref);
         if (isfinite(r.plans[0].bound))
             printf("  gap to bound %7.3f%%", 100 * fmax(0, r.plans[0].gap));
+        if (start != NULL)
+            *start = r.plans[0].from_start;
+        if (r.plans[0].from_start)
+            printf("  (the start's plan)");
         if (strcmp(solver, "mcts") == 0 && r.plans[0].nodes > 0) {
             *ms_ep = 1e3 * r.plans[0].time_s / (double)r.plans[0].nodes;
             printf("  %ld episodes, %.3f ms/episode (wall), %.3f (cpu)", r.plans[0].nodes,
@@ -199,7 +204,8 @@ bench_problem(const as_problem *p, double tlim, const char *name, const char *ta
     rw->bound = NAN;
     if (nrefs_r == 0) {
         ilp_bound = NAN;
-        ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak, &cpu, &rw->ms_ep[0]);
+        ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak, &cpu, &rw->ms_ep[0],
+                  NULL);
         rw->bound = ilp_bound;
         *bound_out = ilp_bound;
     } else {
@@ -222,7 +228,7 @@ bench_problem(const as_problem *p, double tlim, const char *name, const char *ta
               runs[i].label[strlen(only_s) - 1] == '\0'))
             continue;
         rw->obj[i] = one(p, runs[i].solver, runs[i].param, runs[i].label, tlim, ref, NULL,
-                         &rw->cpu[i], &rw->ms_ep[i]);
+                         &rw->cpu[i], &rw->ms_ep[i], &rw->start[i]);
     }
     return ref;
 }
@@ -253,9 +259,11 @@ print_table(void)
             else if (!isfinite(o))
                 printf(" %.2f s, no plan |", table[r].cpu[i]);
             else if (isfinite(ref))
-                printf(" %.2f s, %+.2f%% |", table[r].cpu[i], 100 * (o - ref) / ref);
+                printf(" %.2f s, %+.2f%%%s |", table[r].cpu[i], 100 * (o - ref) / ref,
+                       table[r].start[i] ? " (start)" : "");
             else
-                printf(" %.2f s, %.6g |", table[r].cpu[i], o);
+                printf(" %.2f s, %.6g%s |", table[r].cpu[i], o,
+                       table[r].start[i] ? " (start)" : "");
             if (isfinite(o) && !(best <= o))
                 best = o;
         }
@@ -267,7 +275,9 @@ print_table(void)
     printf("(CPU seconds user+system per solve, building the problem excluded; gap = "
            "(objective - ref) / ref, ref = the cheapest ILP plan in the refs (or solved here); "
            "ref gap to bound: the ILP's own, when the refs give it; best known: the cheapest "
-           "of the row)\n");
+           "of the row; (start): the plan is the driver's start, the bound pruning's plan, "
+           "polished, not the search's own; -x beam/seed=none -x mcts/start=beam: the "
+           "searches' own)\n");
 }
 
 static int

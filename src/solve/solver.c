@@ -504,6 +504,7 @@ solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
     }
     pl.time_s = a->time_s;
     pl.nodes = a->nodes;
+    pl.from_start = a->from_start;
     pl.status = outcome;
     res->plans = as_xreallocarray(res->plans, res->nplans + 1, sizeof *res->plans);
     res->plans[res->nplans++] = pl;
@@ -791,6 +792,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
         if (rc == AS_OK && outcome == AS_OUTCOME_LIMIT && lim.start != NULL) {
             /* stopped before a plan of its own: the start plan fits every row */
             memcpy(a.choice, lim.start, as_problem_nnodes(rp) * sizeof *a.choice);
+            a.from_start = !(ops->flags & AS_SOLVER_EXACT);
             a.objective = as_problem_eval(rp, a.choice);
             a.bound = fmin(isfinite(a.bound) ? fmax(a.bound, lb) : lb, a.objective);
             a.gap = as_rel_gap(a.objective, a.bound);

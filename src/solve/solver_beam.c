@@ -912,14 +912,15 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
     free(ps.x);
     /* which plan won, said (unless -q; not when beam runs inside mcts or as the ILP's
        start, verbosity 0): the beam's own, or the start's polished (a tie is the beam's) */
-    if (isfinite(sobj) && lim->verbosity > 0) {
+    if (isfinite(sobj)) {
         double own = isfinite(kp.obj) ? kp.obj : kp.over_obj;
         double st = isfinite(ks.obj) ? ks.obj : ks.over_obj;
-        if (isfinite(ks.obj) ? ks.obj < kp.obj : !isfinite(kp.obj) && st < own)
+        out->from_start = isfinite(ks.obj) ? ks.obj < kp.obj : !isfinite(kp.obj) && st < own;
+        if (lim->verbosity > 0 && out->from_start)
             as_info("beam: the plan is the start's (the bound pruning's plan, %.9g s), "
                     "polished: %.9g s (%.2f s); the beam's own: %.9g s (before tied layers "
                     "are settled)", sobj, st, ssec, own);
-        else
+        else if (lim->verbosity > 0)
             as_info("beam: the plan is the beam's own, %.9g s; the start's (the bound "
                     "pruning's plan, %.9g s), polished: %.9g s (%.2f s; before tied layers "
                     "are settled)", own, sobj, st, ssec);

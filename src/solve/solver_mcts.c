@@ -294,7 +294,7 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int pairs)
  */
 static int
 beam_seed(const as_problem *p, const as_limits *lim, int width, int bound, size_t *choice,
-          double *obj)
+          double *obj, int *from_start)
 {
     char wp[32];
     const char *params[2] = {NULL, bound ? "beam/seed=bound" : "beam/seed=none"};
@@ -313,6 +313,7 @@ beam_seed(const as_problem *p, const as_limits *lim, int width, int bound, size_
         (oc == AS_OUTCOME_OPTIMAL || oc == AS_OUTCOME_FEASIBLE) && isfinite(a.objective)) {
         memcpy(choice, a.choice, as_problem_nnodes(p) * sizeof *choice);
         *obj = a.objective;
+        *from_start = a.from_start;
         ok = 1;
     }
     as_assignment_free(&a);
@@ -329,7 +330,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     double seedobj = INFINITY, ownobj = INFINITY; /* beam's start; the search's own best */
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
-    int pol, pairs, seeded = 0;
+    int pol, pairs, seeded = 0, seed_from_start = 0; /* beam's plan is the driver's start */
     /* the local search, carried from rollout to rollout: one per rollout order (forward on
        even episodes, from the end on odd ones) and per kind (cheapest first, or least
        memory first for a rollout over the budget), so that a rollout moves it only where
@@ -375,7 +376,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     as_keeper_init(&kp, h.n);
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
-    if (data->start && beam_seed(p, lim, data->swidth, data->start == 2, choice, &obj)) {
+    if (data->start &&
+        beam_seed(p, lim, data->swidth, data->start == 2, choice, &obj, &seed_from_start)) {
         /* beam's plan is the first incumbent (the answer unless the search finds a
            cheaper plan); the search itself is as without it: the reward's reference is the
            first rollout's objective, and a rollout is polished further (pair, chain, block
@@ -559,6 +561,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     /* the best plan; when none passes the caller's check, the cheapest the rows let through
        (the caller sees why it does not fit) */
     out->objective = as_keeper_answer(&kp, out->choice);
+    out->from_start = seeded && kp.obj == seedobj && seed_from_start;
     if (seeded && lim->verbosity > 0) {
         if (kp.obj == seedobj)
             as_info("mcts: the plan is its start, beam's (beam/width=%d%s): %.9g s; the "

@@ -957,6 +957,8 @@ static void
 test_seed_bound(void)
 {
     int i, dearer = 0, mdearer = 0, never = 1, seeded_ok = 1, mcts_ok = 1, n = 0;
+    int said = 1, said_own = 1;
+    double own;
 
     for (i = 0; i < 12; i++) {
         as_random_opts o;
@@ -1003,13 +1005,20 @@ test_seed_bound(void)
             continue;
         }
         n++;
+        own = INFINITY;
         if (run_red(p, "beam", "beam/width=1", "beam/polish=0", "beam/seed=none", NULL, &r)) {
-            dearer += r.plans[0].objective > bobj * (1 + 1e-9);
+            own = r.plans[0].objective;
+            dearer += own > bobj * (1 + 1e-9);
+            said_own &= !r.plans[0].from_start;
             as_solve_result_free(&r);
         }
         if (run_red(p, "beam", "beam/width=1", "beam/polish=0", NULL, NULL, &r)) {
             seeded_ok &= fits(p, &r.plans[0]);
             never &= r.plans[0].objective <= bobj * (1 + 1e-9);
+            /* the plan says whether it is the start's: it is exactly when the start (not
+               polished: polish=0) is cheaper than the beam's own */
+            said &= r.plans[0].from_start == (bobj < own * (1 - 1e-9)) ||
+                    fabs(bobj - own) <= 1e-9 * fabs(own);
             as_solve_result_free(&r);
         } else {
             seeded_ok = 0;
@@ -1033,6 +1042,9 @@ test_seed_bound(void)
        "pruning's plan on %d graphs", dearer);
     ok(seeded_ok && never, "beam (seed=bound, the default): never dearer than the bound "
        "pruning's plan");
+    ok(said, "beam: the plan says it is the start's exactly when the start beats the "
+       "beam's own");
+    ok(said_own, "beam/seed=none: no plan says it is the start's");
     ok(mdearer > 0, "mcts's search on its own (start=none, 1 episode, polish=0) is dearer than the bound "
        "pruning's plan on %d graphs", mdearer);
     ok(mcts_ok, "mcts (start=bound, the default): never dearer than the bound pruning's plan");
