@@ -13,8 +13,9 @@
 #       EXTRA="-x solver/key=value ..." (bench_heur's -x for every heuristic run)
 #
 # By default the figures are what `autoshard solve` gives: beam and mcts also
-# start from the driver's bound-pruning plan (OUT/PRESET.out has each solve's
-# stderr line saying whose plan won); EXTRA="-x beam/seed=none -x mcts/start=beam"
+# start from the driver's bound-pruning plan (a cell marked "(start)": that plan,
+# polished, won; OUT/PRESET.out has each solve's stderr line saying whose plan
+# won, with both figures); EXTRA="-x beam/seed=none -x mcts/start=beam"
 # gives the searches' own figures (docs/ilp.md, Heuristics).
 #
 # REFS: files of ILP results as bench_heur -w writes them ("preset mesh tied
