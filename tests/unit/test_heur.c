@@ -1045,8 +1045,8 @@ test_seed_bound(void)
     ok(said, "beam: the plan says it is the start's exactly when the start beats the "
        "beam's own");
     ok(said_own, "beam/seed=none: no plan says it is the start's");
-    ok(mdearer > 0, "mcts's search on its own (start=none, 1 episode, polish=0) is dearer than the bound "
-       "pruning's plan on %d graphs", mdearer);
+    ok(mdearer > 0, "mcts's search on its own (start=none, 1 episode, polish=0) is dearer "
+       "than the bound pruning's plan on %d graphs", mdearer);
     ok(mcts_ok, "mcts (start=bound, the default): never dearer than the bound pruning's plan");
 }
 
