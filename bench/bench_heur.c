@@ -22,7 +22,11 @@
  * label only).  At the end a table: CPU seconds (user + system) and the gap to
  * the reference, the ILP's own gap to its bound, the best plan of the row.  -x
  * adds a parameter to every heuristic run (e.g. -x mcts/start=none,
- * -x mcts/pairs=1; the other solver ignores it).
+ * -x mcts/pairs=1; the other solver ignores it; up to 8 -x).  By default the
+ * figures are what `autoshard solve` gives a user: beam and mcts start from the
+ * driver's bound-pruning plan too (docs/ilp.md, Heuristics), and each solve says
+ * on stderr whose plan won; -x beam/seed=none -x mcts/start=beam gives the
+ * searches' own figures.
  */
 #include "config.h"
 
@@ -51,13 +55,16 @@ static int quick;
 static int untied; /* -u: solve the layers apart (autoshard solve --no-tie) */
 static const char *only_s; /* -s: the runs whose label starts with this */
 static FILE *refs_w;        /* -w */
-static const char *extra;   /* -x */
+#define MAX_EXTRA 8
+static const char *extra[MAX_EXTRA]; /* -x */
+static size_t nextra;
 
 /* The table printed at the end: one row per preset, mesh and budget. */
 #define NRUNS (sizeof runs / sizeof runs[0])
 typedef struct row {
     char name[96];
     double ref, bound, cpu[NRUNS], obj[NRUNS], ms_ep[NRUNS]; /* bound: the ILP's, NAN unknown */
+    int start[NRUNS]; /* the plan is the driver's start (the bound pruning's), polished */
 } row;
 static row table[64];
 static size_t nrows;
@@ -130,12 +137,12 @@ static double ilp_bound; /* the last ILP solve's bound (NAN: none) */
 /* Solve P once; prints a line; returns the objective (INFINITY without a plan). */
 static double
 one(const as_problem *p, const char *solver, const char *param, const char *label, double tlim,
-    double ref, double *peak, double *cpu, double *ms_ep)
+    double ref, double *peak, double *cpu, double *ms_ep, int *start)
 {
     as_solve_opts o;
     as_solve_result r;
     as_err err = {0};
-    const char *params[2] = {param, extra};
+    const char *params[1 + MAX_EXTRA] = {param};
     double obj = INFINITY;
 
     as_solve_opts_init(&o);
@@ -143,7 +150,8 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
     o.lim.time_limit_s = tlim;
     o.lim.gap = AS_DEFAULT_GAP;
     o.params = params;
-    o.nparams = param != NULL ? 1 + (extra != NULL) : 0;
+    memcpy(params + 1, extra, nextra * sizeof *extra);
+    o.nparams = param != NULL ? 1 + nextra : 0;
     o.groups = groups;
     *cpu = cpu_now();
     if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
@@ -165,6 +173,10 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
             printf("  vs ILP %+7.3f%%", 100 * (obj - ref) / ref);
         if (isfinite(r.plans[0].bound))
             printf("  gap to bound %7.3f%%", 100 * fmax(0, r.plans[0].gap));
+        if (start != NULL)
+            *start = r.plans[0].from_start;
+        if (r.plans[0].from_start)
+            printf("  (the start's plan)");
         if (strcmp(solver, "mcts") == 0 && r.plans[0].nodes > 0) {
             *ms_ep = 1e3 * r.plans[0].time_s / (double)r.plans[0].nodes;
             printf("  %ld episodes, %.3f ms/episode (wall), %.3f (cpu)", r.plans[0].nodes,
@@ -192,7 +204,8 @@ bench_problem(const as_problem *p, double tlim, const char *name, const char *ta
     rw->bound = NAN;
     if (nrefs_r == 0) {
         ilp_bound = NAN;
-        ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak, &cpu, &rw->ms_ep[0]);
+        ref = one(p, "glpk", NULL, "ILP (glpk)", tlim, INFINITY, peak, &cpu, &rw->ms_ep[0],
+                  NULL);
         rw->bound = ilp_bound;
         *bound_out = ilp_bound;
     } else {
@@ -215,7 +228,7 @@ bench_problem(const as_problem *p, double tlim, const char *name, const char *ta
               runs[i].label[strlen(only_s) - 1] == '\0'))
             continue;
         rw->obj[i] = one(p, runs[i].solver, runs[i].param, runs[i].label, tlim, ref, NULL,
-                         &rw->cpu[i], &rw->ms_ep[i]);
+                         &rw->cpu[i], &rw->ms_ep[i], &rw->start[i]);
     }
     return ref;
 }
@@ -246,9 +259,11 @@ print_table(void)
             else if (!isfinite(o))
                 printf(" %.2f s, no plan |", table[r].cpu[i]);
             else if (isfinite(ref))
-                printf(" %.2f s, %+.2f%% |", table[r].cpu[i], 100 * (o - ref) / ref);
+                printf(" %.2f s, %+.2f%%%s |", table[r].cpu[i], 100 * (o - ref) / ref,
+                       table[r].start[i] ? " (start)" : "");
             else
-                printf(" %.2f s, %.6g |", table[r].cpu[i], o);
+                printf(" %.2f s, %.6g%s |", table[r].cpu[i], o,
+                       table[r].start[i] ? " (start)" : "");
             if (isfinite(o) && !(best <= o))
                 best = o;
         }
@@ -260,7 +275,9 @@ print_table(void)
     printf("(CPU seconds user+system per solve, building the problem excluded; gap = "
            "(objective - ref) / ref, ref = the cheapest ILP plan in the refs (or solved here); "
            "ref gap to bound: the ILP's own, when the refs give it; best known: the cheapest "
-           "of the row)\n");
+           "of the row; (start): the plan is the driver's start, the bound pruning's plan, "
+           "polished, not the search's own; -x beam/seed=none -x mcts/start=beam: the "
+           "searches' own)\n");
 }
 
 static int
@@ -366,7 +383,13 @@ main(int argc, char **argv)
             refs_rv[nrefs_r++] = optarg;
             break;
         case 's': only_s = optarg; break;
-        case 'x': extra = optarg; break;
+        case 'x':
+            if (nextra == MAX_EXTRA) {
+                fprintf(stderr, "bench_heur: at most %d -x\n", MAX_EXTRA);
+                return 2;
+            }
+            extra[nextra++] = optarg;
+            break;
         default:
             fprintf(stderr, "usage: bench_heur [-t SECONDS] [-p PRESET] [-m MESH] [-b BATCH] "
                             "[-q] [-u] [-w REFS | -r REFS...] [-s SOLVER] [-x SOLVER/KEY=VALUE]\n");

@@ -9,7 +9,14 @@
 #   bench/heur_table.sh [SECONDS] [REFS...]
 #       BENCH_HEUR=path (default bench/bench_heur), JOBS=n (default 2),
 #       ILP_SECONDS=s (default 60), OUT=dir (default heur_table.d),
-#       PRESETS="p1 p2..." (default all five)
+#       PRESETS="p1 p2..." (default all five),
+#       EXTRA="-x solver/key=value ..." (bench_heur's -x for every heuristic run)
+#
+# By default the figures are what `autoshard solve` gives: beam and mcts also
+# start from the driver's bound-pruning plan (a cell marked "(start)": that plan,
+# polished, won; OUT/PRESET.out has each solve's stderr line saying whose plan
+# won, with both figures); EXTRA="-x beam/seed=none -x mcts/start=beam"
+# gives the searches' own figures (docs/ilp.md, Heuristics).
 #
 # REFS: files of ILP results as bench_heur -w writes them ("preset mesh tied
 # nobudget_obj peak budget_obj", optionally followed by the ILP's two bounds);
@@ -30,6 +37,7 @@ JOBS=${JOBS:-2}
 ILPLIM=${ILP_SECONDS:-60}
 OUT=${OUT:-heur_table.d}
 PRESETS=${PRESETS:-t5-base bert-large gpt3-1.3b gpt3-13b gpt2-small} # dearest first
+EXTRA=${EXTRA:-}
 MESHES="8 2x4 2x8"
 [ -x "$B" ] || { echo "heur_table.sh: build $B first (make bench/bench_heur)" >&2; exit 2; }
 mkdir -p "$OUT"
@@ -66,7 +74,7 @@ start=$(date +%s)
 for p in $PRESETS; do echo "$p"; done |
     xargs -P "$JOBS" -I{} sh -c 'nice -n 5 "$0" -t "$1" $2 -p {} > "$3/{}.out" 2>&1 ||
         echo "heur_table.sh: bench_heur -p {} failed (see $3/{}.out)" >&2' \
-        "$B" "$LIM" "$RARGS" "$OUT"
+        "$B" "$LIM" "$RARGS $EXTRA" "$OUT"
 echo "== $(( $(date +%s) - start )) s wall for the heuristics"
 first=1
 for p in gpt2-small bert-large t5-base gpt3-1.3b gpt3-13b; do

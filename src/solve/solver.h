@@ -101,6 +101,8 @@ typedef struct as_assignment {
                           requested gap when optimal) */
     double time_s;     /**< wall seconds (set by the driver) */
     long nodes;        /**< branch-and-bound nodes (or enumerated plans), -1 unknown */
+    int from_start;    /**< heuristics: 1 if the plan is the caller's start plan (lim->start,
+                            the driver's bound-pruning plan), polished, not the search's own */
 } as_assignment;
 
 /** Allocate choice for N nodes and reset the numbers. */
@@ -212,6 +214,7 @@ typedef struct as_plan {
     double time_s;     /**< seconds in the backend */
     long nodes;        /**< branch-and-bound nodes, -1 unknown */
     as_outcome status; /**< optimal or feasible */
+    int from_start;    /**< as_assignment's: a heuristic returned its start plan, polished */
 } as_plan;
 
 typedef struct as_solve_result {

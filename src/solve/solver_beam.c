@@ -23,8 +23,10 @@
  * are added with a width of 1.  With the polish (the default), a width also
  * runs every power of ten below it, each under a budget once more without it
  * (plans repaired to fit): a width is never dearer than 1, 10, 100, ... at or
- * below it.  beam/seed=bound also offers the bound pruning's plan (the driver's
- * lower-bound run's, computed again here), polished, and says so (seed_bound).
+ * below it.  beam/seed=bound (the default) also offers the start plan the caller
+ * gives, polished: the driver gives the bound pruning's plan, which it computes for
+ * the lower bound anyway; the output says whose plan won (seed_start, beam_solve).
+ * beam/seed=none: the beam's own plan alone.
  */
 #include "config.h"
 
@@ -51,8 +53,9 @@ struct as_solver_data {
     int polish;   /**< "beam/polish" 0/1: improve each final plan by ICM, default 1 */
     int order;    /**< "beam/order" fwd, rev or both (default): the units in topological
                        order, from the graph's end, or one beam each way, the better plan */
-    int seed;     /**< "beam/seed" none (default) or bound: also polish the plan of the
-                       framework's bound pruning (seed_bound), and say so */
+    int seed;     /**< "beam/seed" bound (default) or none: also polish the start plan the
+                       caller gives (the driver's: its bound pruning's plan, seed_start)
+                       and return it when it beats the beam's own; say which won */
 };
 
 static AS_DECL_SOLVER_NEW(beam_new)
@@ -61,6 +64,7 @@ static AS_DECL_SOLVER_NEW(beam_new)
     (*data)->width = DEFAULT_WIDTH;
     (*data)->polish = 1;
     (*data)->order = ORDER_BOTH;
+    (*data)->seed = 1;
     return AS_OK;
 }
 
@@ -813,58 +817,46 @@ beam_run(as_solver_data *data, const as_problem *p, const as_limits *lim, size_t
 }
 
 /*
- * beam/seed=bound: the plan of the bound pruning (TRW-S with Lagrangian memory multipliers,
- * as_reduce_ex with AS_REDUCE_BOUND: what the framework runs before a heuristic for its lower
- * bound, and whose plan it then drops), block-polished, is offered to KP as one more plan.
- * Not the beam's own search: the output says so (as_info) and bench_heur labels it.  Its
- * rounds get at most a fifth of the time limit, as the framework's.  t5-base 2x8 under its
- * budget: every width and MCTS returned 0.0389387, the bound pruning's plan is 0.0384495
- * (1.27 % cheaper: weights sharded along y or replicated, not along x, a plan 240 units away
- * that no move of the polish reaches), polished 0.0384453.
+ * beam/seed=bound (the default): the start plan the caller gives (as_limits.start; the
+ * driver, as_solve_problem, gives the plan of the bound pruning it runs for a heuristic's
+ * lower bound: TRW-S with Lagrangian memory multipliers), block-polished (with POLISH,
+ * beam/polish), into KS; the
+ * beam's own plans go elsewhere and the better is the answer (beam_solve says which).
+ * Nothing is recomputed: without a start there is no seed.  t5-base 2x8 under its
+ * budget: every width and MCTS returned 0.0389387 on their own, the bound pruning's plan
+ * is 0.0384495 (1.27 % cheaper: weights sharded along y or replicated, not along x, a
+ * plan 240 units away that no move of the polish reaches), polished 0.0384453.  Returns
+ * the start's objective, INFINITY without one that fits the rows.
  */
-static void
-seed_bound(const as_problem *p, const as_limits *lim, double t0, as_keeper *kp,
-           as_outcome *outcome)
+static double
+seed_start(const as_problem *p, const as_limits *lim, double t0, int polish, as_keeper *ks,
+           as_outcome *outcome, double *secs)
 {
-    as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .gap = lim->gap, .top = 1};
-    as_problem *bp = NULL;
-    as_reduction *red = NULL;
-    as_err e = {0};
-    const size_t *st;
-    size_t *full;
-    double obj;
-    as_keeper ks;
+    double obj, ts = as_now();
+    int got;
 
-    if (lim->time_limit_s > 0)
-        ro.deadline = as_now() + 0.2 * fmax(0, t0 + lim->time_limit_s - as_now());
-    if (as_reduce_ex(p, &ro, &bp, &red, &e) != AS_OK) {
-        as_info("beam: seed=bound: the bound pruning gave no plan (%s)", e.msg);
-        return;
-    }
-    st = as_reduction_start(red);
-    full = as_xcalloc(as_problem_nnodes(p) + 1, sizeof *full);
-    as_keeper_init(&ks, as_problem_nnodes(p));
-    if (st != NULL) {
-        int got = 0;
-        as_reduction_recover(red, st, full);
-        if (as_problem_check(p, full, &obj, NULL, NULL) == AS_OK)
-            got = as_keeper_offer(&ks, lim, full, obj);
-        if (got > 0) {
+    if (lim->start == NULL || as_problem_check(p, lim->start, &obj, NULL, NULL) != AS_OK)
+        return INFINITY;
+    got = as_keeper_offer(ks, lim, lim->start, obj);
+    if (got > 0)
+        *outcome = AS_OUTCOME_FEASIBLE;
+    /* polished also when it fails the caller's check: the polish may move it to a plan
+       that passes (block_polish offers only what passes the rows; the keeper checks) */
+    if (polish && got != 0) {
+        as_keeper tmp;
+        size_t n = as_problem_nnodes(p);
+        as_keeper_init(&tmp, n);
+        memcpy(tmp.best, lim->start, n * sizeof *tmp.best);
+        tmp.obj = obj;
+        block_polish(p, lim, t0, &tmp);
+        if (tmp.obj < obj) { /* passed the check in block_polish */
+            keeper_take(ks, &tmp);
             *outcome = AS_OUTCOME_FEASIBLE;
-            block_polish(p, lim, t0, &ks);
-            as_info("beam: seed=bound: started also from the bound pruning's plan, %.9g s "
-                    "(%.9g s polished); not the beam's own", obj, ks.obj);
-        } else if (got < 0) {
-            as_info("beam: seed=bound: the bound pruning's plan fails the caller's check");
         }
+        as_keeper_free(&tmp);
     }
-    if (!isfinite(ks.obj) && !isfinite(ks.over_obj))
-        as_info("beam: seed=bound: the bound pruning's plan does not fit");
-    keeper_take(kp, &ks);
-    as_keeper_free(&ks);
-    free(full);
-    as_reduction_free(red);
-    as_problem_free(bp);
+    *secs = as_now() - ts;
+    return obj;
 }
 
 /* Widths at most this many powers of ten below the width asked for are run too */
@@ -877,8 +869,11 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
     size_t ladder[LADDER_MAX + 1], nl = 0, w, l;
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     as_keeper kw; /* the best plan of one width */
+    as_keeper ks; /* the start plan (beam/seed=bound), polished */
     polished ps = {as_problem_nnodes(p), 0, 0, NULL};
     int budget = isfinite(as_problem_memory_cap(p));
+    double sobj = INFINITY, ssec = 0; /* the start plan's objective, unpolished; the
+                                           seconds its polish took */
 
     (void)err;
     *outcome = AS_OUTCOME_LIMIT;
@@ -893,8 +888,9 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
        (as_heur_repair) before the polish: the budget's beam spends memory early and the
        polish, which keeps every plan within the budget, cannot trade it back (gpt2-small
        2x4, K=1: +4.37 % of the ILP's plan, with this -1.17 %). */
+    as_keeper_init(&ks, as_problem_nnodes(p));
     if (data->seed)
-        seed_bound(p, lim, t0, &kp, outcome);
+        sobj = seed_start(p, lim, t0, data->polish, &ks, outcome, &ssec);
     ladder[nl++] = data->width;
     if (data->polish)
         for (w = 1; w < data->width && nl < LADDER_MAX; w *= 10)
@@ -914,6 +910,23 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
         as_keeper_free(&kw);
     }
     free(ps.x);
+    /* which plan won, said (unless -q; not when beam runs inside mcts or as the ILP's
+       start, verbosity 0): the beam's own, or the start's polished (a tie is the beam's) */
+    if (isfinite(sobj)) {
+        double own = isfinite(kp.obj) ? kp.obj : kp.over_obj;
+        double st = isfinite(ks.obj) ? ks.obj : ks.over_obj;
+        out->from_start = isfinite(ks.obj) ? ks.obj < kp.obj : !isfinite(kp.obj) && st < own;
+        if (lim->verbosity > 0 && out->from_start)
+            as_info("beam: the plan is the start's (the bound pruning's plan, %.9g s), "
+                    "polished: %.9g s (%.2f s); the beam's own: %.9g s (before tied layers "
+                    "are settled)", sobj, st, ssec, own);
+        else if (lim->verbosity > 0)
+            as_info("beam: the plan is the beam's own, %.9g s; the start's (the bound "
+                    "pruning's plan, %.9g s), polished: %.9g s (%.2f s; before tied layers "
+                    "are settled)", own, sobj, st, ssec);
+    }
+    keeper_take(&kp, &ks);
+    as_keeper_free(&ks);
     /* the best plan; when none passes the caller's check, the cheapest the rows let through
        (the caller sees why it does not fit) */
     out->objective = as_keeper_answer(&kp, out->choice);

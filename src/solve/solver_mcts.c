@@ -41,10 +41,11 @@ struct as_solver_data {
                           (-1) 2 up to AUTO_UNITS units, else 1 */
     int order;       /**< "mcts/order": rollouts complete the units in topological order
                           (0, "fwd", default) or from the graph's end (1, "rev") */
-    int start;       /**< "mcts/start": the first incumbent, beam's plan ("beam", 1,
-                          default), beam's with beam/seed=bound ("bound", 2: the better of
-                          beam's and the framework's bound pruning's plan, polished; the
-                          output says so) or none ("none", 0: the first rollout's plan) */
+    int start;       /**< "mcts/start": the first incumbent: beam's plan with beam/seed=bound
+                          ("bound", 2, default: the better of beam's own and the start
+                          plan the driver gives, the bound pruning's, polished; the output
+                          says which won), beam's own ("beam", 1: beam/seed=none) or none
+                          ("none", 0: the first rollout's plan) */
     int pairs;       /**< "mcts/pairs" 0/1: polish every rollout with pair moves too (1), or
                           only the rollouts better than any before (0); default (-1) 0,
                           and under a budget also the rollouts within NEAR_PAIRS of the best
@@ -72,7 +73,7 @@ static AS_DECL_SOLVER_NEW(mcts_new)
     (*data)->polish = -1;
     (*data)->order = 0;
     (*data)->pairs = -1;
-    (*data)->start = 1;
+    (*data)->start = 2;
     (*data)->repair = 1;
     (*data)->swidth = 10;
     return AS_OK;
@@ -286,15 +287,17 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int pairs)
 /*
  * The first incumbent: beam's plan (width mcts/start-width) (solver_beam.c, run through the driver, which
  * checks it; under the caller's fits check beam returns the cheapest plan that passes),
- * with at most half the time limit.  Its plan into CHOICE and its objective into *OBJ;
- * 0 if it found none.
+ * with at most half the time limit; with BOUND (mcts/start=bound, the default) beam also
+ * gets LIM's start plan (the driver's: the bound pruning's) and says whose plan won
+ * (beam/seed=bound; unless -q).  Its plan into CHOICE and its objective into *OBJ; 0 if
+ * it found none.
  */
 static int
 beam_seed(const as_problem *p, const as_limits *lim, int width, int bound, size_t *choice,
-          double *obj)
+          double *obj, int *from_start)
 {
     char wp[32];
-    const char *params[2] = {NULL, "beam/seed=bound"};
+    const char *params[2] = {NULL, bound ? "beam/seed=bound" : "beam/seed=none"};
     as_limits bl = *lim;
     as_assignment a;
     as_outcome oc = AS_OUTCOME_LIMIT;
@@ -303,14 +306,14 @@ beam_seed(const as_problem *p, const as_limits *lim, int width, int bound, size_
 
     snprintf(wp, sizeof wp, "beam/width=%d", width);
     params[0] = wp;
-    bl.start = NULL;
-    bl.verbosity = 0;
+    bl.start = bound ? lim->start : NULL; /* the driver's: the bound pruning's plan */
     if (lim->time_limit_s > 0)
         bl.time_limit_s = 0.5 * lim->time_limit_s;
-    if (as_solve(&as_solver_beam, p, &bl, params, bound ? 2 : 1, &a, &oc, &e) == AS_OK &&
+    if (as_solve(&as_solver_beam, p, &bl, params, 2, &a, &oc, &e) == AS_OK &&
         (oc == AS_OUTCOME_OPTIMAL || oc == AS_OUTCOME_FEASIBLE) && isfinite(a.objective)) {
         memcpy(choice, a.choice, as_problem_nnodes(p) * sizeof *choice);
         *obj = a.objective;
+        *from_start = a.from_start;
         ok = 1;
     }
     as_assignment_free(&a);
@@ -327,7 +330,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     double seedobj = INFINITY, ownobj = INFINITY; /* beam's start; the search's own best */
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
-    int pol, pairs, seeded = 0;
+    int pol, pairs, seeded = 0, seed_from_start = 0; /* beam's plan is the driver's start */
     /* the local search, carried from rollout to rollout: one per rollout order (forward on
        even episodes, from the end on odd ones) and per kind (cheapest first, or least
        memory first for a rollout over the budget), so that a rollout moves it only where
@@ -373,7 +376,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     as_keeper_init(&kp, h.n);
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
-    if (data->start && beam_seed(p, lim, data->swidth, data->start == 2, choice, &obj)) {
+    if (data->start &&
+        beam_seed(p, lim, data->swidth, data->start == 2, choice, &obj, &seed_from_start)) {
         /* beam's plan is the first incumbent (the answer unless the search finds a
            cheaper plan); the search itself is as without it: the reward's reference is the
            first rollout's objective, and a rollout is polished further (pair, chain, block
@@ -557,6 +561,17 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     /* the best plan; when none passes the caller's check, the cheapest the rows let through
        (the caller sees why it does not fit) */
     out->objective = as_keeper_answer(&kp, out->choice);
+    out->from_start = seeded && kp.obj == seedobj && seed_from_start;
+    if (seeded && lim->verbosity > 0) {
+        if (kp.obj == seedobj)
+            as_info("mcts: the plan is its start, beam's (beam/width=%d%s): %.9g s; the "
+                    "search's own best: %.9g s (before tied layers are settled)", data->swidth,
+                    data->start == 2 ? ", with the start above" : ", seed=none", seedobj,
+                    ownobj);
+        else
+            as_info("mcts: the plan is the search's own, %.9g s; its start, beam's: %.9g s "
+                    "(before tied layers are settled)", kp.obj, seedobj);
+    }
     if (isfinite(out->objective)) {
         *outcome = AS_OUTCOME_FEASIBLE;
     } else {

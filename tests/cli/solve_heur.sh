@@ -91,16 +91,30 @@ expect_fail 2 "parameter 'mcts/start' must be beam, bound or none" "--set mcts/s
 as solve --costgraph "$cg" --solver beam --set beam/seed=ilp
 expect_fail 2 "parameter 'beam/seed' must be none or bound" "--set beam/seed=ilp: exit 2"
 
-# beam/seed=bound: the bound pruning's plan is one more plan, and the output says so
-as solve "$T/g.asg" --mesh 2x2 --solver beam --set beam/seed=bound
-st=0
-[ "$rc" -eq 0 ] || st=1
-grep -q "^beam: seed=bound: started also from the bound pruning's plan" "$T/err" || st=1
-ok $st "beam/seed=bound: a plan, and stderr says it started also from the bound pruning's plan"
+# by default (beam/seed=bound) beam also polishes the driver's start, the bound pruning's
+# plan, and stderr says whose plan won; beam/seed=none: the beam's own alone, nothing said
 as solve "$T/g.asg" --mesh 2x2 --solver beam
 st=0
 [ "$rc" -eq 0 ] || st=1
-grep -q "seed=bound" "$T/err" && st=1
-ok $st "beam without the seed says nothing of it"
+grep -q "^beam: the plan is the \(start's (the bound pruning's plan\|beam's own\)" "$T/err" || st=1
+ok $st "beam: a plan, and stderr says whether it is the beam's own or the bound pruning's"
+obj_seed=$(sed -n 's/^objective  *\([0-9.e+-]*\) s$/\1/p' "$T/out")
+as solve "$T/g.asg" --mesh 2x2 --solver beam --set beam/seed=none
+st=0
+[ "$rc" -eq 0 ] || st=1
+grep -q "^beam: the plan" "$T/err" && st=1
+obj_own=$(sed -n 's/^objective  *\([0-9.e+-]*\) s$/\1/p' "$T/out")
+awk -v a="$obj_seed" -v b="$obj_own" 'BEGIN { exit !(a != "" && b != "" && a <= b) }' || st=1
+ok $st "beam/seed=none says nothing of a start, and is not cheaper ($obj_own s vs $obj_seed s)"
+as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes 50
+st=0
+[ "$rc" -eq 0 ] || st=1
+grep -q "^mcts: the plan is \(its start\|the search's own\)" "$T/err" || st=1
+ok $st "mcts: stderr says whether the plan is its start's or the search's own"
+as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes 50 -q
+st=0
+[ "$rc" -eq 0 ] || st=1
+grep -q "the plan is" "$T/err" && st=1
+ok $st "mcts -q: nothing said of the start"
 
 done_testing
