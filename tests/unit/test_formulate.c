@@ -467,8 +467,15 @@ test_reduce_incumbent(int seed)
  * budgeted instances whose rounded plans are often not optimal: its bound, raised by the
  * branching on the rows' nodes, stays at or below the optimum found by enumeration.
  */
+/* Timed instances of test_reduce_branch that branched, and the most bounds one took. */
+static size_t bb_timed, bb_most;
+
+/*
+ * TIMED: under a deadline, where the branching goes on (best first, each leaf split on a node
+ * of its own plan) until every leaf reaches the plan or the time is out, not 24 bounds.
+ */
 static void
-test_reduce_branch(int seed)
+test_reduce_branch(int seed, int timed)
 {
     as_random_opts o;
     as_problem *p, *rp;
@@ -478,21 +485,33 @@ test_reduce_branch(int seed)
     const as_reduce_stats *st;
     as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .top = 1};
 
+    if (timed) {
+        ro.deadline = as_now() + 2;
+        ro.abort_at = ro.deadline + 1;
+    }
+
     as_random_opts_init(&o);
     o.seed = (uint64_t)seed + 2000;
-    o.nodes = 8;
+    o.nodes = timed ? 9 : 8; /* timed: 9 nodes of up to 5 strategies branch more often */
     o.edges = 12 + seed % 4;
-    o.kmax = 4;
+    o.kmax = timed ? 5 : 4;
     o.live_window = 3 + (size_t)seed % 3;
-    o.memory_frac = 0.1 + 0.05 * (seed % 6);
+    o.memory_frac = timed ? 0.05 + 0.02 * (seed % 6) : 0.1 + 0.05 * (seed % 6);
     p = as_problem_random(&o);
     want = best_of(p, NULL);
     is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "seed %d: bound only", seed);
     st = as_reduction_stats(red);
     bb_nodes += st->bb_nodes;
-    ok(isinf(want) || !(st->lb > want + 1e-9 * fmax(1, fabs(want))), "seed %d: bound %.9g "
-       "(%zu branching bounds, plan %.9g) at most the optimum %.9g", seed, st->lb,
-       st->bb_nodes, st->ub, want);
+    if (timed && st->bb_nodes > 0)
+        bb_timed++;
+    if (timed && st->bb_nodes > bb_most)
+        bb_most = st->bb_nodes;
+    ok(isinf(want) || !(st->lb > want + 1e-9 * fmax(1, fabs(want))), "seed %d%s: bound %.9g "
+       "(%zu branching bounds, plan %.9g) at most the optimum %.9g", seed,
+       timed ? " (timed)" : "", st->lb, st->bb_nodes, st->ub, want);
+    /* the plan may come from a leaf of the branching: a plan, so no cheaper than the optimum */
+    ok(isinf(want) || !(st->ub < want - 1e-9 * fmax(1, fabs(want))), "seed %d%s: plan %.9g at "
+       "least the optimum %.9g", seed, timed ? " (timed)" : "", st->ub, want);
     as_reduction_free(red);
     as_problem_free(rp);
     as_problem_free(p);
@@ -1020,7 +1039,11 @@ main(void)
     for (s = 1; s <= 40; s++)
         test_reduce_incumbent(s);
     for (s = 1; s <= 30; s++)
-        test_reduce_branch(s);
+        test_reduce_branch(s, 0);
+    for (s = 1; s <= 40; s++)
+        test_reduce_branch(s, 1);
+    ok(bb_timed >= 5, "the timed branching ran on %zu instances (most bounds: %zu)", bb_timed,
+       bb_most);
     /* the branching on memory rows' nodes ran, and its bounds were checked above */
     ok(bb_nodes > 0, "the bound pruning's branching ran on the budgeted instances (%zu bounds)",
        bb_nodes);
