@@ -96,6 +96,7 @@ struct as_reduction {
     size_t *cand_node, *cand_strat;
     AS_VEC(elim) elims;
     as_reduce_stats stats;
+    as_duals *duals;        /**< the rounds' multipliers at their end, or NULL */
 };
 
 /* A binding memory row in leader spaces. */
@@ -137,6 +138,14 @@ typedef struct work {
                                      round gives up at once (0 = never) */
     int stopped;                /**< a bound round passed STOP: it gave up, pruning nothing */
     as_progress pg;             /**< progress line of the bound rounds */
+    const as_duals *duals_from; /**< as_reduce_opts.duals_from */
+    double *lam_best;           /**< the multipliers of the rounds' best Lagrangian bound (NULL:
+                                     none yet), LAM_BEST_LB (offsets included) */
+    double lam_best_lb;
+    int in_bb;                  /**< in the branching: its leaves' multipliers are no bound of
+                                     the whole problem */
+    double *room0;              /**< the rows' rooms as work_init built them (the rows' identity
+                                     for as_duals: work_refresh lowers rooms) */
     size_t *best;               /**< best plan that fits (leader strategies), or NULL */
     /* the last bound round's TRW-S messages, 2 per work edge (u end, v end) in the leaders'
        strategy spaces (NULL: none): the next round starts from them */
@@ -2146,9 +2155,17 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
                     best->lb, *ub, r.iters);
         memcpy(plan, r.plan, nn * sizeof *plan);
         if (cur > best->lb) {
+            double abs_lb = cur + w->offset + as_problem_offset(w->p);
             as_mrf_result_free(best, nn);
             *best = r;
             best->lb = cur;
+            if (!w->in_bb && (w->lam_best == NULL || abs_lb > w->lam_best_lb)) {
+                if (w->lam_best == NULL)
+                    w->lam_best = as_xcalloc(nr + 1, sizeof *w->lam_best);
+                for (t = 0; t < nr; t++)
+                    w->lam_best[t] = w->rows.v[t].lam;
+                w->lam_best_lb = abs_lb;
+            }
             stall = 0;
             if (++good >= 3) { /* steady progress: longer steps */
                 w->theta = fmin(2 * w->theta, 2.0);
@@ -2379,7 +2396,9 @@ bb_eval(bbctx *b, const bbfix *fix, size_t nf, const double *lam, double theta, 
     as_mrf_state_run(b->st, BOUND_SWEEPS, &r);
     r.lb -= pen;
     w->round = 0;
+    w->in_bb = 1;
     work_lagrange(w, b->cg, b->cr, b->c0, b->st, &r, &ub2, up);
+    w->in_bb = 0;
     w->round = round;
     lb = r.lb;
     for (i = 0; i < nf; i++) /* the costs as they were */
@@ -2632,6 +2651,57 @@ work_msg_load(work *w, const cgraph *cg, as_mrf_state *st)
 }
 
 /*
+ * The first round: an earlier reduction's multipliers (the same problem's rows, in order,
+ * same rooms) in the rows, when their bound beats RES's (then RES is theirs); else the rows'
+ * stay.  Exact: any multipliers >= 0 give a bound.
+ */
+static void
+work_duals_load(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
+                as_mrf_result *res, size_t *lp, double *ub, size_t *ubplan)
+{
+    const as_duals *d = w->duals_from;
+    size_t t, nn = cg->g.n;
+    double *keep, theta = w->theta, pen;
+    as_mrf_result r;
+
+    for (t = 0; t < d->nrows && t < w->rows.n; t++)
+        if (d->room[t] != w->room0[t] || !(d->lam[t] >= 0))
+            break;
+    if (w->dbg)
+        fprintf(stderr, "  multipliers: %zu rows there, %zu here, the first %zu alike\n",
+                d->nrows, w->rows.n, t);
+    if (d->nrows != w->rows.n || t < d->nrows)
+        return;
+    keep = as_xcalloc(w->rows.n + 1, sizeof *keep);
+    for (t = 0; t < w->rows.n; t++) {
+        keep[t] = w->rows.v[t].lam;
+        w->rows.v[t].lam = w->rows.v[t].alive ? d->lam[t] : 0;
+    }
+    w->theta = d->theta;
+    pen = cg_penalise(w, cg, cr, c0);
+    as_mrf_state_sync(st);
+    as_mrf_state_run(st, BOUND_SWEEPS, &r);
+    r.lb -= pen;
+    consider(w, cg, c0, r.plan, lp, ub, ubplan);
+    if (w->dbg)
+        fprintf(stderr, "  multipliers carried over: lb %.12g (without: %.12g)\n", r.lb,
+                res->lb);
+    if (r.lb > res->lb) {
+        as_mrf_result_free(res, nn);
+        *res = r;
+        w->red->stats.duals_used = 1;
+    } else {
+        as_mrf_result_free(&r, nn);
+        for (t = 0; t < w->rows.n; t++)
+            w->rows.v[t].lam = keep[t];
+        w->theta = theta;
+        cg_penalise(w, cg, cr, c0);
+        as_mrf_state_sync(st);
+    }
+    free(keep);
+}
+
+/*
  * One round: bound the live problem (with Lagrangian multipliers on the
  * memory rows); when a plan satisfies every row (the bound's own, the best
  * of earlier rounds, or one repaired to fit), drop the strategies that
@@ -2714,6 +2784,8 @@ work_bound(work *w)
     w->lagrange = 0;
     if (isfinite(ub) && cr.off[nn] > 0) {
         w->lagrange = 1;
+        if (w->round == 0 && w->duals_from != NULL)
+            work_duals_load(w, &cg, &cr, c0, st, &res, lp, &ub, ubplan);
         work_lagrange(w, &cg, &cr, c0, st, &res, &ub, ubplan);
         if (dbg)
             fprintf(stderr, "  lagrange: lb %.12g plan %.12g (%.3f s)\n", res.lb, ub,
@@ -3333,11 +3405,15 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         goto done;
     }
     DBG("init");
+    w.room0 = as_xcalloc(w.rows.n + 1, sizeof *w.room0);
+    for (t = 0; t < w.rows.n; t++)
+        w.room0[t] = w.rows.v[t].room;
     if (o->incumbent != NULL && w.top == 1) { /* leaders' own strategies are their leader's */
         w.best = as_xcalloc(n + 1, sizeof *w.best);
         memcpy(w.best, o->incumbent, n * sizeof *w.best);
         w.has_inc = 1;
         w.for_gap = o->branch;
+        w.duals_from = o->duals_from;
     }
     edges_s = as_now();
     if (work_edges(&w) != 0) {
@@ -3431,6 +3507,18 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     }
     *out = work_output(&w);
     *redp = red;
+    if (w.lagrange) { /* the multipliers, for a later solve (solve/fit.c) */
+        as_duals *d = as_xcalloc(1, sizeof *d);
+        d->nrows = w.rows.n;
+        d->lam = as_xcalloc(w.rows.n + 1, sizeof *d->lam);
+        d->room = as_xcalloc(w.rows.n + 1, sizeof *d->room);
+        for (t = 0; t < w.rows.n; t++) {
+            d->lam[t] = w.lam_best != NULL ? w.lam_best[t] : w.rows.v[t].lam;
+            d->room[t] = w.room0[t];
+        }
+        d->theta = w.theta;
+        red->duals = d;
+    }
 done:
     for (v = 0; v < n; v++) {
         free(w.nodes[v].cost);
@@ -3451,6 +3539,8 @@ done:
         free(w.rows.v[t].wit);
     }
     AS_VEC_FREE(&w.rows);
+    free(w.room0);
+    free(w.lam_best);
     free(w.best);
     for (v = 0; w.floor != NULL && v < n; v++)
         free(w.floor[v]);
@@ -3533,6 +3623,25 @@ as_reduction_stats(const as_reduction *red)
     return &red->stats;
 }
 
+as_duals *
+as_reduction_take_duals(as_reduction *red)
+{
+    as_duals *d = red->duals;
+
+    red->duals = NULL;
+    return d;
+}
+
+void
+as_duals_free(as_duals *d)
+{
+    if (d == NULL)
+        return;
+    free(d->lam);
+    free(d->room);
+    free(d);
+}
+
 void
 as_reduction_free(as_reduction *red)
 {
@@ -3554,5 +3663,6 @@ as_reduction_free(as_reduction *red)
     free(red->start);
     free(red->cand_node);
     free(red->cand_strat);
+    as_duals_free(red->duals);
     free(red);
 }
