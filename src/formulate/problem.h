@@ -296,6 +296,7 @@ typedef struct as_reduce_stats {
     int timed_out;        /**< the bound rounds stopped at as_reduce_opts.deadline */
     size_t bb_nodes;      /**< Lagrangian bounds of the branching on the memory rows'
                                nodes (reduce.c work_branch) */
+    int duals_used;       /**< the first round started from as_reduce_opts.duals_from */
     size_t restricted;    /**< strategies left out by as_reduce_opts.ilp_cap (a restriction:
                                the result is then not exact, cut bounds what was left out) */
 } as_reduce_stats;
@@ -313,6 +314,20 @@ typedef struct as_reduce_stats {
 int as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **red,
               as_err *err);
 /** What as_reduce_ex does besides the flags. */
+/*
+ * The bound rounds' Lagrangian multipliers at their end, one per memory row (the rows as
+ * work_init builds them from the problem, in order; ROOM identifies them), for a later
+ * reduction of the same problem with the same rows to start its Lagrangian from (any
+ * multipliers >= 0 give a bound: exact).  as_reduction_take_duals; as_duals_free.
+ */
+typedef struct as_duals {
+    size_t nrows;
+    double *lam, *room;
+    double theta;   /**< the subgradient step factor */
+} as_duals;
+
+void as_duals_free(as_duals *d);
+
 typedef struct as_reduce_opts {
     unsigned flags; /**< AS_REDUCE_* */
     double gap;     /**< > 0: the bound pruning may also drop strategies that cannot give a
@@ -352,6 +367,9 @@ typedef struct as_reduce_opts {
                           rounds' LB + reduced cost) is lowest, and the best plan's: a
                           restriction (stats.restricted), whose optimum is a plan that fits;
                           stats.cut then bounds every plan left out */
+    const as_duals *duals_from; /**< an earlier reduction's multipliers (same problem, same
+                                     rows): the first round's Lagrangian starts from them
+                                     when they give a higher bound than none */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */
@@ -381,5 +399,8 @@ size_t as_reduction_candidates(const as_reduction *red, const size_t **node,
 void as_reduction_recover(const as_reduction *red, const size_t *reduced, size_t *full);
 const as_reduce_stats *as_reduction_stats(const as_reduction *red);
 void as_reduction_free(as_reduction *red);
+/* The bound rounds' multipliers at their end (NULL: no Lagrangian ran); the caller owns them
+   (as_duals_free). */
+as_duals *as_reduction_take_duals(as_reduction *red);
 
 #endif /* AS_PROBLEM_H */

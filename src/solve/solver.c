@@ -409,6 +409,8 @@ as_solve_result_free(as_solve_result *res)
     free(res->plans);
     res->plans = NULL;
     res->nplans = 0;
+    as_duals_free(res->duals);
+    res->duals = NULL;
 }
 
 /*
@@ -928,7 +930,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
                              .incumbent = o->incumbent, /* its cost bounds the pruning */
                              .branch = o->branch_inc, /* the caller's own plan: */
                              .own_plan = o->own_plan, .own_obj = o->own_obj,
-                             .ilp_cap = o->top <= 1 ? o->ilp_cap : 0};
+                             .ilp_cap = o->top <= 1 ? o->ilp_cap : 0,
+                             .duals_from = o->top <= 1 ? o->duals_from : NULL};
         /* distinct layouts: the loop looks at most at top x (1 + AS_SOLVE_MAX_SKIPS) plans
            in order of cost, and the bound pruning keeps every strategy of those */
         if (ro.layouts)
@@ -944,6 +947,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
         if (getenv("AS_DEBUG_REDUCE") != NULL)
             fprintf(stderr, "solve: reduced %.3f s\n", as_now() - t0);
         res->red = *as_reduction_stats(red);
+        if (o->top <= 1) /* for a solve of the same problem to start from (solve/fit.c) */
+            res->duals = as_reduction_take_duals(red);
         if (o->reduce & AS_REDUCE_BOUND & ~flags) {
             hplan = as_xcalloc(as_problem_nnodes(rp) + 1, sizeof *hplan);
             AS_CHECK_GOTO(rc, heuristic_bound(rp, o, t0, &res->red, hplan, &hgot, err), out);

@@ -196,6 +196,9 @@ typedef struct as_solve_opts {
         bound rates best (as_reduce_opts.ilp_cap).  Its plans are then proven optimal only
         when the bound of what was left out (stats.cut) proves them.  0 (default): none. */
     size_t ilp_cap;
+    /** The reductions' Lagrangian starts from these multipliers (as_solve_result.duals of a
+        solve of the same problem with the same rows), when they bound higher. */
+    const as_duals *duals_from;
 } as_solve_opts;
 
 #define AS_SOLVE_MAX_SKIPS 16
@@ -227,6 +230,8 @@ typedef struct as_solve_result {
     size_t skipped;           /**< plans cut off as a layout already returned (distinct) */
     double build_s;           /**< seconds spent reducing and building */
     double total_s;           /**< seconds in total */
+    as_duals *duals;          /**< the reductions' Lagrangian multipliers, or NULL (top 1; for
+                                   as_solve_opts.duals_from of a solve of the same problem) */
 } as_solve_result;
 
 /**

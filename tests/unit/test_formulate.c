@@ -467,8 +467,15 @@ test_reduce_incumbent(int seed)
  * budgeted instances whose rounded plans are often not optimal: its bound, raised by the
  * branching on the rows' nodes, stays at or below the optimum found by enumeration.
  */
+/* Timed instances of test_reduce_branch that branched, and the most bounds one took. */
+static size_t bb_timed, bb_most;
+
+/*
+ * TIMED: under a deadline, where the branching goes on (best first, each leaf split on a node
+ * of its own plan) until every leaf reaches the plan or the time is out, not 24 bounds.
+ */
 static void
-test_reduce_branch(int seed)
+test_reduce_branch(int seed, int timed)
 {
     as_random_opts o;
     as_problem *p, *rp;
@@ -478,21 +485,33 @@ test_reduce_branch(int seed)
     const as_reduce_stats *st;
     as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .top = 1};
 
+    if (timed) {
+        ro.deadline = as_now() + 2;
+        ro.abort_at = ro.deadline + 1;
+    }
+
     as_random_opts_init(&o);
     o.seed = (uint64_t)seed + 2000;
-    o.nodes = 8;
+    o.nodes = timed ? 9 : 8; /* timed: 9 nodes of up to 5 strategies branch more often */
     o.edges = 12 + seed % 4;
-    o.kmax = 4;
+    o.kmax = timed ? 5 : 4;
     o.live_window = 3 + (size_t)seed % 3;
-    o.memory_frac = 0.1 + 0.05 * (seed % 6);
+    o.memory_frac = timed ? 0.05 + 0.02 * (seed % 6) : 0.1 + 0.05 * (seed % 6);
     p = as_problem_random(&o);
     want = best_of(p, NULL);
     is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "seed %d: bound only", seed);
     st = as_reduction_stats(red);
     bb_nodes += st->bb_nodes;
-    ok(isinf(want) || !(st->lb > want + 1e-9 * fmax(1, fabs(want))), "seed %d: bound %.9g "
-       "(%zu branching bounds, plan %.9g) at most the optimum %.9g", seed, st->lb,
-       st->bb_nodes, st->ub, want);
+    if (timed && st->bb_nodes > 0)
+        bb_timed++;
+    if (timed && st->bb_nodes > bb_most)
+        bb_most = st->bb_nodes;
+    ok(isinf(want) || !(st->lb > want + 1e-9 * fmax(1, fabs(want))), "seed %d%s: bound %.9g "
+       "(%zu branching bounds, plan %.9g) at most the optimum %.9g", seed,
+       timed ? " (timed)" : "", st->lb, st->bb_nodes, st->ub, want);
+    /* the plan may come from a leaf of the branching: a plan, so no cheaper than the optimum */
+    ok(isinf(want) || !(st->ub < want - 1e-9 * fmax(1, fabs(want))), "seed %d%s: plan %.9g at "
+       "least the optimum %.9g", seed, timed ? " (timed)" : "", st->ub, want);
     as_reduction_free(red);
     as_problem_free(rp);
     as_problem_free(p);
@@ -995,6 +1014,68 @@ test_reduce_own_plan(void)
     as_problem_free(p);
 }
 
+/* Second reductions of test_reduce_duals that started from the first one's multipliers. */
+static size_t duals_used;
+
+/*
+ * A second reduction of the same problem from the first one's plan starts its Lagrangian from
+ * the first one's multipliers (as_reduction_take_duals, as_reduce_opts.duals_from: solve/fit.c
+ * does so for the gap): its bound stays at or below the optimum found by enumeration.
+ */
+static void
+test_reduce_duals(int seed)
+{
+    as_random_opts o;
+    as_problem *p, *rp = NULL, *rp2 = NULL;
+    as_reduction *red = NULL, *red2 = NULL;
+    as_duals *d;
+    as_err err = {0};
+    double want, obj;
+    size_t n, *y, *full;
+    const size_t *st;
+    as_reduce_opts ro = {.flags = AS_REDUCE_ALL, .top = 1};
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)seed + 4000;
+    o.nodes = 9;
+    o.edges = 12 + seed % 4;
+    o.kmax = 5;
+    o.live_window = 3 + (size_t)seed % 3;
+    o.memory_frac = 0.05 + 0.02 * (seed % 6);
+    p = as_problem_random(&o);
+    n = as_problem_nnodes(p);
+    want = best_of(p, NULL);
+    is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "duals %d: first reduction", seed);
+    d = as_reduction_take_duals(red);
+    st = as_reduction_start(red);
+    y = calloc(as_problem_nnodes(rp) + 1, sizeof *y);
+    full = calloc(n + 1, sizeof *full);
+    if (d != NULL && st != NULL && isfinite(want)) {
+        as_reduce_opts r2 = {.flags = AS_REDUCE_ALL, .top = 1, .branch = 1, .duals_from = d};
+        memcpy(y, st, as_problem_nnodes(rp) * sizeof *y);
+        as_reduction_recover(red, y, full);
+        if (as_problem_check(p, full, &obj, NULL, &err) == AS_OK) {
+            r2.incumbent = full;
+            is_int(as_reduce_ex(p, &r2, &rp2, &red2, &err), AS_OK,
+                   "duals %d: second reduction", seed);
+            duals_used += (size_t)as_reduction_stats(red2)->duals_used;
+            ok(!(as_reduction_stats(red2)->lb > want + 1e-9 * fmax(1, fabs(want))),
+               "duals %d: bound %.9g (%s the first's multipliers; the first %.9g) at most the "
+               "optimum %.9g", seed, as_reduction_stats(red2)->lb,
+               as_reduction_stats(red2)->duals_used ? "from" : "not from",
+               as_reduction_stats(red)->lb, want);
+        }
+    }
+    as_duals_free(d);
+    free(y);
+    free(full);
+    as_reduction_free(red2);
+    as_problem_free(rp2);
+    as_reduction_free(red);
+    as_problem_free(rp);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -1020,7 +1101,15 @@ main(void)
     for (s = 1; s <= 40; s++)
         test_reduce_incumbent(s);
     for (s = 1; s <= 30; s++)
-        test_reduce_branch(s);
+        test_reduce_branch(s, 0);
+    for (s = 1; s <= 40; s++)
+        test_reduce_branch(s, 1);
+    for (s = 1; s <= 60; s++)
+        test_reduce_duals(s);
+    ok(duals_used >= 5, "a second reduction started from the first one's multipliers %zu "
+       "times", duals_used);
+    ok(bb_timed >= 5, "the timed branching ran on %zu instances (most bounds: %zu)", bb_timed,
+       bb_most);
     /* the branching on memory rows' nodes ran, and its bounds were checked above */
     ok(bb_nodes > 0, "the bound pruning's branching ran on the budgeted instances (%zu bounds)",
        bb_nodes);

@@ -547,8 +547,11 @@ main(void)
             test_restrict(j, backends[i], &nres, &nlost);
         diag("%s: %zu restricted solves, %zu of them above the optimum", backends[i], nres,
              nlost);
-        ok(nres >= 8 && nlost >= 1, "%s: the cap restricts (%zu of 60 budgeted instances, %zu "
-           "above the optimum)", backends[i], nres, nlost);
+        /* none is above the optimum since the branching's leaves give plans (reduce.c
+           work_branch): the restricted ILP keeps the best plan's strategies, and that plan is
+           the optimum on all of them (3 of 12 were dearer before) */
+        ok(nres >= 8, "%s: the cap restricts (%zu of 60 budgeted instances, %zu above the "
+           "optimum)", backends[i], nres, nlost);
     }
     test_validation();
     test_brute_cap();
