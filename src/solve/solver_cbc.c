@@ -12,8 +12,8 @@
  * bert-large 2x4 under bench_heur's budget was not proven in 60 s, without
  * it CBC proved it in 9 s (docs/ilp.md, "CBC and the start plan").  The
  * driver keeps the start plan either way: a CBC run that stops without a plan
- * of its own returns the limit (and its bound, when its root LP was solved),
- * and the driver answers with the start plan.
+ * of its own returns the limit and the driver answers with the start plan; a
+ * CBC plan dearer than the start gives way to the start, with CBC's bound.
  *
  * CBC checks its time limit between branch-and-bound nodes only: its root
  * LP and cuts on a large ILP can run far past it.  With a time limit the
@@ -216,7 +216,6 @@ enum { CBC_NONE, CBC_ABANDONED, CBC_INFEASIBLE, CBC_SOLUTION };
 typedef struct cbc_result {
     int state;
     int optimal;
-    int has_bound; /**< CBC_NONE: BOUND holds CBC's bound all the same (its root LP solved) */
     double obj, bound; /**< in the scaled units (the constant is a column) */
     long nodes;
 } cbc_result;
@@ -240,11 +239,6 @@ cbc_collect(Cbc_Model *m, size_t ncols, cbc_result *r, double *x)
         r->obj = Cbc_getObjValue(m);
         r->bound = Cbc_getBestPossibleObjValue(m);
         memcpy(x, sol, ncols * sizeof *x);
-    } else if (Cbc_isInitialSolveProvenOptimal(m) && Cbc_getCutoff(m) >= 1e29) {
-        /* stopped before a plan of its own (no MIP start): its bound still holds; not under a
-           cutoff, where CBC's "best possible" can be the cutoff itself */
-        r->bound = Cbc_getBestPossibleObjValue(m);
-        r->has_bound = isfinite(r->bound) && fabs(r->bound) < 1e29;
     }
 }
 
@@ -435,9 +429,7 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
         goto out;
     }
     if (res.state != CBC_SOLUTION) {
-        *outcome = AS_OUTCOME_LIMIT; /* the driver keeps the start plan, with this bound */
-        if (res.has_bound)
-            out->bound = res.bound / scale;
+        *outcome = AS_OUTCOME_LIMIT; /* the driver keeps the start plan */
         goto out;
     }
     *outcome = res.optimal ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
