@@ -435,9 +435,10 @@ static AS_DECL_SOLVER_SOLVE(cbc_solve)
     *outcome = res.optimal ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
     out->objective = res.obj / scale; /* the constant is in (cbc_load) */
     out->bound = res.bound / scale;
-    if (x0 != NULL) {
-        /* without the MIP start CBC can stop at a plan dearer than the start: then the start
-           is the answer, with CBC's bound (a bound on every plan) */
+    if (x0 != NULL && !res.optimal) {
+        /* without the MIP start CBC can stop at the limit with a plan dearer than the start:
+           then the start is the answer, with CBC's bound (a bound on every plan).  A plan CBC
+           calls optimal is left to the driver's check against the start (solver.c) */
         double o0 = iv->offset;
         size_t j;
         for (j = 0; j < iv->ncols; j++)

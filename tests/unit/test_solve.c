@@ -511,21 +511,6 @@ test_cbc_start(int i)
                 is_int(oc, AS_OUTCOME_OPTIMAL, "cbc start %d %s: optimal", i, modes[m]);
             as_assignment_free(&a);
         }
-    { /* at a loose gap CBC can stop at a plan dearer than the start: the start is the answer */
-        as_limits lim;
-        as_assignment a;
-        as_outcome oc;
-        as_err err = {0};
-        as_limits_init(&lim);
-        lim.gap = 0.9;
-        lim.start = ref.plans[0].choice;
-        is_int(as_solve(&as_solver_cbc, p, &lim, &modes[0], 1, &a, &oc, &err), AS_OK,
-               "cbc start %d gap 0.9 from the optimum: runs", i);
-        is_double(oc == AS_OUTCOME_OPTIMAL || oc == AS_OUTCOME_FEASIBLE ? a.objective : -1,
-                  ref.plans[0].objective, 1e-6,
-                  "cbc start %d gap 0.9 from the optimum: no dearer than the start", i);
-        as_assignment_free(&a);
-    }
     if (i == 1) {
         const char *bad[] = {"cbc/start=cutoff"};
         as_limits lim;
