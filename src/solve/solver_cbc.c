@@ -306,6 +306,7 @@ cbc_forked(Cbc_Model *m, size_t ncols, double limit, cbc_result *r, double *x)
     if (pid == 0) { /* child: solve, send, leave without running atexit handlers */
         close(fd[0]);
         dup2(STDERR_FILENO, STDOUT_FILENO); /* CBC's log (-v 2) is detail: stderr, not the output */
+        setvbuf(stdout, NULL, _IOLBF, 0); /* line by line: the parent may kill this child */
         cbc_collect(m, ncols, r, x);
         write_all(fd[1], r, sizeof *r);
         if (r->state == CBC_SOLUTION)
