@@ -455,6 +455,79 @@ test_tiny_entries(void)
     as_problem_free(p);
 }
 
+#ifdef HAVE_CBC
+/*
+ * cbc/start (solver_cbc.c): with the start plan as CBC's MIP start (mip) or without it (none,
+ * the default), and from the optimum or from a dearer plan that fits, CBC returns brute
+ * force's optimum; a value other than none or mip is a usage error.
+ */
+static void
+test_cbc_start(int i)
+{
+    as_problem *p = instance(i);
+    as_solve_result ref;
+    size_t nn = as_problem_nnodes(p), j, *worst = as_xcalloc(nn + 1, sizeof *worst);
+    static const char *const modes[] = {"cbc/start=none", "cbc/start=mip", NULL};
+    double wobj = -1, obj;
+    int m, s;
+
+    if (run(p, "brute", 0, 1, &ref) != AS_OUTCOME_OPTIMAL) {
+        as_solve_result_free(&ref);
+        as_problem_free(p);
+        free(worst);
+        return;
+    }
+    /* a dearer plan that fits: the optimum with one node moved, the dearest such move */
+    for (j = 0; j < nn; j++) {
+        size_t k, *c = as_xcalloc(nn + 1, sizeof *c);
+        memcpy(c, ref.plans[0].choice, nn * sizeof *c);
+        for (k = 0; k < as_problem_node(p, j)->k; k++) {
+            as_err e = {0};
+            c[j] = k;
+            if (as_problem_check(p, c, &obj, NULL, &e) == AS_OK && obj > wobj) {
+                wobj = obj;
+                memcpy(worst, c, nn * sizeof *c);
+            }
+        }
+        free(c);
+    }
+    for (m = 0; modes[m] != NULL; m++)
+        for (s = 0; s < 2; s++) {
+            as_limits lim;
+            as_assignment a;
+            as_outcome oc;
+            as_err err = {0};
+            as_limits_init(&lim);
+            lim.gap = 0;
+            lim.time_limit_s = s ? 30 : 0; /* forked, and in-process */
+            lim.start = s ? worst : ref.plans[0].choice;
+            is_int(as_solve(&as_solver_cbc, p, &lim, &modes[m], 1, &a, &oc, &err), AS_OK,
+                   "cbc start %d %s from the %s: runs", i, modes[m], s ? "dearer plan" : "optimum");
+            if (oc == AS_OUTCOME_OPTIMAL)
+                is_double(a.objective, ref.plans[0].objective, 1e-6,
+                          "cbc start %d %s from the %s: = brute force", i, modes[m],
+                          s ? "dearer plan" : "optimum");
+            else
+                is_int(oc, AS_OUTCOME_OPTIMAL, "cbc start %d %s: optimal", i, modes[m]);
+            as_assignment_free(&a);
+        }
+    if (i == 1) {
+        const char *bad[] = {"cbc/start=cutoff"};
+        as_limits lim;
+        as_assignment a;
+        as_outcome oc;
+        as_err err = {0};
+        as_limits_init(&lim);
+        is_int(as_solve(&as_solver_cbc, p, &lim, bad, 1, &a, &oc, &err), AS_EUSAGE,
+               "cbc/start=cutoff rejected: %s", err.msg);
+        as_assignment_free(&a);
+    }
+    free(worst);
+    as_solve_result_free(&ref);
+    as_problem_free(p);
+}
+#endif
+
 /*
  * The ILP size cap (as_solve_opts.ilp_cap, docs/ilp.md): with a cap of 1 edge column every
  * budgeted instance whose bound rounds found a plan is restricted to the strategies the bound
@@ -558,5 +631,9 @@ main(void)
     test_repair_forbidden();
     test_forbidden_only_fits();
     test_tiny_entries();
+#ifdef HAVE_CBC
+    for (i = 1; i < 14; i++)
+        test_cbc_start(i);
+#endif
     return done_testing();
 }
