@@ -696,6 +696,8 @@ stage_solve(const as_sweep_cfg *c, eval *E, int s, double share, as_err *err)
     so.solver = c->solver;
     so.lim.gap = AS_DEFAULT_GAP;
     so.lim.time_limit_s = share;
+    so.lim.verbosity = 0; /* a solver's remarks (which heuristic plan won) are one line per
+                             stage solve: the sweep's progress and table speak for it */
     so.count_before = 0; /* the unreduced ILP's sizes: no line reports them */
     memset(&r, 0, sizeof r);
     as_problem_set_memory(E->gp[s].p, E->rb[s]);

@@ -284,4 +284,11 @@ check "mesh 1x4 is infeasible, with its error; the summary counts it as infeasib
         'p=1,k=1,mesh=1x4,recompute=none,solver=glpk: stage 0: no plan fits the memory budget' &&
         grep -q ' 0 OOM, 1 infeasible, 0 failed, ' '$T/out'"
 
+# beam and mcts say on stderr which plan won in `solve`; in a sweep they stay silent (one line
+# per stage solve would run through the progress line)
+as sweep "$T/g.asg" --devices 2 --pipeline 1 --solver beam,mcts -o "$T/h.jsonl"
+ok $rc "--solver beam,mcts on 2 devices"
+check "the heuristics' which-plan-won lines are not printed in a sweep" \
+    sh -c "! grep -q 'the plan is' '$T/err' && test \"\$(jq -r 'select(.status == \"ok\") | .config' '$T/h.jsonl' | wc -l)\" = 2"
+
 done_testing
