@@ -2558,7 +2558,8 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
             double l;
             K.nfix = L.nfix + 1;
             K.fix = as_xcalloc(K.nfix, sizeof *K.fix);
-            memcpy(K.fix, L.fix, L.nfix * sizeof *K.fix);
+            if (L.nfix > 0) /* the root leaf has no fixings (L.fix NULL) */
+                memcpy(K.fix, L.fix, L.nfix * sizeof *K.fix);
             K.fix[L.nfix].c = c;
             K.fix[L.nfix].q = x;
             K.fix[L.nfix].eq = side == 0;
