@@ -48,6 +48,7 @@
 #define NONE ((size_t)-1)
 
 int as_reduce_plain = 0;
+int as_reduce_no_leaf_plans = 0;
 size_t as_reduce_shortcuts = 0;
 #define BOUND_ROUNDS 12
 #define BOUND_SWEEPS 2000
@@ -2403,7 +2404,8 @@ bb_eval(bbctx *b, const bbfix *fix, size_t nf, const double *lam, double theta, 
     lb = r.lb;
     for (i = 0; i < nf; i++) /* the costs as they were */
         memcpy(b->c0[fix[i].c], b->base[fix[i].c], b->cg->g.k[fix[i].c] * sizeof **b->c0);
-    if (ub2 < *b->ub) { /* a plan that fits, of this leaf: its cost is its own */
+    if (ub2 < *b->ub && !as_reduce_no_leaf_plans) { /* a plan that fits, of this leaf: its
+                                                        cost is its own */
         double c = cplan_cost(b->cg, b->c0, up);
         if (c < *b->ub) {
             *b->ub = c;
