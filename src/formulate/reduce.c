@@ -2345,7 +2345,7 @@ work_scale_search(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_stat
    and 1.179666 from 10 sweeps (when a deadline cut the run there), and the runs ended at a
    gap of 0.028 % and 0.009 %; with 10 sweeps always, the first solve's branching proved
    1e-4 alone in 5 of 8 runs on a loaded machine (0.0092 %, in about 4 s; the other 3 got
-   1.5-2 s of CPU in 9.5 s and ended at 0.027-0.43 %) */
+   3.8-4.6 s of CPU in 9.5 s and ended at 0.027-0.43 %) */
 #define BB_SWEEPS 10
 
 typedef struct bbfix {
