@@ -2344,8 +2344,8 @@ work_scale_search(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_stat
    53.61 GiB the leaf h.1.ln1 != 1 reached 1.179436 from converged messages (each time)
    and 1.179666 from 10 sweeps (when a deadline cut the run there), and the runs ended at a
    gap of 0.028 % and 0.009 %; with 10 sweeps always, the first solve's branching proved
-   1e-4 alone in 5 of 8 runs on a loaded machine (0.0092 %, in about 4 s; the other 3 got
-   3.8-4.6 s of CPU in 9.5 s and ended at 0.027-0.43 %) */
+   1e-4 alone in 8 of 12 runs on a loaded machine (0.008-0.009 %, in about 4 s; the other 4
+   ended at 0.011-0.43 %, 3 of them with 3.8-4.6 s of CPU in 9.5 s) */
 #define BB_SWEEPS 10
 
 typedef struct bbfix {
