@@ -272,6 +272,10 @@ as_problem *as_problem_random(const as_random_opts *o);
 extern int as_reduce_plain;
 /** Tests: how many times a shortcut of the reductions ran (rows taken from an equal row). */
 extern size_t as_reduce_shortcuts;
+/** Tests: nonzero keeps the plans the branching's leaves find (reduce.c work_branch) from
+    lowering the plan: the bounds are the same, the plan may be dearer (test_solve makes
+    --ilp-cap's restriction lose the optimum with it). */
+extern int as_reduce_no_leaf_plans;
 
 typedef struct as_reduction as_reduction; /* opaque: how to recover eliminated choices */
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "formulate/ilp.h"
+#include "formulate/problem.h"
 #include "solve/fit.h"
 #include "solve/solver.h"
 #include "tap.h"
@@ -625,6 +626,17 @@ main(void)
            the optimum on all of them (3 of 12 were dearer before) */
         ok(nres >= 8, "%s: the cap restricts (%zu of 60 budgeted instances, %zu above the "
            "optimum)", backends[i], nres, nlost);
+        /* without the leaves' plans some restricted ILPs lose the optimum: there "optimal"
+           must come from the bound alone (solver.c solve_keep), and test_restrict checks it */
+        nres = nlost = 0;
+        as_reduce_no_leaf_plans = 1;
+        for (j = 0; j < 60; j++)
+            test_restrict(j, backends[i], &nres, &nlost);
+        as_reduce_no_leaf_plans = 0;
+        diag("%s, no leaf plans: %zu restricted solves, %zu of them above the optimum",
+             backends[i], nres, nlost);
+        ok(nres >= 8 && nlost >= 1, "%s, no leaf plans: the cap restricts (%zu of 60) and "
+           "loses the optimum (%zu)", backends[i], nres, nlost);
     }
     test_validation();
     test_brute_cap();
