@@ -301,6 +301,8 @@ typedef struct as_reduce_stats {
     size_t bb_nodes;      /**< Lagrangian bounds of the branching on the memory rows'
                                nodes (reduce.c work_branch) */
     int duals_used;       /**< the first round started from as_reduce_opts.duals_from */
+    size_t msg_carried;   /**< edges whose TRW-S messages came from duals_from */
+    double warm_lb;       /**< with them: the first round's first bound (NAN: none) */
     size_t restricted;    /**< strategies left out by as_reduce_opts.ilp_cap (a restriction:
                                the result is then not exact, cut bounds what was left out) */
 } as_reduce_stats;
@@ -328,6 +330,13 @@ typedef struct as_duals {
     size_t nrows;
     double *lam, *room;
     double theta;   /**< the subgradient step factor */
+    /* the last round's TRW-S messages, for NMSG edges between leaders MU[i] and MV[i] (ids
+       of the problem): MSG[2i] at MU[i]'s end, MSG[2i+1] at MV[i]'s, in their strategy
+       spaces (NULL: none).  A later reduction starts from them at LAM, where it finds the
+       same edge (any messages give a bound: exact) */
+    size_t nmsg, *mu, *mv;
+    double **msg;
+    double lb;      /**< the bound they gave, offsets included (-INFINITY: none known) */
 } as_duals;
 
 void as_duals_free(as_duals *d);

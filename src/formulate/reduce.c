@@ -140,9 +140,13 @@ typedef struct work {
     int stopped;                /**< a bound round passed STOP: it gave up, pruning nothing */
     as_progress pg;             /**< progress line of the bound rounds */
     const as_duals *duals_from; /**< as_reduce_opts.duals_from */
-    double *lam_best;           /**< the multipliers of the rounds' best Lagrangian bound (NULL:
-                                     none yet), LAM_BEST_LB (offsets included) */
+    int warm;                   /**< its messages are in MSG: the first round starts at its
+                                     multipliers (work_msg_carry) */
+    double *lam_best;           /**< the multipliers of the first round's best Lagrangian bound
+                                     (NULL: none yet), LAM_BEST_LB (offsets included) */
     double lam_best_lb;
+    double **msg_best;          /**< the messages at LAM_BEST (as MSG), or NULL */
+    size_t nmsg_best;
     int in_bb;                  /**< in the branching: its leaves' multipliers are no bound of
                                      the whole problem */
     double *room0;              /**< the rows' rooms as work_init built them (the rows' identity
@@ -2094,6 +2098,8 @@ consider(const work *w, cgraph *cg, double **c0, const size_t *plan, size_t *lp,
     }
 }
 
+static void lam_best_take(work *w, const cgraph *cg, as_mrf_state *st, double abs_lb);
+
 /*
  * Lagrangian bound for the memory rows: with multipliers l_t >= 0, every
  * plan that fits costs at least min_s [cost(s) + sum_t l_t (mem_t(s) -
@@ -2115,6 +2121,8 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
 
     lp = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp);
     memcpy(plan, best->plan, nn * sizeof *plan);
+    if (w->lam_best == NULL) /* the start, should no step raise it */
+        lam_best_take(w, cg, st, cur + w->offset + as_problem_offset(w->p));
     /* later rounds start from the multipliers the first one raised: on gpt3-13b 2x8 under a
        binding budget, 40 more steps moved the bound by 0.4 % of the gap and pruned 20 of
        7,860 strategies, for 8 s */
@@ -2160,13 +2168,7 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
             as_mrf_result_free(best, nn);
             *best = r;
             best->lb = cur;
-            if (!w->in_bb && (w->lam_best == NULL || abs_lb > w->lam_best_lb)) {
-                if (w->lam_best == NULL)
-                    w->lam_best = as_xcalloc(nr + 1, sizeof *w->lam_best);
-                for (t = 0; t < nr; t++)
-                    w->lam_best[t] = w->rows.v[t].lam;
-                w->lam_best_lb = abs_lb;
-            }
+            lam_best_take(w, cg, st, abs_lb);
             stall = 0;
             if (++good >= 3) { /* steady progress: longer steps */
                 w->theta = fmin(2 * w->theta, 2.0);
@@ -2615,26 +2617,49 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
 
 /* Keep ST's messages for the next round, in the leaders' strategy spaces. */
 static void
-work_msg_save(work *w, const cgraph *cg, as_mrf_state *st)
+msg_save_into(work *w, const cgraph *cg, as_mrf_state *st, double ***msgp, size_t *nmsgp)
 {
     size_t j, i, side;
 
-    if (w->nmsg < w->edges.n) {
-        w->msg = as_xrealloc(w->msg, (2 * w->edges.n + 1) * sizeof *w->msg);
-        memset(w->msg + 2 * w->nmsg, 0, 2 * (w->edges.n - w->nmsg) * sizeof *w->msg);
-        w->nmsg = w->edges.n;
+    if (*nmsgp < w->edges.n) {
+        *msgp = as_xrealloc(*msgp, (2 * w->edges.n + 1) * sizeof **msgp);
+        memset(*msgp + 2 * *nmsgp, 0, 2 * (w->edges.n - *nmsgp) * sizeof **msgp);
+        *nmsgp = w->edges.n;
     }
     for (j = 0; j < cg->g.m; j++)
         for (side = 0; side < 2; side++) {
             size_t c = side ? cg->g.ev[j] : cg->g.eu[j], we = cg->we[j];
             const wedge *e = &w->edges.v[we];
             const double *f = as_mrf_state_msg(st, j, (int)side);
-            double **m = &w->msg[2 * we + side];
+            double **m = &(*msgp)[2 * we + side];
             if (*m == NULL)
                 *m = as_xcalloc(kof(w, side ? e->v : e->u) + 1, sizeof **m);
             for (i = 0; i < cg->g.k[c]; i++)
                 (*m)[cg->sub[c][i]] = f[i];
         }
+}
+
+static void
+work_msg_save(work *w, const cgraph *cg, as_mrf_state *st)
+{
+    msg_save_into(w, cg, st, &w->msg, &w->nmsg);
+}
+
+/* The first round's Lagrangian reached ABS_LB (offsets included) at the rows' multipliers,
+   with ST's messages: the best so far is kept for a later reduction (work_duals_export). */
+static void
+lam_best_take(work *w, const cgraph *cg, as_mrf_state *st, double abs_lb)
+{
+    size_t t;
+
+    if (w->in_bb || w->round != 0 || (w->lam_best != NULL && !(abs_lb > w->lam_best_lb)))
+        return;
+    if (w->lam_best == NULL)
+        w->lam_best = as_xcalloc(w->rows.n + 1, sizeof *w->lam_best);
+    for (t = 0; t < w->rows.n; t++)
+        w->lam_best[t] = w->rows.v[t].lam;
+    w->lam_best_lb = abs_lb;
+    msg_save_into(w, cg, st, &w->msg_best, &w->nmsg_best);
 }
 
 /* Start ST from the last round's messages where an edge lives on (any messages keep the
@@ -2661,6 +2686,64 @@ work_msg_load(work *w, const cgraph *cg, as_mrf_state *st)
         as_mrf_state_sync(st);
 }
 
+/* The earlier reduction's rows are W's (in order, same rooms, multipliers >= 0). */
+static int
+duals_alike(const work *w, const as_duals *d)
+{
+    size_t t;
+
+    for (t = 0; t < d->nrows && t < w->rows.n; t++)
+        if (d->room[t] != w->room0[t] || !(d->lam[t] >= 0))
+            break;
+    if (w->dbg)
+        fprintf(stderr, "  multipliers: %zu rows there, %zu here, the first %zu alike\n",
+                d->nrows, w->rows.n, t);
+    return d->nrows == w->rows.n && t == d->nrows;
+}
+
+/*
+ * Before the rounds: the earlier reduction's (duals_from's) last messages into W's on the
+ * live edges between the same leaders, when its rows are W's.  Then the first round starts
+ * TRW-S from them at its multipliers, not from none at none (gpt3-175b 4x4x4 under 324 GiB:
+ * the solve for the gap spent 6-9 s of its round there to reach 15.84, then ran again at the
+ * multipliers).  Exact: any messages are a reparametrisation, any multipliers >= 0 a bound.
+ */
+static void
+work_msg_carry(work *w)
+{
+    const as_duals *d = w->duals_from;
+    size_t i, side, n = 0;
+
+    if (d == NULL || d->nmsg == 0 || w->top != 1 || !duals_alike(w, d))
+        return;
+    if (w->nmsg < w->edges.n) {
+        w->msg = as_xrealloc(w->msg, (2 * w->edges.n + 1) * sizeof *w->msg);
+        memset(w->msg + 2 * w->nmsg, 0, 2 * (w->edges.n - w->nmsg) * sizeof *w->msg);
+        w->nmsg = w->edges.n;
+    }
+    for (i = 0; i < d->nmsg; i++) {
+        wedge *e = find_edge(w, d->mu[i], d->mv[i]);
+        size_t we;
+        if (e == NULL)
+            continue;
+        we = (size_t)(e - w->edges.v);
+        for (side = 0; side < 2; side++) {
+            const double *m = d->msg[2 * i + (e->u == d->mu[i] ? side : 1 - side)];
+            size_t x = side ? e->v : e->u;
+            if (m == NULL)
+                continue;
+            if (w->msg[2 * we + side] == NULL)
+                w->msg[2 * we + side] = as_xmalloc((kof(w, x) + 1) * sizeof **w->msg);
+            memcpy(w->msg[2 * we + side], m, kof(w, x) * sizeof **w->msg);
+        }
+        n++;
+    }
+    w->red->stats.msg_carried = n;
+    w->warm = n > 0;
+    if (w->dbg)
+        fprintf(stderr, "  messages carried over: %zu of %zu edges\n", n, d->nmsg);
+}
+
 /*
  * The first round: an earlier reduction's multipliers (the same problem's rows, in order,
  * same rooms) in the rows, when their bound beats RES's (then RES is theirs); else the rows'
@@ -2675,13 +2758,7 @@ work_duals_load(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state 
     double *keep, theta = w->theta, pen;
     as_mrf_result r;
 
-    for (t = 0; t < d->nrows && t < w->rows.n; t++)
-        if (d->room[t] != w->room0[t] || !(d->lam[t] >= 0))
-            break;
-    if (w->dbg)
-        fprintf(stderr, "  multipliers: %zu rows there, %zu here, the first %zu alike\n",
-                d->nrows, w->rows.n, t);
-    if (d->nrows != w->rows.n || t < d->nrows)
+    if (!duals_alike(w, d))
         return;
     keep = as_xcalloc(w->rows.n + 1, sizeof *keep);
     for (t = 0; t < w->rows.n; t++) {
@@ -2728,7 +2805,7 @@ work_bound(work *w)
     as_mrf_state *st;
     as_mrf_result res;
     double ub = INFINITY, t0 = as_now(), **c0, pen, bblb;
-    int dbg = w->dbg;
+    int dbg = w->dbg, branched = 0;
 
     cgraph_init(&cg, w);
     crows_init(&cr, w, &cg);
@@ -2737,6 +2814,14 @@ work_bound(work *w)
     for (i = 0; i < nn; i++) {
         c0[i] = as_xmalloc(cg.g.k[i] * sizeof **c0);
         memcpy(c0[i], cg.g.c[i], cg.g.k[i] * sizeof **c0);
+    }
+    if (w->round == 0 && w->warm) { /* the earlier reduction's multipliers, with its messages */
+        for (i = 0; i < w->rows.n; i++)
+            w->rows.v[i].lam = w->rows.v[i].alive ? w->duals_from->lam[i] : 0;
+        /* the step factor starts afresh: the earlier one had shrunk on its stalls (gpt3-13b
+           2x8 under 53.61 GiB, the solve for the gap from the shrunk one: root 1.16660, leaves
+           stuck at 1.1672 (gap 0.43 %); from 1: root 1.16758, 8 leaves to 1.17942) */
+        w->red->stats.duals_used = 1;
     }
     pen = cg_penalise(w, &cg, &cr, c0);
     memset(&res, 0, sizeof res);
@@ -2760,14 +2845,45 @@ work_bound(work *w)
     if (w->round == 0 && w->deadline > 0 && w->abort_at > w->deadline)
         as_mrf_state_set_floor(st, 10, w->deadline + 0.5 * (w->abort_at - w->deadline));
     as_mrf_state_set_stop(st, w->stop);
-    as_mrf_state_run(st, BOUND_SWEEPS, &res);
+    /* from carried messages at their multipliers: as many sweeps as a Lagrangian step (the
+       steps raise the bound: gpt3-175b 4x4x4 under 324 GiB, the solve for the gap's run
+       went on 187 sweeps, 24 s loaded, from 16.09279 to 16.09279) */
+    as_mrf_state_run(st, w->round == 0 && w->warm ? LAGR_SWEEPS : BOUND_SWEEPS, &res);
     as_mrf_state_set_stop(st, 0); /* the Lagrangian's runs use their results */
     if (res.stopped)
         goto stopped;
     res.lb -= pen;
     bblb = res.lb;
+    if (w->round == 0 && w->warm) {
+        w->red->stats.warm_lb = res.lb + w->offset + as_problem_offset(w->p);
+        if (dbg)
+            fprintf(stderr, "  from the carried messages and multipliers: lb %.12g (there %.12g)\n",
+                    w->red->stats.warm_lb, w->duals_from->lb);
+    }
     aplan = as_xcalloc(nn + 1, sizeof *aplan); /* the branching's: the plan before the rows */
     memcpy(aplan, res.plan, nn * sizeof *aplan);
+    if (w->round == 0 && w->warm) {
+        /* that plan is the multipliers' (on gpt3-13b 2x8 under 53.61 GiB it was the plan
+           that fits on every node the branching weighs: nothing to split, the solve for
+           the gap got no bound): one sweep at none, from these messages, which stay */
+        double *keep = as_xcalloc(w->rows.n + 1, sizeof *keep);
+        as_mrf_result r0;
+        work_msg_save(w, &cg, st);
+        for (i = 0; i < w->rows.n; i++) {
+            keep[i] = w->rows.v[i].lam;
+            w->rows.v[i].lam = 0;
+        }
+        cg_penalise(w, &cg, &cr, c0);
+        as_mrf_state_sync(st);
+        as_mrf_state_run(st, 1, &r0);
+        memcpy(aplan, r0.plan, nn * sizeof *aplan);
+        as_mrf_result_free(&r0, nn);
+        for (i = 0; i < w->rows.n; i++)
+            w->rows.v[i].lam = keep[i];
+        free(keep);
+        cg_penalise(w, &cg, &cr, c0);
+        work_msg_load(w, &cg, st);
+    }
     lp = as_xcalloc(n + 1, sizeof *lp);
     ubplan = as_xcalloc(nn + 1, sizeof *ubplan);
     tmp = as_xcalloc(nn + 1, sizeof *tmp);
@@ -2795,7 +2911,7 @@ work_bound(work *w)
     w->lagrange = 0;
     if (isfinite(ub) && cr.off[nn] > 0) {
         w->lagrange = 1;
-        if (w->round == 0 && w->duals_from != NULL)
+        if (w->round == 0 && w->duals_from != NULL && !w->warm)
             work_duals_load(w, &cg, &cr, c0, st, &res, lp, &ub, ubplan);
         work_lagrange(w, &cg, &cr, c0, st, &res, &ub, ubplan);
         if (dbg)
@@ -2823,6 +2939,10 @@ work_bound(work *w)
         ub - res.lb > fmax(1e-9 * fabs(ub),
                            w->gap * fabs(ub + w->offset + as_problem_offset(w->p)))) {
         double was = bblb;
+        /* the messages of the Lagrangian's end, not of the branching's last leaf (its
+           fixings' costs): the next round's and a later reduction's start */
+        work_msg_save(w, &cg, st);
+        branched = 1;
         bblb = work_branch(w, &cg, &cr, c0, st, aplan, res.lb, &ub, ubplan);
         if (dbg)
             fprintf(stderr, "  branching: lb %.12g -> %.12g, %zu bounds (%.3f s)\n", was, bblb,
@@ -2897,7 +3017,7 @@ work_bound(work *w)
     }
     free(c0);
     as_mrf_result_free(&res, nn);
-    if (!w->stopped)
+    if (!w->stopped && !branched)
         work_msg_save(w, &cg, st);
     as_mrf_state_free(st);
     crows_free(&cr);
@@ -3372,6 +3492,52 @@ work_simplify(work *w)
     } while (more && !past(w)); /* at the time limit: less reduced, still exact */
 }
 
+/*
+ * After the first bound round: its multipliers (those of its best Lagrangian bound) and its
+ * messages, for a later reduction of the same problem (solve/fit.c's solve for the gap),
+ * whose first round bounds the same live problem (later rounds' are pruned: multipliers fit
+ * for those gave gpt3-13b 2x8 under 53.61 GiB a lower first bound than none).
+ */
+static void
+work_duals_export(work *w)
+{
+    as_duals *d = as_xcalloc(1, sizeof *d);
+    double **msg = w->msg_best != NULL ? w->msg_best : w->msg;
+    size_t t, j, k, nmsg = w->msg_best != NULL ? w->nmsg_best : w->nmsg;
+
+    d->nrows = w->rows.n;
+    d->lam = as_xcalloc(w->rows.n + 1, sizeof *d->lam);
+    d->room = as_xcalloc(w->rows.n + 1, sizeof *d->room);
+    for (t = 0; t < w->rows.n; t++) {
+        d->lam[t] = w->lam_best != NULL ? w->lam_best[t] : w->rows.v[t].lam;
+        d->room[t] = w->room0[t];
+    }
+    d->theta = w->theta;
+    d->lb = w->lam_best != NULL ? w->lam_best_lb : -INFINITY;
+    for (j = 0; j < nmsg; j++)
+        if (w->edges.v[j].alive && (msg[2 * j] != NULL || msg[2 * j + 1] != NULL))
+            d->nmsg++;
+    d->mu = as_xcalloc(d->nmsg + 1, sizeof *d->mu);
+    d->mv = as_xcalloc(d->nmsg + 1, sizeof *d->mv);
+    d->msg = as_xcalloc(2 * d->nmsg + 1, sizeof *d->msg);
+    for (j = 0, t = 0; j < nmsg; j++) {
+        const wedge *e = &w->edges.v[j];
+        if (!e->alive || (msg[2 * j] == NULL && msg[2 * j + 1] == NULL))
+            continue;
+        d->mu[t] = e->u;
+        d->mv[t] = e->v;
+        for (k = 0; k < 2; k++)
+            if (msg[2 * j + k] != NULL) {
+                size_t len = kof(w, k ? e->v : e->u);
+                d->msg[2 * t + k] = as_xmalloc((len + 1) * sizeof **d->msg);
+                memcpy(d->msg[2 * t + k], msg[2 * j + k], len * sizeof **d->msg);
+            }
+        t++;
+    }
+    as_duals_free(w->red->duals);
+    w->red->duals = d;
+}
+
 int
 as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reduction **redp,
           as_err *err)
@@ -3407,7 +3573,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     red = as_xcalloc(1, sizeof *red);
     red->n = n;
     red->leader = as_xcalloc(n + 1, sizeof *red->leader);
-    red->stats.lb = red->stats.ub = NAN;
+    red->stats.lb = red->stats.ub = red->stats.warm_lb = NAN;
     red->stats.cut = INFINITY;
     w.red = red;
     if (work_init(&w, p) != 0) {
@@ -3448,6 +3614,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
         work_simplify(&w);
     }
     DBG("simplify");
+    work_msg_carry(&w);
     as_progress_start(&w.pg, "reductions: bound rounds");
     for (round = 0; (flags & AS_REDUCE_BOUND) && as_problem_nnogoods(p) == 0 &&
                     round < BOUND_ROUNDS;
@@ -3484,6 +3651,8 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
                 work_simplify(&w);
         }
         removed = work_bound(&w);
+        if (round == 0 && w.lagrange && w.top == 1) /* for a later solve (solve/fit.c) */
+            work_duals_export(&w);
         if (removed == 0 || (w.stop > 0 && as_now() > w.stop))
             break;
         work_simplify(&w);
@@ -3518,18 +3687,6 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     }
     *out = work_output(&w);
     *redp = red;
-    if (w.lagrange) { /* the multipliers, for a later solve (solve/fit.c) */
-        as_duals *d = as_xcalloc(1, sizeof *d);
-        d->nrows = w.rows.n;
-        d->lam = as_xcalloc(w.rows.n + 1, sizeof *d->lam);
-        d->room = as_xcalloc(w.rows.n + 1, sizeof *d->room);
-        for (t = 0; t < w.rows.n; t++) {
-            d->lam[t] = w.lam_best != NULL ? w.lam_best[t] : w.rows.v[t].lam;
-            d->room[t] = w.room0[t];
-        }
-        d->theta = w.theta;
-        red->duals = d;
-    }
 done:
     for (v = 0; v < n; v++) {
         free(w.nodes[v].cost);
@@ -3559,6 +3716,9 @@ done:
     for (j = 0; j < 2 * w.nmsg; j++)
         free(w.msg[j]);
     free(w.msg);
+    for (j = 0; j < 2 * w.nmsg_best; j++)
+        free(w.msg_best[j]);
+    free(w.msg_best);
     free(w.cand_v);
     free(w.cand_s);
     AS_VEC_FREE(&w.kept_alias);
@@ -3646,8 +3806,15 @@ as_reduction_take_duals(as_reduction *red)
 void
 as_duals_free(as_duals *d)
 {
+    size_t i;
+
     if (d == NULL)
         return;
+    for (i = 0; i < 2 * d->nmsg; i++)
+        free(d->msg[i]);
+    free(d->msg);
+    free(d->mu);
+    free(d->mv);
     free(d->lam);
     free(d->room);
     free(d);

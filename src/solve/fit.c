@@ -690,13 +690,12 @@ fit_close_gap(as_problem *p, const as_solve_opts *o, const as_fit_opts *fo, doub
         return;
     so.incumbent = pl->choice;
     so.branch_inc = 1;
-    /* the first solve's multipliers (same problem, same rows) when its bound rounds stopped
-       at their deadline: its Lagrangian goes on from them (gpt3-175b 4x4x4 under 324 GiB: the
-       first solve's 6 s of it reached 15.994; the solve for the gap got 16.111 from them,
-       16.081 from none).  Not when the rounds finished: the solve for the gap's own are as
-       good (gpt3-13b 2x8 under 53.61 GiB: from those, fit for the later rounds' pruned
-       problem, its first round reached 1.16677, from none 1.16720) */
-    so.duals_from = rows_first && res->red.timed_out ? res->duals : NULL;
+    /* the first solve's multipliers and TRW-S messages at its first round's best bound (same
+       problem, same rows): the first round goes on from there, not from none (gpt3-175b
+       4x4x4 under 324 GiB: 16.093 at once, where TRW-S from none took its 6-9 s to 15.84;
+       the first rounds' problems are alike, the later rounds' pruned ones are not: those
+       multipliers gave gpt3-13b 2x8 under 53.61 GiB a lower first bound than none) */
+    so.duals_from = rows_first ? res->duals : NULL;
     so.lim.time_limit_s = left;
     so.count_before = 0;
     if (as_solve_problem(p, &so, &r2, &e2) != AS_OK)

@@ -1016,6 +1016,8 @@ test_reduce_own_plan(void)
 
 /* Second reductions of test_reduce_duals that started from the first one's multipliers. */
 static size_t duals_used;
+/* Of those, the ones that also started TRW-S from the first one's messages. */
+static size_t msgs_carried;
 
 /*
  * A second reduction of the same problem from the first one's plan starts its Lagrangian from
@@ -1051,7 +1053,10 @@ test_reduce_duals(int seed)
     y = calloc(as_problem_nnodes(rp) + 1, sizeof *y);
     full = calloc(n + 1, sizeof *full);
     if (d != NULL && st != NULL && isfinite(want)) {
-        as_reduce_opts r2 = {.flags = AS_REDUCE_ALL, .top = 1, .branch = 1, .duals_from = d};
+        /* a deadline long past: the first round's first TRW-S run makes one sweep, so its
+           bound is the carried messages' (at least theirs), not one of a converged run */
+        as_reduce_opts r2 = {.flags = AS_REDUCE_ALL, .top = 1, .branch = 1, .duals_from = d,
+                             .deadline = seed % 2 ? 1e-3 : 0};
         memcpy(y, st, as_problem_nnodes(rp) * sizeof *y);
         as_reduction_recover(red, y, full);
         if (as_problem_check(p, full, &obj, NULL, &err) == AS_OK) {
@@ -1059,6 +1064,11 @@ test_reduce_duals(int seed)
             is_int(as_reduce_ex(p, &r2, &rp2, &red2, &err), AS_OK,
                    "duals %d: second reduction", seed);
             duals_used += (size_t)as_reduction_stats(red2)->duals_used;
+            msgs_carried += as_reduction_stats(red2)->msg_carried > 0;
+            if (as_reduction_stats(red2)->msg_carried > 0)
+                ok(as_reduction_stats(red2)->warm_lb >= d->lb - 1e-9 * fmax(1, fabs(d->lb)),
+                   "duals %d: from the first's messages at its multipliers, the bound %.12g "
+                   "is at least theirs %.12g", seed, as_reduction_stats(red2)->warm_lb, d->lb);
             ok(!(as_reduction_stats(red2)->lb > want + 1e-9 * fmax(1, fabs(want))),
                "duals %d: bound %.9g (%s the first's multipliers; the first %.9g) at most the "
                "optimum %.9g", seed, as_reduction_stats(red2)->lb,
@@ -1108,6 +1118,8 @@ main(void)
         test_reduce_duals(s);
     ok(duals_used >= 5, "a second reduction started from the first one's multipliers %zu "
        "times", duals_used);
+    ok(msgs_carried >= 5, "a second reduction started TRW-S from the first one's messages %zu "
+       "times (their bounds checked above)", msgs_carried);
     ok(bb_timed >= 5, "the timed branching ran on %zu instances (most bounds: %zu)", bb_timed,
        bb_most);
     /* the branching on memory rows' nodes ran, and its bounds were checked above */
