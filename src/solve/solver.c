@@ -909,6 +909,26 @@ heuristic_bound(const as_problem *rp, const as_solve_opts *o, double t0, as_redu
     return AS_OK;
 }
 
+/* The chosen solver's parameters (O's "solver/key=value" for it), checked as the backend
+   takes them: the backend may never run (the reductions solve the problem), and a bad one
+   would then pass unseen. */
+static int
+check_params(const as_solve_opts *o, as_err *err)
+{
+    const as_solver_ops *ops = as_solver_find(o->solver ? o->solver : "glpk", err);
+    as_solver_data *data = NULL;
+    int rc;
+
+    if (ops == NULL)
+        return err->code;
+    if (ops->new_data != NULL)
+        AS_CHECK(ops->new_data(&data, err));
+    rc = solve_params(ops, data, o->params, o->nparams, err);
+    if (ops->free_data != NULL)
+        ops->free_data(data);
+    return rc;
+}
+
 int
 as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *res, as_err *err)
 {
@@ -921,6 +941,7 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
 
     memset(res, 0, sizeof *res);
     AS_CHECK(as_problem_validate(p, err));
+    AS_CHECK(check_params(o, err));
     if (flags != 0 && heuristic(o)) {
         /* beam and mcts search the problem with its structure merged (followers, constant
            edges, alias pairs), not what the eliminations and the bound pruning leave: those
