@@ -1068,11 +1068,12 @@ run_timed(const as_problem *p, const char *solver, const char *param, double lim
     o.nparams = 1;
     o.lim.time_limit_s = limit;
     o.lim.verbosity = 0;
-    if (as_solve_problem(p, &o, &r, &err) != AS_OK || r.nplans != 1) {
-        if (err.msg[0] != '\0')
-            diag("%s: %s", solver, err.msg);
-        if (r.nplans > 0)
-            as_solve_result_free(&r);
+    if (as_solve_problem(p, &o, &r, &err) != AS_OK) { /* r is freed */
+        diag("%s: %s", solver, err.msg);
+        return 0;
+    }
+    if (r.nplans != 1) {
+        as_solve_result_free(&r);
         return 0;
     }
     *pl = r.plans[0];
