@@ -867,7 +867,10 @@ heuristic(const as_solve_opts *o)
  * budget, beam and mcts on their own returned 0.0389387, this plan is 0.0384495.
  */
 /* The bounds heuristic_bound's branching computes (reduce.c work_branch), with and without
-   a time limit */
+   a time limit: on bench_heur's gpt2-small, bert-large and t5-base budget cells every start
+   is as cheap as with the old timed work or cheaper; 12 gave dearer starts on bert-large 8
+   (+0.11 %) and gpt2-small 2x4 (+0.06 %), 64 the same starts at 1.4-1.7 times the CPU
+   (docs/ilp.md, Heuristics) */
 #define HEUR_BB_EVALS 24
 
 static int
@@ -886,8 +889,8 @@ heuristic_bound(const as_problem *rp, const as_solve_opts *o, double t0, as_redu
     /* under a time limit a safety stop at half of what is left, for the heuristic the rest;
        past it the bound is the rounds' so far, still a bound, but the start then depends on
        the time.  Until 1127g this was the bound pruning's budget, a fifth, which its
-       branching used up (gpt2-small 8 under bench_heur's budget, beam K=1 at -t 120: 12.2 s
-       CPU, 0.8 s now); on bert-large 2x8 the fixed work took 24 s of wall time on a machine
+       branching used up (gpt2-small 8 under bench_heur's budget, beam K=1 at -t 120: 6.6-12.2
+       s CPU, 0.8 s now); on bert-large 2x8 the fixed work took 24 s of wall time on a machine
        at load 7, which a fifth of 120 s cut */
     if (o->lim.time_limit_s > 0)
         ro.deadline = as_now() + 0.5 * fmax(0, t0 + o->lim.time_limit_s - as_now());
