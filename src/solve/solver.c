@@ -869,7 +869,7 @@ heuristic(const as_solve_opts *o)
 /* The bounds heuristic_bound's branching computes (reduce.c work_branch), with and without
    a time limit: on bench_heur's gpt2-small, bert-large and t5-base budget cells every start
    is as cheap as with the old timed work or cheaper; 12 gave dearer starts on bert-large 8
-   (+0.11 %) and gpt2-small 2x4 (+0.06 %), 64 the same starts at 1.3-1.7 times the CPU
+   (+0.11 %) and gpt2-small 2x4 (+0.06 %), 64 the same starts at 1.3-1.8 times the CPU
    (docs/ilp.md, Heuristics) */
 #define HEUR_BB_EVALS 24
 
