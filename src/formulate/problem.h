@@ -383,6 +383,13 @@ typedef struct as_reduce_opts {
     const as_duals *duals_from; /**< an earlier reduction's multipliers (same problem, same
                                      rows): the first round's Lagrangian starts from them
                                      when they give a higher bound than none */
+    int fixed_work;  /**< with a deadline: the reductions choose their amounts of work as
+                          without one (the branching's bounds by count, bb_evals; TRW-S's
+                          sweeps by count; dominance not cut to half the time), so the result
+                          does not depend on the time; the deadline is only a safety stop of
+                          work that overruns (stats.timed_out: then it may) */
+    size_t bb_evals; /**< > 0: the branching computes at most this many bounds (0: 24, or
+                          4096 under a deadline without fixed_work, which the time stops) */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

@@ -134,6 +134,9 @@ typedef struct work {
     size_t *cand_v, *cand_s;    /**< (leader, leader strategy), cheapest first */
     int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
     double deadline;            /**< as_now() after which the bound rounds stop; 0 = none */
+    double safety;              /**< as_reduce_opts.fixed_work: its deadline, which only stops
+                                     work that overruns (past()); 0 = none */
+    size_t bb_evals;            /**< as_reduce_opts.bb_evals */
     double abort_at;            /**< as_now() after which the reductions give up; 0 = never */
     double stop;                /**< as_reduce_opts.own_plan: abort_at, after which the bound
                                      round gives up at once (0 = never) */
@@ -287,7 +290,8 @@ work_degree(const work *w, size_t x, size_t out[3])
 static int
 past(const work *w)
 {
-    return w->deadline > 0 && as_now() > w->deadline;
+    return (w->deadline > 0 && as_now() > w->deadline) ||
+           (w->safety > 0 && as_now() > w->safety);
 }
 
 /* Dominance must look at X's neighbours again (X lost strategies, or its edges changed). */
@@ -2507,7 +2511,7 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
        the gap where this does not */
     b.stop = w->deadline > 0 ? as_now() + (w->for_gap ? 1 : 0.5) * (w->deadline - as_now())
                              : 0; /* for the gap alone: up to the deadline */
-    b.max_evals = w->deadline > 0 ? BB_EVALS_TIMED : BB_EVALS;
+    b.max_evals = w->bb_evals > 0 ? w->bb_evals : w->deadline > 0 ? BB_EVALS_TIMED : BB_EVALS;
     b.lam0 = as_xcalloc(w->rows.n + 1, sizeof *b.lam0);
     for (t = 0; t < w->rows.n; t++)
         b.lam0[t] = w->rows.v[t].lam;
@@ -2838,7 +2842,7 @@ work_bound(work *w)
     as_mrf_state_set_deadline(st, w->deadline > 0 && cr.off[nn] > 0 &&
                                           (w->best == NULL || w->round == 0)
                                       ? t0 + 0.5 * fmax(0, w->deadline - t0)
-                                      : w->deadline);
+                                      : w->deadline > 0 ? w->deadline : w->safety);
     /* the first round's bound is the one a run under a tight limit reports: a few sweeps
        past the soft deadline, up to half the slack before the reductions give up (gpt3-1.3b
        2x4x2 in the sweep's 5 s: dominance left TRW-S one sweep, lb 6-18 % under the plan) */
@@ -3558,7 +3562,9 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
                                 : o->flags;
     work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
-              .dbg = getenv("AS_DEBUG_REDUCE") != NULL, .deadline = o->deadline,
+              .dbg = getenv("AS_DEBUG_REDUCE") != NULL,
+              .deadline = o->fixed_work ? 0 : o->deadline, /* fixed work: a safety stop */
+              .safety = o->fixed_work ? o->deadline : 0, .bb_evals = o->bb_evals,
               .abort_at = o->abort_at, .stop = o->own_plan ? o->abort_at : 0};
     double t0 = as_now(), edges_s = 0;
 #define DBG(what)                                                                                 \

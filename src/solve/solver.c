@@ -866,26 +866,43 @@ heuristic(const as_solve_opts *o)
  * heuristic gets it as its start (as_limits.start, solve_loop): t5-base 2x8 under its
  * budget, beam and mcts on their own returned 0.0389387, this plan is 0.0384495.
  */
+/* The bounds heuristic_bound's branching computes (reduce.c work_branch), with and without
+   a time limit: on bench_heur's gpt2-small, bert-large and t5-base budget cells every start
+   is as cheap as with the old timed work or cheaper; 12 gave dearer starts on bert-large 8
+   (+0.11 %) and gpt2-small 2x4 (+0.06 %), 64 the same starts at 1.3-1.8 times the CPU
+   (docs/ilp.md, Heuristics) */
+#define HEUR_BB_EVALS 24
+
 static int
 heuristic_bound(const as_problem *rp, const as_solve_opts *o, double t0, as_reduce_stats *st,
-                size_t *plan, int *got, as_err *err)
+                size_t *plan, int *got, int *timed, as_err *err)
 {
-    as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .gap = o->lim.gap, .top = 1};
+    /* the same work with and without a time limit (fixed_work, HEUR_BB_EVALS bounds of the
+       branching): the start, and so the heuristic's plan, does not depend on the time */
+    as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .gap = o->lim.gap, .top = 1,
+                         .fixed_work = 1, .bb_evals = HEUR_BB_EVALS};
     as_problem *bp = NULL;
     as_reduction *bred = NULL;
 
     if (as_problem_nnodes(rp) == 0)
         return AS_OK;
-    /* under a time limit the bound may take a fifth of what is left: the heuristic needs
-       the rest (with a budget, repairing the rounds' plan to fit took 2-10 s a solve on
-       bert-large and made the re-solves for memory run out of time without a plan); past
-       it the bound is the rounds' so far, still a bound */
+    /* under a time limit a safety stop at half of what is left, for the heuristic the rest;
+       past it the bound is the rounds' so far, still a bound, but the start then depends on
+       the time.  Until 1127g this was the bound pruning's budget, a fifth, which its
+       branching used up (gpt2-small 8 under bench_heur's budget, beam K=1 at -t 120: 6.6-12.2
+       s CPU, 0.8 s now); on bert-large 2x8 the fixed work took 24 s of wall time on a machine
+       at load 7, which a fifth of 120 s cut */
     if (o->lim.time_limit_s > 0)
-        ro.deadline = as_now() + 0.2 * fmax(0, t0 + o->lim.time_limit_s - as_now());
+        ro.deadline = as_now() + 0.5 * fmax(0, t0 + o->lim.time_limit_s - as_now());
     AS_CHECK(as_reduce_ex(rp, &ro, &bp, &bred, err));
     st->lb = as_reduction_stats(bred)->lb;
     st->ub = as_reduction_stats(bred)->ub;
     st->bound_rounds = as_reduction_stats(bred)->bound_rounds;
+    *timed = as_reduction_stats(bred)->timed_out;
+    if (*timed && o->lim.verbosity > 0)
+        as_info("%s: the bound pruning for the start stopped at its safety stop (half of the "
+                "time left): the start, and so the plan, may differ from run to run",
+                o->solver);
     if (as_reduction_start(bred) != NULL) {
         as_reduction_recover(bred, as_reduction_start(bred), plan);
         *got = start_fits(rp, plan);
@@ -893,6 +910,26 @@ heuristic_bound(const as_problem *rp, const as_solve_opts *o, double t0, as_redu
     as_reduction_free(bred);
     as_problem_free(bp);
     return AS_OK;
+}
+
+/* The chosen solver's parameters (O's "solver/key=value" for it), checked as the backend
+   takes them: the backend may never run (the reductions solve the problem), and a bad one
+   would then pass unseen. */
+static int
+check_params(const as_solve_opts *o, as_err *err)
+{
+    const as_solver_ops *ops = as_solver_find(o->solver ? o->solver : "glpk", err);
+    as_solver_data *data = NULL;
+    int rc;
+
+    if (ops == NULL)
+        return err->code;
+    if (ops->new_data != NULL)
+        AS_CHECK(ops->new_data(&data, err));
+    rc = solve_params(ops, data, o->params, o->nparams, err);
+    if (ops->free_data != NULL)
+        ops->free_data(data);
+    return rc;
 }
 
 int
@@ -907,6 +944,7 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
 
     memset(res, 0, sizeof *res);
     AS_CHECK(as_problem_validate(p, err));
+    AS_CHECK(check_params(o, err));
     if (flags != 0 && heuristic(o)) {
         /* beam and mcts search the problem with its structure merged (followers, constant
            edges, alias pairs), not what the eliminations and the bound pruning leave: those
@@ -951,7 +989,8 @@ as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *r
             res->duals = as_reduction_take_duals(red);
         if (o->reduce & AS_REDUCE_BOUND & ~flags) {
             hplan = as_xcalloc(as_problem_nnodes(rp) + 1, sizeof *hplan);
-            AS_CHECK_GOTO(rc, heuristic_bound(rp, o, t0, &res->red, hplan, &hgot, err), out);
+            AS_CHECK_GOTO(rc, heuristic_bound(rp, o, t0, &res->red, hplan, &hgot,
+                                                          &res->start_timed, err), out);
         }
     } else {
         rp = as_problem_clone(p);

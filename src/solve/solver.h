@@ -232,6 +232,9 @@ typedef struct as_solve_result {
     double total_s;           /**< seconds in total */
     as_duals *duals;          /**< the reductions' Lagrangian multipliers, or NULL (top 1; for
                                    as_solve_opts.duals_from of a solve of the same problem) */
+    int start_timed;          /**< beam, mcts: the bound pruning that gives their start stopped
+                                   at its safety deadline (half of the time left): the
+                                   plan may depend on the time (otherwise it does not) */
 } as_solve_result;
 
 /**

@@ -1050,6 +1050,123 @@ test_seed_bound(void)
     ok(mcts_ok, "mcts (start=bound, the default): never dearer than the bound pruning's plan");
 }
 
+/* SOLVER (one parameter) through the driver, with a time limit of LIMIT s (0: none); its plan
+   into *PL (choice copied), 0 when it gives none. */
+static int
+run_timed(const as_problem *p, const char *solver, const char *param, double limit, as_plan *pl,
+          int *timed)
+{
+    as_solve_opts o;
+    as_solve_result r;
+    as_err err = {0};
+    const char *params[1] = {param};
+    size_t n = as_problem_nnodes(p);
+
+    as_solve_opts_init(&o);
+    o.solver = solver;
+    o.params = params;
+    o.nparams = 1;
+    o.lim.time_limit_s = limit;
+    o.lim.verbosity = 0;
+    if (as_solve_problem(p, &o, &r, &err) != AS_OK) { /* r is freed */
+        diag("%s: %s", solver, err.msg);
+        return 0;
+    }
+    if (r.nplans != 1) {
+        as_solve_result_free(&r);
+        return 0;
+    }
+    *pl = r.plans[0];
+    pl->choice = as_xcalloc(n + 1, sizeof *pl->choice);
+    memcpy(pl->choice, r.plans[0].choice, n * sizeof *pl->choice);
+    *timed = r.start_timed;
+    as_solve_result_free(&r);
+    return 1;
+}
+
+/*
+ * The same seed gives the same plan under --time-limit (issue 15): the driver's start for
+ * beam and mcts (heuristic_bound) does the same work with and without a limit
+ * (as_reduce_opts.fixed_work; the limit is only a safety stop, start_timed when it hits).
+ * The instance is one where the old timed work differed: the bound pruning with a deadline
+ * and without fixed_work lets its branching run on (up to 4096 bounds, not 24: 96 here) and reaches
+ * another bound and a cheaper plan in a fraction of a second (checked below).  With that
+ * behaviour (fixed_work 0 in heuristic_bound) the driver's runs below fail: under the limit
+ * their bound is 256.355137, without it 254.894917 (the plan, 256.38074, is the same here:
+ * beam and mcts reach it from either start).
+ */
+static void
+test_seed_timing(void)
+{
+    as_random_opts ro;
+    as_problem *p, *rp = NULL, *bp = NULL;
+    as_reduction *red = NULL, *bred = NULL;
+    as_reduce_opts fo = {.flags = AS_REDUCE_FOLLOW | AS_REDUCE_CONST | AS_REDUCE_ALIAS,
+                         .gap = AS_DEFAULT_GAP, .top = 1};
+    as_reduce_stats st[3];
+    as_err err = {0};
+    int i, k, ok_red = 1;
+    static const char *const runs[][2] = {{"beam", "beam/width=1"},
+                                          {"mcts", "mcts/episodes=50"}};
+
+    as_random_opts_init(&ro);
+    ro.seed = 3006;
+    ro.nodes = 80;
+    ro.edges = ro.nodes + ro.nodes / 3;
+    ro.kmin = 3;
+    ro.kmax = 6;
+    ro.live_window = 8;
+    ro.memory_frac = 0.05;
+    p = as_problem_random(&ro);
+    ok_red = as_reduce_ex(p, &fo, &rp, &red, &err) == AS_OK;
+    for (i = 0; i < 3 && ok_red; i++) { /* none; a deadline; a deadline with fixed work */
+        as_reduce_opts bo = {.flags = AS_REDUCE_BOUND, .gap = AS_DEFAULT_GAP, .top = 1,
+                             .deadline = i > 0 ? as_now() + 100 : 0, .fixed_work = i == 2};
+        ok_red = as_reduce_ex(rp, &bo, &bp, &bred, &err) == AS_OK;
+        if (ok_red)
+            st[i] = *as_reduction_stats(bred);
+        as_reduction_free(bred);
+        as_problem_free(bp);
+        bred = NULL;
+        bp = NULL;
+    }
+    ok(ok_red && st[1].bb_nodes > st[0].bb_nodes && st[1].lb > st[0].lb + 1e-6 &&
+           st[1].ub < st[0].ub - 1e-6,
+       "timing matters here: the bound pruning under a deadline (no fixed work) branches on "
+       "(%zu bounds, not %zu) to another bound (%.9g, not %.9g) and plan (%.9g, not %.9g)",
+       ok_red ? st[1].bb_nodes : 0, ok_red ? st[0].bb_nodes : 0, ok_red ? st[1].lb : 0,
+       ok_red ? st[0].lb : 0, ok_red ? st[1].ub : 0, ok_red ? st[0].ub : 0);
+    ok(ok_red && st[2].bb_nodes == st[0].bb_nodes && st[2].lb == st[0].lb &&
+           st[2].ub == st[0].ub && !st[2].timed_out,
+       "with fixed work the deadline changes nothing: %zu bounds, lb %.9g, plan %.9g",
+       ok_red ? st[2].bb_nodes : 0, ok_red ? st[2].lb : 0, ok_red ? st[2].ub : 0);
+    as_reduction_free(red);
+    as_problem_free(rp);
+    for (k = 0; k < 2; k++) {
+        as_plan pl[3];
+        int got = 1, same = 1, timed = 0, t, m;
+        size_t v;
+        for (m = 0; m < 3; m++) { /* no limit, then twice under one */
+            got = run_timed(p, runs[k][0], runs[k][1], m == 0 ? 0 : 100 + 20 * m, &pl[m], &t);
+            if (!got)
+                break;
+            timed |= m > 0 && t;
+        }
+        for (i = 1; got && i < 3; i++) {
+            for (v = 0; v < as_problem_nnodes(p); v++)
+                same &= pl[i].choice[v] == pl[0].choice[v];
+            same &= pl[i].objective == pl[0].objective && pl[i].bound == pl[0].bound;
+        }
+        ok(got && same && !timed,
+           "%s: the same plan, objective (%.9g) and bound (%.9g) without a time limit and "
+           "twice under one (the start's safety stop not hit)", runs[k][0],
+           got ? pl[0].objective : 0, got ? pl[0].bound : 0);
+        for (i = 0; i < m; i++)
+            free(pl[i].choice);
+    }
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -1075,5 +1192,6 @@ main(void)
     test_relabel();
     test_axismap();
     test_seed_bound();
+    test_seed_timing();
     return done_testing();
 }
