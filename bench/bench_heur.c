@@ -181,6 +181,13 @@ one(const as_problem *p, const char *solver, const char *param, const char *labe
             *ms_ep = 1e3 * r.plans[0].time_s / (double)r.plans[0].nodes;
             printf("  %ld episodes, %.3f ms/episode (wall), %.3f (cpu)", r.plans[0].nodes,
                    *ms_ep, 1e3 * *cpu / (double)r.plans[0].nodes);
+            if (r.plans[0].loop_cpu_s > 0) /* the episode loop alone, timed inside mcts */
+                printf(", %.3f (cpu, episodes alone: %.0f a second)",
+                       1e3 * r.plans[0].loop_cpu_s / (double)r.plans[0].nodes,
+                       (double)r.plans[0].nodes / r.plans[0].loop_cpu_s);
+        }
+        if (r.plans[0].timed) {
+            printf("  (the time limit cut the search)");
         }
     }
     printf("  (peak RSS %.0f MiB)\n", (double)as_peak_rss() / 1048576.0);

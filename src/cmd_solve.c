@@ -434,7 +434,8 @@ print_plan(FILE *fp, const as_problem *p, const as_plan *pl, const char *solver,
     size_t v;
 
     fprintf(fp, "%-13s%s\n", "solver", solver);
-    fprintf(fp, "%-13s%s\n", "status", as_outcome_name(pl->status));
+    fprintf(fp, "%-13s%s%s\n", "status", as_outcome_name(pl->status),
+            pl->timed ? " (the time limit cut the search: the plan may differ run to run)" : "");
     fprintf(fp, "%-13s%.9g s\n", "objective", pl->objective);
     if (isfinite(pl->bound))
         fprintf(fp, "%-13s%.9g s\n%-13s%.3g%%\n", "bound", pl->bound, "gap",
@@ -1140,7 +1141,8 @@ print_graph_plan(FILE *fp, const as_plan *pl, const char *solver, double budget,
     char b1[32], b2[32], b3[32];
 
     fprintf(fp, "%-13s%s\n", "solver", solver);
-    fprintf(fp, "%-13s%s\n", "status", as_outcome_name(pl->status));
+    fprintf(fp, "%-13s%s%s\n", "status", as_outcome_name(pl->status),
+            pl->timed ? " (the time limit cut the search: the plan may differ run to run)" : "");
     fprintf(fp, "%-13s%.9g s\n", "objective", pl->objective);
     if (isfinite(pl->bound))
         fprintf(fp, "%-13s%.9g s\n%-13s%.3g%%\n", "bound", pl->bound, "gap",

@@ -507,6 +507,8 @@ solve_keep(const as_problem *p, const as_reduction *red, const as_assignment *a,
     pl.time_s = a->time_s;
     pl.nodes = a->nodes;
     pl.from_start = a->from_start;
+    pl.timed = a->timed || res->start_timed;
+    pl.loop_cpu_s = a->loop_cpu_s;
     pl.status = outcome;
     res->plans = as_xreallocarray(res->plans, res->nplans + 1, sizeof *res->plans);
     res->plans[res->nplans++] = pl;
@@ -713,7 +715,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     double lb = red != NULL ? as_reduction_stats(red)->lb : NAN, cost = HUGE_VAL, icost = 0;
     loop_cands lc;
     fits_red fr = {red, &o->lim, NULL};
-    int rc = AS_OK;
+    int rc = AS_OK, said_timed = 0;
 
     if (ops == NULL)
         return AS_EUSAGE;
@@ -778,6 +780,11 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
             if (!(ops->flags & AS_SOLVER_EXACT))
                 lim.start = i == 0 ? hplan : NULL; /* later plans: no-good cuts may cut it */
             rc = as_solve(ops, rp, &lim, o->params, o->nparams, &a, &outcome, err);
+            if (rc == AS_OK && a.timed && !said_timed++ && !res->start_timed &&
+                o->lim.verbosity > 0) /* heuristic_bound said it for its own stop */
+                as_info("%s: the time limit cut the search; the plan may differ from run to "
+                        "run (with a limit that does not bind, one seed gives one plan)",
+                        ops->name);
         }
         if (rc == AS_OK && lim.start != NULL &&
             (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE) &&

@@ -103,6 +103,11 @@ typedef struct as_assignment {
     long nodes;        /**< branch-and-bound nodes (or enumerated plans), -1 unknown */
     int from_start;    /**< heuristics: 1 if the plan is the caller's start plan (lim->start,
                             the driver's bound-pruning plan), polished, not the search's own */
+    int timed;         /**< heuristics: 1 if the time limit (or a safety stop under it) cut
+                            the search: the plan may differ from run to run (else the work is
+                            counted, not timed, and one seed gives one plan) */
+    double loop_cpu_s; /**< mcts: CPU seconds of the episode loop alone (nodes episodes),
+                            0 unknown */
 } as_assignment;
 
 /** Allocate choice for N nodes and reset the numbers. */
@@ -218,6 +223,9 @@ typedef struct as_plan {
     long nodes;        /**< branch-and-bound nodes, -1 unknown */
     as_outcome status; /**< optimal or feasible */
     int from_start;    /**< as_assignment's: a heuristic returned its start plan, polished */
+    int timed;         /**< as_assignment's, or as_solve_result.start_timed: the time limit
+                            cut a heuristic's search; the plan may differ from run to run */
+    double loop_cpu_s; /**< as_assignment's: mcts's episode loop, CPU seconds */
 } as_plan;
 
 typedef struct as_solve_result {

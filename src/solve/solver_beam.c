@@ -910,8 +910,9 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
         as_keeper_free(&kw);
     }
     free(ps.x);
-    /* which plan won, said (unless -q; not when beam runs inside mcts or as the ILP's
-       start, verbosity 0): the beam's own, or the start's polished (a tie is the beam's) */
+    /* which plan won, said (unless -q; not when beam runs as the ILP's start, verbosity 0;
+       inside mcts too, for mcts's start, which mcts's own line refers to): the beam's own,
+       or the start's polished (a tie is the beam's) */
     if (isfinite(sobj)) {
         double own = isfinite(kp.obj) ? kp.obj : kp.over_obj;
         double st = isfinite(ks.obj) ? ks.obj : ks.over_obj;
@@ -932,6 +933,10 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
     out->objective = as_keeper_answer(&kp, out->choice);
     as_keeper_free(&kp);
     out->nodes = nodes;
+    /* the work is counted (widths, passes, rounds); every stop the clock makes (a pass
+       finished greedily, a width, direction or relaxed run skipped, a polish's deadline) is
+       checked against t0 + the limit: past it now, one of them may have cut the search */
+    out->timed = lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s;
     return AS_OK;
 }
 

@@ -13,12 +13,14 @@
  * bytes off its highest point, as_hls_repair), else completed again with
  * the least memory first, and scores 0 if it still does not fit.  The best
  * plan seen is returned.  Stops after EPISODES episodes or at the time
- * limit; one seed gives one plan (when the time limit does not cut it).
+ * limit; one seed gives one plan (when the time limit does not cut it: when it
+ * does, as_assignment.timed says so and the driver says it on stderr).
  */
 #include "config.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,17 +286,29 @@ polish(const as_heur *h, as_hls **q, size_t *x, int chains, int pairs)
     memcpy(x, as_hls_x(*q), h->nu * sizeof *x);
 }
 
+/* CPU seconds of the process (the episode loop's own time, as_assignment.loop_cpu_s). */
+static double
+cpu_now(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /*
  * The first incumbent: beam's plan (width mcts/start-width) (solver_beam.c, run through the driver, which
  * checks it; under the caller's fits check beam returns the cheapest plan that passes),
  * with at most half the time limit; with BOUND (mcts/start=bound, the default) beam also
  * gets LIM's start plan (the driver's: the bound pruning's) and says whose plan won
  * (beam/seed=bound; unless -q).  Its plan into CHOICE and its objective into *OBJ; 0 if
- * it found none.
+ * it found none.  *TIMED: 1 if beam's half of the time limit (a safety stop: beam's work is
+ * counted, its width and ladder) cut it.
  */
 static int
 beam_seed(const as_problem *p, const as_limits *lim, int width, int bound, size_t *choice,
-          double *obj, int *from_start)
+          double *obj, int *from_start, int *timed)
 {
     char wp[32];
     const char *params[2] = {NULL, bound ? "beam/seed=bound" : "beam/seed=none"};
@@ -302,15 +316,18 @@ beam_seed(const as_problem *p, const as_limits *lim, int width, int bound, size_
     as_assignment a;
     as_outcome oc = AS_OUTCOME_LIMIT;
     as_err e = {0};
-    int ok = 0;
+    int ok = 0, rc;
 
     snprintf(wp, sizeof wp, "beam/width=%d", width);
     params[0] = wp;
     bl.start = bound ? lim->start : NULL; /* the driver's: the bound pruning's plan */
     if (lim->time_limit_s > 0)
         bl.time_limit_s = 0.5 * lim->time_limit_s;
-    if (as_solve(&as_solver_beam, p, &bl, params, 2, &a, &oc, &e) == AS_OK &&
-        (oc == AS_OUTCOME_OPTIMAL || oc == AS_OUTCOME_FEASIBLE) && isfinite(a.objective)) {
+    rc = as_solve(&as_solver_beam, p, &bl, params, 2, &a, &oc, &e);
+    if (rc == AS_OK)
+        *timed = a.timed;
+    if (rc == AS_OK && (oc == AS_OUTCOME_OPTIMAL || oc == AS_OUTCOME_FEASIBLE) &&
+        isfinite(a.objective)) {
         memcpy(choice, a.choice, as_problem_nnodes(p) * sizeof *choice);
         *obj = a.objective;
         *from_start = a.from_start;
@@ -331,6 +348,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     as_keeper kp; /* the best plan; under the caller's fits check, the best that passes */
     double *tot;
     int pol, pairs, seeded = 0, seed_from_start = 0; /* beam's plan is the driver's start */
+    int beam_timed = 0;  /* the time limit cut the start beam */
+    double cpu0;         /* CPU time at the first episode */
     /* the local search, carried from rollout to rollout: one per rollout order (forward on
        even episodes, from the end on odd ones) and per kind (cheapest first, or least
        memory first for a rollout over the budget), so that a rollout moves it only where
@@ -377,7 +396,8 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
     tot = as_xcalloc(h.nbind + 1, sizeof *tot);
     tree_add(&m, 0);
     if (data->start &&
-        beam_seed(p, lim, data->swidth, data->start == 2, choice, &obj, &seed_from_start)) {
+        beam_seed(p, lim, data->swidth, data->start == 2, choice, &obj, &seed_from_start,
+                  &beam_timed)) {
         /* beam's plan is the first incumbent (the answer unless the search finds a
            cheaper plan); the search itself is as without it: the reward's reference is the
            first rollout's objective, and a rollout is polished further (pair, chain, block
@@ -392,6 +412,7 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             seedobj = kp.obj;
         }
     }
+    cpu0 = cpu_now();
     for (ep = 0; ep < nepi; ep++) {
         size_t node = 0, np = 0;
         double r;
@@ -532,6 +553,11 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
         }
     }
     out->nodes = (long)ep;
+    out->loop_cpu_s = cpu_now() - cpu0;
+    if (lim->verbosity > 1 && ep > 0)
+        as_info("mcts: %zu episodes in %.3f s CPU: %.3f ms an episode, %.0f a second", ep,
+                out->loop_cpu_s, 1e3 * out->loop_cpu_s / (double)ep,
+                out->loop_cpu_s > 0 ? (double)ep / out->loop_cpu_s : 0.0);
     if (isfinite(kp.obj) && pol > 0 && (!(seeded && kp.obj == seedobj) || isfinite(ownobj))) {
         /* the best plan, polished with pair, chain and block moves -- or, when the best is
            still beam's start (which beam polished so already), the search's own best */
@@ -572,6 +598,10 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
             as_info("mcts: the plan is the search's own, %.9g s; its start, beam's: %.9g s "
                     "(before tied layers are settled)", kp.obj, seedobj);
     }
+    /* every stop the clock makes (the episodes, the start beam's half, the local searches'
+       and the polish's deadlines) is checked against t0 + the limit: past it at the end, one
+       of them may have cut the search (before it, none did) */
+    out->timed = beam_timed || (lim->time_limit_s > 0 && as_now() - t0 > lim->time_limit_s);
     if (isfinite(out->objective)) {
         *outcome = AS_OUTCOME_FEASIBLE;
     } else {

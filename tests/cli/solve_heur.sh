@@ -23,6 +23,22 @@ as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes 100 --seed 7 -o "$T/a.js
 as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes 100 --seed 7 -o "$T/b.json"
 check "mcts: the same seed gives the same plan" cmp "$T/a.json" "$T/b.json"
 
+# a time limit that leaves the counted work its time changes nothing and says nothing; one
+# that cuts the search says so, on stderr and in the status (issue 15 item 2)
+as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes 100 --seed 7 --time-limit 300 \
+    -o "$T/c.json"
+st=0
+cmp -s "$T/a.json" "$T/c.json" || st=1
+! grep -q "time limit cut" "$T/err" "$T/out" || st=1
+ok $st "mcts --time-limit 300: the same plan as without a limit, nothing said"
+as solve "$T/g.asg" --mesh 2x2 --solver mcts --episodes 1000000000 --seed 7 --time-limit 1
+st=0
+[ "$rc" -eq 0 ] || st=1
+[ "$(grep -c "^mcts: the time limit cut the search; the plan may differ from run to run" \
+    "$T/err")" -eq 1 ] || st=1
+grep -q "^status  *feasible (the time limit cut the search" "$T/out" || st=1
+ok $st "mcts, 1e9 episodes, --time-limit 1: the cut is said once on stderr and in the status"
+
 as solve "$T/g.asg" --mesh 2x2 --solver beam --beam-width 4 --top 3 -o "$T/top.json"
 st=0
 [ "$rc" -eq 0 ] || st=1

@@ -1167,6 +1167,51 @@ test_seed_timing(void)
     as_problem_free(p);
 }
 
+/*
+ * A time limit that cuts the search is said (issue 15 item 2): as_plan.timed (the CLI's
+ * status, and a line on stderr) when mcts runs out of time before its episodes, not when a
+ * limit leaves the counted work enough time -- and then the plan is the one without a limit.
+ * Before, nothing said it: the plan silently depended on the time.
+ */
+static void
+test_time_cut(void)
+{
+    as_random_opts ro;
+    as_problem *p;
+    as_plan pl[4];
+    int got[4], t, i, same = 1;
+    size_t v;
+    static const char *const runs[][3] = {{"mcts", "mcts/episodes=1000000000", "0.4"},
+                                          {"mcts", "mcts/episodes=40", "0"},
+                                          {"mcts", "mcts/episodes=40", "90"},
+                                          {"beam", "beam/width=4", "90"}};
+
+    as_random_opts_init(&ro);
+    ro.seed = 3006;
+    ro.nodes = 60;
+    ro.edges = ro.nodes + ro.nodes / 3;
+    ro.kmin = 3;
+    ro.kmax = 6;
+    ro.live_window = 8;
+    ro.memory_frac = 0.05;
+    p = as_problem_random(&ro);
+    for (i = 0; i < 4; i++)
+        got[i] = run_timed(p, runs[i][0], runs[i][1], atof(runs[i][2]), &pl[i], &t);
+    ok(got[0] && pl[0].timed && pl[0].nodes < 1000000000L,
+       "mcts, 1e9 episodes under a 0.4 s limit: the plan says the limit cut the search "
+       "(%ld episodes)", got[0] ? pl[0].nodes : 0L);
+    for (v = 0; got[1] && got[2] && v < as_problem_nnodes(p); v++)
+        same &= pl[1].choice[v] == pl[2].choice[v];
+    ok(got[1] && got[2] && !pl[1].timed && !pl[2].timed && same &&
+           pl[1].objective == pl[2].objective,
+       "mcts, 40 episodes, without a limit and under 90 s: not cut, the same plan");
+    ok(got[3] && !pl[3].timed, "beam K=4 under 90 s: not cut");
+    for (i = 0; i < 4; i++)
+        if (got[i])
+            free(pl[i].choice);
+    as_problem_free(p);
+}
+
 int
 main(void)
 {
@@ -1193,5 +1238,6 @@ main(void)
     test_axismap();
     test_seed_bound();
     test_seed_timing();
+    test_time_cut();
     return done_testing();
 }
