@@ -532,6 +532,100 @@ seg_max(const seg *t, size_t x, size_t nl, size_t nr, size_t lo, size_t hi)
            t->lz[x];
 }
 
+/* Add D to the points [LO, HI), as seg_add does, without recursion (the hot path of
+   the local searches' moves): the nodes within it take D (mx and lz), then the
+   nodes that hold LO or HI - 1 but are not within it are recomputed from their children,
+   bottom up -- the same nodes and operations as the recursive form, so the same values. */
+static void
+seg_add_it(seg *t, size_t lo, size_t hi, double d)
+{
+    size_t l = lo + t->size, r = hi + t->size, k, i, a, w;
+
+    if (lo >= hi) {
+        seg_add(t, 1, 0, t->size, lo, hi, d);
+        return;
+    }
+    for (; l < r; l >>= 1, r >>= 1) {
+        if (l & 1) {
+            t->mx[l] += d;
+            t->lz[l++] += d;
+        }
+        if (r & 1) {
+            t->mx[--r] += d;
+            t->lz[r] += d;
+        }
+    }
+    for (k = 1, w = 2; w <= t->size; k++, w *= 2) {
+        i = (lo + t->size) >> k;
+        a = i * w - t->size;
+        if (lo > a || a + w > hi)
+            t->mx[i] = dmax(t->mx[2 * i], t->mx[2 * i + 1]) + t->lz[i];
+        if (((hi - 1 + t->size) >> k) != i) {
+            i = (hi - 1 + t->size) >> k;
+            a = i * w - t->size;
+            if (lo > a || a + w > hi)
+                t->mx[i] = dmax(t->mx[2 * i], t->mx[2 * i + 1]) + t->lz[i];
+        }
+    }
+}
+
+/* Child C (width W) of a node on the path of LO or HI - 1: its maximum as the recursive form
+   returns it (PI, PJ: the path nodes at C's level, RL, RR: theirs). */
+static inline double
+seg_child(const seg *t, size_t c, size_t w, size_t lo, size_t hi, size_t pi, double rl,
+          size_t pj, double rr)
+{
+    size_t a;
+
+    if (c == pi)
+        return rl;
+    if (c == pj)
+        return rr;
+    a = c * w - t->size;
+    return lo <= a && a + w <= hi ? t->mx[c] : -INFINITY;
+}
+
+/* The maximum over the points [LO, HI), as seg_max gives it, bottom up along the paths of LO and
+   HI - 1, with the recursive form's operations in its order. */
+static double
+seg_max_it(const seg *t, size_t lo, size_t hi)
+{
+    size_t pi, pj, i, j, a, w;
+    double rl, rr, nl, nr;
+
+    if (lo >= hi)
+        return seg_max(t, 1, 0, t->size, lo, hi);
+    pi = lo + t->size;
+    pj = hi - 1 + t->size;
+    rl = t->mx[pi];
+    rr = t->mx[pj];
+    for (w = 2; w <= t->size; w *= 2) {
+        i = pi >> 1;
+        j = pj >> 1;
+        a = i * w - t->size;
+        if (lo <= a && a + w <= hi)
+            nl = t->mx[i];
+        else
+            nl = dmax(seg_child(t, 2 * i, w / 2, lo, hi, pi, rl, pj, rr),
+                      seg_child(t, 2 * i + 1, w / 2, lo, hi, pi, rl, pj, rr)) + t->lz[i];
+        if (j == i) {
+            nr = nl;
+        } else {
+            a = j * w - t->size;
+            if (lo <= a && a + w <= hi)
+                nr = t->mx[j];
+            else
+                nr = dmax(seg_child(t, 2 * j, w / 2, lo, hi, pi, rl, pj, rr),
+                          seg_child(t, 2 * j + 1, w / 2, lo, hi, pi, rl, pj, rr)) + t->lz[j];
+        }
+        pi = i;
+        pj = j;
+        rl = nl;
+        rr = nr;
+    }
+    return rl;
+}
+
 /* The memory of the complete assignment X at every binding point, into TOT (nbind). */
 static void
 memory_of(const as_heur *h, const size_t *x, double *tot)
@@ -561,7 +655,7 @@ move_fits(const as_heur *h, const seg *t, size_t u, size_t a, size_t b)
         const as_hrun *r = &h->run[i];
         double d = r->dm[b] - r->dm[a];
         /* the highest point of all (the root) first: most moves fit below it */
-        if (d > 0 && t->mx[1] + d > h->cap && seg_max(t, 1, 0, t->size, r->lo, r->hi) + d > h->cap)
+        if (d > 0 && t->mx[1] + d > h->cap && seg_max_it(t, r->lo, r->hi) + d > h->cap)
             return 0;
     }
     return 1;
@@ -576,7 +670,7 @@ move_apply(const as_heur *h, seg *t, size_t *x, size_t u, size_t b)
         const as_hrun *r = &h->run[i];
         double d = r->dm[b] - r->dm[x[u]];
         if (d != 0)
-            seg_add(t, 1, 0, t->size, r->lo, r->hi, d);
+            seg_add_it(t, r->lo, r->hi, d);
     }
     x[u] = b;
 }
@@ -611,7 +705,7 @@ pair_fits(const as_heur *h, const seg *t, size_t u, size_t a0, size_t a, size_t 
             hi = rw->hi < hi ? rw->hi : hi;
         } else if (rw != NULL)
             hi = rw->lo < hi ? rw->lo : hi;
-        if (d > 0 && t->mx[1] + d > h->cap && seg_max(t, 1, 0, t->size, lo, hi) + d > h->cap)
+        if (d > 0 && t->mx[1] + d > h->cap && seg_max_it(t, lo, hi) + d > h->cap)
             return 0;
         pos = hi;
         if (ru != NULL && ru->hi <= pos)
