@@ -450,6 +450,20 @@ as_heur_eval(const as_heur *h, const size_t *x, double *tot)
     return c;
 }
 
+double
+as_heur_peak(const as_heur *h, const size_t *x, double *tot)
+{
+    size_t i;
+    double peak = 0;
+
+    if (h->nbind == 0)
+        return 0;
+    memory_of(h, x, tot);
+    for (i = 0; i < h->nbind; i++)
+        peak = tot[i] > peak ? tot[i] : peak;
+    return peak;
+}
+
 void
 as_heur_expand(const as_heur *h, const size_t *x, size_t *choice)
 {

@@ -117,6 +117,10 @@ int as_heur_improve_ex(const as_heur *h, size_t *x, int max_sweeps, int use_pair
  * as_problem_check on the expanded plan, which it agrees with up to the constant.
  */
 double as_heur_eval(const as_heur *h, const size_t *x, double *tot);
+/** The bytes at the highest binding liveness point of the complete assignment X (what
+    as_heur_eval holds against the budget; 0 without such points).  TOT: nbind doubles of
+    scratch (not NULL). */
+double as_heur_peak(const as_heur *h, const size_t *x, double *tot);
 
 /**
  * Chain moves: a unit takes another strategy and the units around it answer with their
