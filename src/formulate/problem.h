@@ -305,6 +305,8 @@ typedef struct as_reduce_stats {
     double warm_lb;       /**< with them: the first round's first bound (NAN: none) */
     size_t restricted;    /**< strategies left out by as_reduce_opts.ilp_cap (a restriction:
                                the result is then not exact, cut bounds what was left out) */
+    size_t bb_mixed;      /**< splits where the leaf's Lagrangian steps chose between
+                               strategies */
 } as_reduce_stats;
 
 /**

@@ -148,6 +148,9 @@ typedef struct work {
     double *lam_best;           /**< the multipliers of the first round's best Lagrangian bound
                                      (NULL: none yet), LAM_BEST_LB (offsets included) */
     double lam_best_lb;
+    /* per compact node and strategy: how many of the Lagrangian's steps since the last reset
+       chose it (NULL: not counted); the branching splits where they differ */
+    size_t **fcnt;
     double **msg_best;          /**< the messages at LAM_BEST (as MSG), or NULL */
     size_t nmsg_best;
     int in_bb;                  /**< in the branching: its leaves' multipliers are no bound of
@@ -2121,6 +2124,7 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
     double *sum = as_xcalloc(nr + 1, sizeof *sum), cur = best->lb, tol, dot, dd, beta;
     double *dir = as_xcalloc(nr + 1, sizeof *dir);
     size_t *plan = as_xcalloc(nn + 1, sizeof *plan), *lp;
+    size_t nit = w->round == 0 ? LAGR_ITERS : LAGR_ITERS_WARM;
     int stall = 0, good = 0;
 
     lp = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp);
@@ -2130,7 +2134,7 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
     /* later rounds start from the multipliers the first one raised: on gpt3-13b 2x8 under a
        binding budget, 40 more steps moved the bound by 0.4 % of the gap and pruned 20 of
        7,860 strategies, for 8 s */
-    for (it = 0; it < (w->round == 0 ? LAGR_ITERS : LAGR_ITERS_WARM) && !past(w); it++) {
+    for (it = 0; it < nit && !past(w); it++) {
         double norm = 0, step, pen;
         as_mrf_result r;
         tol = fmax(1e-9 * fmax(fabs(*ub), fabs(best->lb)),
@@ -2167,6 +2171,9 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
             fprintf(stderr, "  lagrange %zu: lb %.12g (best %.12g) ub %.12g sweeps %d\n", it, cur,
                     best->lb, *ub, r.iters);
         memcpy(plan, r.plan, nn * sizeof *plan);
+        if (w->fcnt != NULL && 2 * it >= nit) /* the later steps: near the best multipliers */
+            for (t = 0; t < nn; t++)
+                w->fcnt[t][plan[t]]++;
         if (cur > best->lb) {
             double abs_lb = cur + w->offset + as_problem_offset(w->p);
             as_mrf_result_free(best, nn);
@@ -2333,7 +2340,8 @@ work_scale_search(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_stat
  * Best first: the open leaf of lowest bound is split next (a depth-first dive spent its
  * bounds under the first split while the other side, the lowest, stayed as it was: gpt3-175b
  * 8x8 under 394 GiB, 26 bounds raised the root's 13.857 to 13.861 only).  A leaf whose bound
- * reaches the plan (within the gap) is closed.  The node a leaf splits on: one where the
+ * reaches the plan (within the gap) is closed.  The node a leaf splits on: where its
+ * Lagrangian's later steps chose between strategies (bb_frac); else one where the
  * leaf's own Lagrangian plan and the plan that fits differ, the most multiplier-weighted
  * bytes first (at the root: the round's first plan, before the multipliers); q is the fitting
  * plan's strategy there, or the leaf's when the node was split on already.  A plan that fits
@@ -2365,6 +2373,8 @@ typedef struct bbleaf {
     bbfix *fix;   /**< the splits on its path */
     size_t *plan; /**< the Lagrangian's plan at its bound (compact) */
     double *lam;  /**< the multipliers it ended with (warm start of its sides) */
+    int frac;     /**< its Lagrangian's steps chose more than one strategy at FC: */
+    size_t fc, fq; /**< split there, on the strategy they chose most */
 } bbleaf;
 
 typedef struct bbctx {
@@ -2378,6 +2388,8 @@ typedef struct bbctx {
     const size_t *cand;
     size_t ncand, evals, max_evals;
 } bbctx;
+
+static void bb_frac(const bbctx *b, bbleaf *l);
 
 static void
 bb_leaf_free(bbleaf *l)
@@ -2432,6 +2444,7 @@ bb_eval(bbctx *b, const bbfix *fix, size_t nf, const double *lam, double theta, 
     for (t = 0; t < w->rows.n; t++)
         l->lam[t] = w->rows.v[t].lam;
     l->theta = w->theta;
+    bb_frac(b, l);
     as_mrf_result_free(&r, nn);
     free(up);
     b->evals++;
@@ -2454,6 +2467,55 @@ bb_score(const bbctx *b, size_t c, size_t a, size_t s)
     return sc;
 }
 
+/*
+ * Leaf L's split from its Lagrangian's later steps (w->fcnt, which it resets): the node where
+ * they chose most evenly between strategies, weighted by the bytes between the two chosen
+ * most (root multipliers); the split is on the one chosen most.  Near the best multipliers
+ * the relaxation's plan is a mix of plans, and a node where every step chose one strategy
+ * is whole in it: a side that keeps that strategy keeps its parent's bound too (gpt3-175b
+ * 8x8 under 394 GiB: "= h.0.ln2[4]" stayed at 13.8597820951, four splits in a row).
+ */
+static void
+bb_frac(const bbctx *b, bbleaf *l)
+{
+    work *w = b->w;
+    size_t nn = b->cg->g.n, c, s, i;
+    double bs = 0;
+
+    l->frac = 0;
+    if (w->fcnt == NULL)
+        return;
+    for (c = 0; c < nn; c++) {
+        size_t k = b->cg->g.k[c], tot = 0, q1 = 0, q2 = NONE;
+        const size_t *n = w->fcnt[c];
+        int eq = 0;
+        double sc;
+        for (s = 0; s < k; s++) {
+            tot += n[s];
+            if (n[s] > n[q1])
+                q1 = s;
+        }
+        for (s = 0; s < k; s++)
+            if (s != q1 && n[s] > 0 && (q2 == NONE || n[s] > n[q2]))
+                q2 = s;
+        if (q2 == NONE || w->nodes[b->cg->node[c]].frozen)
+            continue;
+        for (i = 0; i < l->nfix; i++)
+            eq |= l->fix[i].c == c && (l->fix[i].eq || l->fix[i].q == q1);
+        if (eq)
+            continue;
+        sc = (1 - (double)n[q1] / (double)tot) * bb_score(b, c, q1, q2);
+        if (sc > bs) {
+            bs = sc;
+            l->frac = 1;
+            l->fc = c;
+            l->fq = q1;
+        }
+    }
+    for (c = 0; c < nn; c++)
+        memset(w->fcnt[c], 0, b->cg->g.k[c] * sizeof **w->fcnt);
+}
+
 /* The split of leaf L (node *C, strategy *Q); 0 if none. */
 static int
 bb_pick(const bbctx *b, const bbleaf *l, size_t *c, size_t *q)
@@ -2463,6 +2525,12 @@ bb_pick(const bbctx *b, const bbleaf *l, size_t *c, size_t *q)
 
     if (l->nfix >= BB_FIX)
         return 0;
+    if (l->frac) {
+        *c = l->fc;
+        *q = l->fq;
+        b->w->red->stats.bb_mixed++;
+        return 1;
+    }
     for (x = 0; x < nn; x++) {
         int fixed = 0, eq = 0;
         double sc;
@@ -2541,6 +2609,7 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
     memcpy(open[0].plan, bplan, nn * sizeof *open[0].plan);
     open[0].lam = as_xcalloc(w->rows.n + 1, sizeof *open[0].lam);
     memcpy(open[0].lam, b.lam0, w->rows.n * sizeof *b.lam0);
+    bb_frac(&b, &open[0]); /* the root Lagrangian's steps */
     nopen = 1;
     while (nopen > 0) {
         size_t lo = 0, side;
@@ -2915,6 +2984,9 @@ work_bound(work *w)
     w->lagrange = 0;
     if (isfinite(ub) && cr.off[nn] > 0) {
         w->lagrange = 1;
+        w->fcnt = as_xcalloc(nn + 1, sizeof *w->fcnt);
+        for (i = 0; i < nn; i++)
+            w->fcnt[i] = as_xcalloc(cg.g.k[i] + 1, sizeof **w->fcnt);
         if (w->round == 0 && w->duals_from != NULL && !w->warm)
             work_duals_load(w, &cg, &cr, c0, st, &res, lp, &ub, ubplan);
         work_lagrange(w, &cg, &cr, c0, st, &res, &ub, ubplan);
@@ -3020,6 +3092,12 @@ work_bound(work *w)
         free(c0[i]);
     }
     free(c0);
+    if (w->fcnt != NULL) {
+        for (i = 0; i < nn; i++)
+            free(w->fcnt[i]);
+        free(w->fcnt);
+        w->fcnt = NULL;
+    }
     as_mrf_result_free(&res, nn);
     if (!w->stopped && !branched)
         work_msg_save(w, &cg, st);

@@ -517,6 +517,47 @@ test_reduce_branch(int seed, int timed)
     as_problem_free(p);
 }
 
+static size_t bb_mixed, bb_closed;
+
+/*
+ * A deep branching (up to 200 bounds, no deadline) on binding budgets: its leaves split where
+ * their Lagrangian steps chose between strategies.  Its bound stays at most the optimum
+ * (enumeration), and its plan at least.
+ */
+static void
+test_reduce_branch_deep(int seed)
+{
+    as_random_opts o;
+    as_problem *p, *rp;
+    as_reduction *red;
+    as_err err = {0};
+    double want;
+    const as_reduce_stats *st;
+    as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .top = 1, .bb_evals = 200};
+
+    as_random_opts_init(&o);
+    o.seed = (uint64_t)seed + 5000;
+    o.nodes = 10;
+    o.edges = 13 + seed % 5;
+    o.kmax = 4;
+    o.live_window = 3 + (size_t)seed % 4;
+    o.memory_frac = 0.1 + 0.08 * (seed % 5);
+    p = as_problem_random(&o);
+    want = best_of(p, NULL);
+    is_int(as_reduce_ex(p, &ro, &rp, &red, &err), AS_OK, "deep %d: bound only", seed);
+    st = as_reduction_stats(red);
+    bb_mixed += st->bb_mixed;
+    bb_closed += isfinite(want) && st->lb >= want - 1e-9 * fmax(1, fabs(want));
+    ok(isinf(want) || !(st->lb > want + 1e-9 * fmax(1, fabs(want))), "deep %d: bound %.9g (%zu "
+       "branching bounds, %zu mixed splits) at most the optimum %.9g", seed, st->lb,
+       st->bb_nodes, st->bb_mixed, want);
+    ok(isinf(want) || !(st->ub < want - 1e-9 * fmax(1, fabs(want))), "deep %d: plan %.9g at "
+       "least the optimum %.9g", seed, st->ub, want);
+    as_reduction_free(red);
+    as_problem_free(rp);
+    as_problem_free(p);
+}
+
 /*
  * A frustrated 3-cycle (each edge costs 1 when its ends agree, 2-state nodes):
  * TRW-S's bound stays below the optimum, so a run goes on until it stalls;
@@ -1116,6 +1157,11 @@ main(void)
         test_reduce_branch(s, 1);
     for (s = 1; s <= 60; s++)
         test_reduce_duals(s);
+    for (s = 1; s <= 60; s++)
+        test_reduce_branch_deep(s);
+    /* the splits from the steps' mix ran (a count that stays 0 fails: the steps not counted) */
+    ok(bb_mixed >= 5, "deep branching: %zu splits where the Lagrangian's steps chose between "
+       "strategies (%zu of 60 bounds reach the optimum)", bb_mixed, bb_closed);
     ok(duals_used >= 5, "a second reduction started from the first one's multipliers %zu "
        "times", duals_used);
     ok(msgs_carried >= 5, "a second reduction started TRW-S from the first one's messages %zu "
