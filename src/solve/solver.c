@@ -642,6 +642,8 @@ beam_start(const as_problem *rp, const as_solve_opts *o, double t0, size_t *star
         return 0;
     bl.start = NULL;
     bl.verbosity = 0;
+    bl.fits = NULL; /* the caller's check takes plans of the problem given, not of RP; the
+                       ILP's start only has to fit RP's rows */
     if (o->lim.time_limit_s > 0) {
         bl.time_limit_s = 0.1 * (o->lim.time_limit_s - (as_now() - t0));
         if (bl.time_limit_s <= 0.05)
