@@ -409,6 +409,7 @@ as_solve_result_free(as_solve_result *res)
     free(res->plans);
     res->plans = NULL;
     res->nplans = 0;
+    as_plan_free(&res->over);
     as_duals_free(res->duals);
     res->duals = NULL;
 }
@@ -643,6 +644,8 @@ beam_start(const as_problem *rp, const as_solve_opts *o, double t0, size_t *star
         return 0;
     bl.start = NULL;
     bl.verbosity = 0;
+    bl.fits = NULL; /* the caller's check takes plans of the problem given, not of RP; the
+                       ILP's start only has to fit RP's rows */
     if (o->lim.time_limit_s > 0) {
         bl.time_limit_s = 0.1 * (o->lim.time_limit_s - (as_now() - t0));
         if (bl.time_limit_s <= 0.05)
@@ -684,20 +687,71 @@ incumbent_start(const as_problem *rp, const as_reduction *red, const size_t *inc
     return 1;
 }
 
-/* The caller's fits check (as_limits) of a plan of the reduced problem: recovered first. */
+/* The caller's fits check (as_limits) of a plan of the problem solved (RP): recovered first
+   (RED NULL: none); while RECORD, the cheapest plan that fails it goes to OVER. */
 typedef struct fits_red {
+    const as_problem *rp;
     const as_reduction *red;
     const as_limits *lim; /* the caller's */
     size_t *full;         /* one strategy per node of the original problem */
+    int record;
+    size_t *over;         /* a plan of RP that fits its rows, fails the check; OVER_OBJ */
+    double over_obj;      /* its objective, INFINITY: none */
 } fits_red;
 
 static int
 fits_recovered(void *ud, const size_t *choice)
 {
     fits_red *f = ud;
+    const size_t *full = choice;
+    as_err e = {0};
+    double obj;
+    int ok;
 
-    as_reduction_recover(f->red, choice, f->full);
-    return f->lim->fits(f->lim->fits_ud, f->full);
+    if (f->red != NULL) {
+        as_reduction_recover(f->red, choice, f->full);
+        full = f->full;
+    }
+    ok = f->lim->fits(f->lim->fits_ud, full);
+    if (!ok && f->record && as_problem_check(f->rp, choice, &obj, NULL, &e) == AS_OK &&
+        obj < f->over_obj) {
+        f->over_obj = obj;
+        memcpy(f->over, choice, as_problem_nnodes(f->rp) * sizeof *choice);
+    }
+    return ok;
+}
+
+/*
+ * The heuristic's cheapest plan by the rows, F's OVER, when it failed the caller's check and is
+ * cheaper than RES's plan (that passed it): recovered and checked on P into RES->over, with
+ * the plan's bound (as_solve_result.over).
+ */
+static void
+keep_over(const as_problem *p, const fits_red *f, as_solve_result *res)
+{
+    as_plan pl = {0};
+    size_t n = as_problem_nnodes(p);
+    as_err e = {0};
+
+    if (!(f->over_obj < INFINITY) || res->nplans != 1)
+        return;
+    pl.choice = as_xcalloc(n + 1, sizeof *pl.choice);
+    if (f->red != NULL)
+        as_reduction_recover(f->red, f->over, pl.choice);
+    else
+        memcpy(pl.choice, f->over, n * sizeof *pl.choice);
+    if (as_problem_check(p, pl.choice, &pl.objective, &pl.peak, &e) != AS_OK ||
+        !(pl.objective < AS_ILP_FORBIDDEN_COST) ||
+        !(pl.objective < res->plans[0].objective - 1e-12 * fabs(res->plans[0].objective))) {
+        free(pl.choice);
+        return;
+    }
+    pl.bound = fmin(res->plans[0].bound, pl.objective);
+    pl.gap = as_rel_gap(pl.objective, pl.bound);
+    pl.time_s = res->plans[0].time_s;
+    pl.nodes = res->plans[0].nodes;
+    pl.status = AS_OUTCOME_FEASIBLE;
+    res->over = pl;
 }
 
 /* The k-best loop on the (reduced, mutable) problem RP; the time limit counts from T0.
@@ -714,13 +768,19 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     size_t i, nn = as_problem_nnodes(rp), *buf, *hstart, *istart;
     double lb = red != NULL ? as_reduction_stats(red)->lb : NAN, cost = HUGE_VAL, icost = 0;
     loop_cands lc;
-    fits_red fr = {red, &o->lim, NULL};
+    fits_red fr = {rp, red, &o->lim, NULL, 0, NULL, INFINITY};
     int rc = AS_OK, said_timed = 0;
 
     if (ops == NULL)
         return AS_EUSAGE;
-    if (o->lim.fits != NULL && red != NULL) {
-        fr.full = as_xcalloc(as_problem_nnodes(p) + 1, sizeof *fr.full);
+    if (o->lim.fits != NULL) {
+        if (red != NULL)
+            fr.full = as_xcalloc(as_problem_nnodes(p) + 1, sizeof *fr.full);
+        /* a heuristic's first solve: its cheapest plan that fails the check too, for the
+           caller's refit (as_solve_result.over) */
+        fr.record = !(ops->flags & AS_SOLVER_EXACT);
+        if (fr.record)
+            fr.over = as_xcalloc(nn + 1, sizeof *fr.over);
         lim.fits = fits_recovered;
         lim.fits_ud = &fr;
     }
@@ -786,6 +846,8 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
                         "run (with a limit that does not bind, one seed gives one plan)",
                         ops->name);
         }
+        if (i == 0)
+            fr.record = 0;
         if (rc == AS_OK && lim.start != NULL &&
             (outcome == AS_OUTCOME_OPTIMAL || outcome == AS_OUTCOME_FEASIBLE) &&
             cost < a.objective - o->lim.gap * fabs(a.objective) - 1e-12 * fabs(cost) &&
@@ -817,14 +879,18 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
                 as_assignment_free(&a);
                 break;
             }
-            if (rc == AS_OK && i == 0 && res->nplans == 1) /* a restriction's, unproven */
+            if (rc == AS_OK && i == 0 && res->nplans == 1) { /* a restriction's, unproven */
                 res->outcome = res->plans[0].status;
+                keep_over(p, &fr, res);
+            }
             cands_mark(&lc, nn, a.choice);
             if (rc == AS_OK && o->distinct != NULL && o->top > 1 &&
                 !o->distinct(o->distinct_ud, res->plans[res->nplans - 1].choice,
                              res->plans[res->nplans - 1].objective)) {
                 /* the same layout as a plan returned: cut it off, look further */
                 free(res->plans[--res->nplans].choice);
+                as_plan_free(&res->over);
+                fr.over_obj = INFINITY;
                 res->skipped++;
                 if (res->skipped > AS_SOLVE_MAX_SKIPS * o->top)
                     i = o->top; /* enough looking */
@@ -852,6 +918,7 @@ solve_loop(const as_problem *p, as_problem *rp, const as_reduction *red, const a
     free(hstart);
     free(istart);
     free(fr.full);
+    free(fr.over);
     return rc;
 }
 

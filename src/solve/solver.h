@@ -47,7 +47,8 @@ typedef struct as_limits {
      * cannot see: `solve` passes the simulator's peak memory (resharded copies, partial
      * sums) against the budget.  1: fits; 0: not.  NULL: the rows decide.  The heuristics
      * (beam, mcts) call it on the plans that would become their answer and return the
-     * cheapest that passes, else the cheapest that passes the rows (as_limits_fits).
+     * cheapest that passes, else the cheapest that passes the rows (as_limits_fits);
+     * as_solve_problem returns the cheapest that failed it too (as_solve_result.over).
      */
     int (*fits)(void *ud, const size_t *choice);
     void *fits_ud;
@@ -243,6 +244,11 @@ typedef struct as_solve_result {
     int start_timed;          /**< beam, mcts: the bound pruning that gives their start stopped
                                    at its safety deadline (half of the time left): the
                                    plan may depend on the time (otherwise it does not) */
+    /** beam, mcts under a fits check (as_limits): the cheapest plan of the first solve that
+        fits the rows but failed the check, when it is cheaper than plans[0] (which passed
+        it); choice NULL: none.  Its bound is plans[0]'s.  The caller may refit from it
+        (solve/fit.c: its copies into the rows) and keep plans[0] as the plan that fits. */
+    as_plan over;
 } as_solve_result;
 
 /**

@@ -1212,6 +1212,75 @@ test_time_cut(void)
     as_problem_free(p);
 }
 
+/*
+ * as_solve_result.over: under a check that rejects the heuristic's own plan (and every
+ * cheaper one), the plan returned passes it, and the cheapest plan that failed comes back
+ * apart when it is cheaper: it fits the rows, costs less than the threshold, and its bound
+ * is the returned plan's.  Under a check nothing fails, or nothing passes, there is none
+ * (the cheapest plan by the rows is then the answer itself).  solve/fit.c refits from it.
+ */
+static void
+test_over(void)
+{
+    int i, k, pass, got = 0, bad = 0, none_ok = 1;
+
+    for (i = 0; i < 20; i++) {
+        as_problem *p = instance(i);
+        for (k = 0; k < 2; k++) {
+            const char *solver = k ? "mcts" : "beam";
+            const char *params[1] = {k ? "mcts/episodes=100" : "beam/width=4"};
+            as_solve_result r0, r;
+            as_solve_opts o;
+            as_err err = {0};
+            fits_thr f = {p, 0, 0};
+            if (run(p, solver, AS_REDUCE_ALL, params[0], 1, &r0) == AS_OUTCOME_NOTRUN ||
+                r0.nplans == 0) {
+                as_solve_result_free(&r0);
+                continue;
+            }
+            for (pass = 0; pass < 3; pass++) {
+                as_solve_opts_init(&o);
+                o.solver = solver;
+                o.params = params;
+                o.nparams = 1;
+                o.lim.fits = fits_above;
+                o.lim.fits_ud = &f;
+                /* 0: the plan without a check fails, 1: every plan passes, 2: none does */
+                f.thr = pass == 0   ? r0.plans[0].objective + 1e-9 * fabs(r0.plans[0].objective)
+                        : pass == 1 ? -INFINITY
+                                    : INFINITY;
+                if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
+                    diag("%s: %s", solver, err.msg);
+                    bad++;
+                    continue;
+                }
+                if (pass > 0) {
+                    none_ok &= r.over.choice == NULL;
+                } else if (r.over.choice != NULL) {
+                    as_plan *q = &r.over;
+                    got++;
+                    if (!(r.nplans == 1 && fits(p, q) && q->objective < f.thr &&
+                          r.plans[0].objective >= f.thr &&
+                          q->objective < r.plans[0].objective && q->bound <= q->objective &&
+                          q->bound == fmin(r.plans[0].bound, q->objective))) {
+                        diag("instance %d %s: over %.9g (bound %.9g), plan %.9g (bound "
+                             "%.9g), threshold %.9g", i, solver, q->objective, q->bound,
+                             r.nplans ? r.plans[0].objective : NAN,
+                             r.nplans ? r.plans[0].bound : NAN, f.thr);
+                        bad++;
+                    }
+                }
+                as_solve_result_free(&r);
+            }
+            as_solve_result_free(&r0);
+        }
+        as_problem_free(p);
+    }
+    ok(bad == 0 && got > 0, "over: the cheapest plan that failed the check, apart from the "
+       "plan that passed, fits the rows and is cheaper (%d instances had one)", got);
+    ok(none_ok, "over: none when every plan passes the check, or none does");
+}
+
 int
 main(void)
 {
@@ -1239,5 +1308,6 @@ main(void)
     test_seed_bound();
     test_seed_timing();
     test_time_cut();
+    test_over();
     return done_testing();
 }
