@@ -1084,6 +1084,23 @@ run_timed(const as_problem *p, const char *solver, const char *param, double lim
     return 1;
 }
 
+/* A random budgeted instance of N nodes (SEED) for the timing tests below. */
+static as_problem *
+timing_instance(uint64_t seed, size_t n)
+{
+    as_random_opts ro;
+
+    as_random_opts_init(&ro);
+    ro.seed = seed;
+    ro.nodes = n;
+    ro.edges = ro.nodes + ro.nodes / 3;
+    ro.kmin = 3;
+    ro.kmax = 6;
+    ro.live_window = 8;
+    ro.memory_frac = 0.05;
+    return as_problem_random(&ro);
+}
+
 /*
  * The same seed gives the same plan under --time-limit (issue 15): the driver's start for
  * beam and mcts (heuristic_bound) does the same work with and without a limit
@@ -1099,7 +1116,6 @@ run_timed(const as_problem *p, const char *solver, const char *param, double lim
 static void
 test_seed_timing(void)
 {
-    as_random_opts ro;
     as_problem *p, *rp = NULL, *bp = NULL;
     as_reduction *red = NULL, *bred = NULL;
     as_reduce_opts fo = {.flags = AS_REDUCE_FOLLOW | AS_REDUCE_CONST | AS_REDUCE_ALIAS,
@@ -1110,15 +1126,7 @@ test_seed_timing(void)
     static const char *const runs[][2] = {{"beam", "beam/width=1"},
                                           {"mcts", "mcts/episodes=50"}};
 
-    as_random_opts_init(&ro);
-    ro.seed = 3007;
-    ro.nodes = 80;
-    ro.edges = ro.nodes + ro.nodes / 3;
-    ro.kmin = 3;
-    ro.kmax = 6;
-    ro.live_window = 8;
-    ro.memory_frac = 0.05;
-    p = as_problem_random(&ro);
+    p = timing_instance(3007, 80);
     ok_red = as_reduce_ex(p, &fo, &rp, &red, &err) == AS_OK;
     for (i = 0; i < 3 && ok_red; i++) { /* none; a deadline; a deadline with fixed work */
         as_reduce_opts bo = {.flags = AS_REDUCE_BOUND, .gap = AS_DEFAULT_GAP, .top = 1,
@@ -1177,7 +1185,6 @@ test_seed_timing(void)
 static void
 test_time_cut(void)
 {
-    as_random_opts ro;
     as_problem *p;
     as_plan pl[4];
     int got[4], t, i, same = 1;
@@ -1187,15 +1194,7 @@ test_time_cut(void)
                                           {"mcts", "mcts/episodes=40", "90"},
                                           {"beam", "beam/width=4", "90"}};
 
-    as_random_opts_init(&ro);
-    ro.seed = 3006;
-    ro.nodes = 60;
-    ro.edges = ro.nodes + ro.nodes / 3;
-    ro.kmin = 3;
-    ro.kmax = 6;
-    ro.live_window = 8;
-    ro.memory_frac = 0.05;
-    p = as_problem_random(&ro);
+    p = timing_instance(3006, 60);
     for (i = 0; i < 4; i++)
         got[i] = run_timed(p, runs[i][0], runs[i][1], atof(runs[i][2]), &pl[i], &t);
     ok(got[0] && pl[0].timed && pl[0].nodes < 1000000000L,
