@@ -962,7 +962,7 @@ heuristic_bound(const as_problem *rp, const as_solve_opts *o, double t0, as_redu
         return AS_OK;
     /* under a time limit a safety stop at half of what is left, for the heuristic the rest;
        past it the bound is the rounds' so far, still a bound, but the start then depends on
-       the time.  Until 1127g this was the bound pruning's budget, a fifth, which its
+       the time.  Before 2b7d764 this was the bound pruning's budget, a fifth, which its
        branching used up (gpt2-small 8 under bench_heur's budget, beam K=1 at -t 120: 6.6-12.2
        s CPU, 0.8 s now); on bert-large 2x8 the fixed work took 24 s of wall time on a machine
        at load 7, which a fifth of 120 s cut */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # solve_params.sh -- `--set` parameters of the chosen solver are checked up front
 # (as_solve_problem), also when the reductions solve the problem and the backend never
-# runs: a bad one is one line and exit 2 (until 1127g such runs exited 0).
+# runs: a bad one is one line and exit 2 (before 2b7d764 such runs exited 0).
 . "${top_srcdir:-.}/tests/cli/lib.sh"
 
 as gen gpt2-small --layers 2 --batch 8 --seq 128 --train -o "$T/g.asg"
