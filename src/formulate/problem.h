@@ -392,6 +392,12 @@ typedef struct as_reduce_opts {
                           work that overruns (stats.timed_out: then it may) */
     size_t bb_evals; /**< > 0: the branching computes at most this many bounds (0: 24, or
                           4096 under a deadline without fixed_work, which the time stops) */
+    int bb_plain;    /**< 1: the branching never splits where the Lagrangian's steps mixed
+                          (stats.bb_mixed stays 0), only on the heaviest node of its plan:
+                          the heuristics' start (solver.c heuristic_bound), which wants the
+                          leaves' plans more than their bound; in its 24 bounds the mixed
+                          splits gave bert-large 2x8 under its budget a dearer start
+                          (0.0442830 s against 0.0440763) */
 } as_reduce_opts;
 
 /** as_reduce with options; flags only (gap 0, top 1) is as_reduce. */

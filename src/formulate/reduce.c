@@ -137,6 +137,7 @@ typedef struct work {
     double safety;              /**< as_reduce_opts.fixed_work: its deadline, which only stops
                                      work that overruns (past()); 0 = none */
     size_t bb_evals;            /**< as_reduce_opts.bb_evals */
+    int bb_plain;               /**< as_reduce_opts.bb_plain: no mixed splits (fcnt NULL) */
     double abort_at;            /**< as_now() after which the reductions give up; 0 = never */
     double stop;                /**< as_reduce_opts.own_plan: abort_at, after which the bound
                                      round gives up at once (0 = never) */
@@ -2984,9 +2985,11 @@ work_bound(work *w)
     w->lagrange = 0;
     if (isfinite(ub) && cr.off[nn] > 0) {
         w->lagrange = 1;
-        w->fcnt = as_xcalloc(nn + 1, sizeof *w->fcnt);
-        for (i = 0; i < nn; i++)
-            w->fcnt[i] = as_xcalloc(cg.g.k[i] + 1, sizeof **w->fcnt);
+        if (!w->bb_plain) {
+            w->fcnt = as_xcalloc(nn + 1, sizeof *w->fcnt);
+            for (i = 0; i < nn; i++)
+                w->fcnt[i] = as_xcalloc(cg.g.k[i] + 1, sizeof **w->fcnt);
+        }
         if (w->round == 0 && w->duals_from != NULL && !w->warm)
             work_duals_load(w, &cg, &cr, c0, st, &res, lp, &ub, ubplan);
         work_lagrange(w, &cg, &cr, c0, st, &res, &ub, ubplan);
@@ -3643,6 +3646,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
               .dbg = getenv("AS_DEBUG_REDUCE") != NULL,
               .deadline = o->fixed_work ? 0 : o->deadline, /* fixed work: a safety stop */
               .safety = o->fixed_work ? o->deadline : 0, .bb_evals = o->bb_evals,
+              .bb_plain = o->bb_plain,
               .abort_at = o->abort_at, .stop = o->own_plan ? o->abort_at : 0};
     double t0 = as_now(), edges_s = 0;
 #define DBG(what)                                                                                 \

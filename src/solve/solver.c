@@ -954,7 +954,7 @@ heuristic_bound(const as_problem *rp, const as_solve_opts *o, double t0, as_redu
     /* the same work with and without a time limit (fixed_work, HEUR_BB_EVALS bounds of the
        branching): the start, and so the heuristic's plan, does not depend on the time */
     as_reduce_opts ro = {.flags = AS_REDUCE_BOUND, .gap = o->lim.gap, .top = 1,
-                         .fixed_work = 1, .bb_evals = HEUR_BB_EVALS};
+                         .fixed_work = 1, .bb_evals = HEUR_BB_EVALS, .bb_plain = 1};
     as_problem *bp = NULL;
     as_reduction *bred = NULL;
 

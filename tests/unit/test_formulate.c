@@ -517,7 +517,7 @@ test_reduce_branch(int seed, int timed)
     as_problem_free(p);
 }
 
-static size_t bb_mixed, bb_closed;
+static size_t bb_mixed, bb_closed, bb_plain_runs, bb_plain_mixed;
 
 /*
  * A deep branching (up to 200 bounds, no deadline) on binding budgets: its leaves split where
@@ -553,6 +553,19 @@ test_reduce_branch_deep(int seed)
        st->bb_nodes, st->bb_mixed, want);
     ok(isinf(want) || !(st->ub < want - 1e-9 * fmax(1, fabs(want))), "deep %d: plan %.9g at "
        "least the optimum %.9g", seed, st->ub, want);
+    if (st->bb_mixed > 0) { /* again as the heuristics' start runs it: no mixed splits */
+        as_reduce_opts po = ro;
+        as_reduction_free(red);
+        as_problem_free(rp);
+        po.bb_plain = 1;
+        is_int(as_reduce_ex(p, &po, &rp, &red, &err), AS_OK, "deep %d: bb_plain", seed);
+        st = as_reduction_stats(red);
+        bb_plain_runs++;
+        bb_plain_mixed += st->bb_mixed;
+        ok(isinf(want) || (!(st->lb > want + 1e-9 * fmax(1, fabs(want))) &&
+                           !(st->ub < want - 1e-9 * fmax(1, fabs(want)))),
+           "deep %d, bb_plain: bound %.9g, plan %.9g, optimum %.9g", seed, st->lb, st->ub, want);
+    }
     as_reduction_free(red);
     as_problem_free(rp);
     as_problem_free(p);
@@ -1162,6 +1175,8 @@ main(void)
     /* the splits from the steps' mix ran (a count that stays 0 fails: the steps not counted) */
     ok(bb_mixed >= 5, "deep branching: %zu splits where the Lagrangian's steps chose between "
        "strategies (%zu of 60 bounds reach the optimum)", bb_mixed, bb_closed);
+    ok(bb_plain_runs > 0 && bb_plain_mixed == 0, "bb_plain: the %zu instances with mixed "
+       "splits branched again without (%zu)", bb_plain_runs, bb_plain_mixed);
     ok(duals_used >= 5, "a second reduction started from the first one's multipliers %zu "
        "times", duals_used);
     ok(msgs_carried >= 5, "a second reduction started TRW-S from the first one's messages %zu "
