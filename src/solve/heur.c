@@ -1483,18 +1483,23 @@ typedef struct blk {
     size_t *arg;          /* bu x kmax: the unit's best strategy given its parent's */
     size_t *to, *old, *best; /* bu: the block's new, old and best strategies */
     double *tmp;          /* kmax */
+    long *nb;             /* kmax: alias pairs broken per strategy of one unit */
+    size_t *lk;           /* maxdeg: a unit's links to its parent on the tree */
 } blk;
 
 static void
 blk_init(blk *b, const as_heur *h, size_t bu)
 {
-    size_t u;
+    size_t u, maxdeg = 1;
 
     memset(b, 0, sizeof *b);
     b->bu = bu;
     b->kmax = 1;
-    for (u = 0; u < h->nu; u++)
+    for (u = 0; u < h->nu; u++) {
         b->kmax = h->k[u] > b->kmax ? h->k[u] : b->kmax;
+        if (h->lstart[u + 1] - h->lstart[u] > maxdeg)
+            maxdeg = h->lstart[u + 1] - h->lstart[u];
+    }
     b->in = as_xcalloc(h->nu + 1, sizeof *b->in);
     b->pos = as_xcalloc(h->nu + 1, sizeof *b->pos);
     b->list = as_xcalloc(bu + 1, sizeof *b->list);
@@ -1505,6 +1510,8 @@ blk_init(blk *b, const as_heur *h, size_t bu)
     b->sub = as_xcalloc(bu * b->kmax + 1, sizeof *b->sub);
     b->arg = as_xcalloc(bu * b->kmax + 1, sizeof *b->arg);
     b->tmp = as_xcalloc(b->kmax + 1, sizeof *b->tmp);
+    b->nb = as_xcalloc(b->kmax + 1, sizeof *b->nb);
+    b->lk = as_xcalloc(maxdeg + 1, sizeof *b->lk);
 }
 
 static void
@@ -1520,6 +1527,8 @@ blk_free(blk *b)
     free(b->sub);
     free(b->arg);
     free(b->tmp);
+    free(b->nb);
+    free(b->lk);
 }
 
 /* The block around SEED, breadth first, with its tree (b->par). */
@@ -1558,57 +1567,88 @@ blk_dp(ls *st, blk *b, int optimistic)
     size_t i, p, s, t, kmax = b->kmax;
 
 #define ON_TREE(p, q) ((q) != (p) && (b->par[p] == (q) || b->par[q] == (p)))
-    /* each unit's terms: its vector without the tree's links at the current strategies */
+    /* each unit's terms: its vector without the tree's links at the current strategies
+       (link by link, each strategy's terms in link order) */
     for (p = 0; p < b->n; p++) {
         size_t v = b->list[p], kv = h->k[v];
         double *sub = b->sub + p * kmax;
+        long *nb = b->nb;
         for (s = 0; s < kv; s++) {
-            double c = st->g[v][s];
-            long nb = (long)st->nbad[v][s];
-            for (i = h->lstart[v]; i < h->lstart[v + 1]; i++) {
-                const as_hlink *l = &h->link[i];
-                size_t o = l->other;
-                if (b->in[o] != b->stamp)
-                    continue;
-                if (!ON_TREE(p, b->pos[o])) {
-                    if (!optimistic)
-                        continue;
-                    /* off the tree, optimistic: a link at its cheapest (once), an alias
-                       pair left to the check of the move */
-                    if (l->r != NULL)
-                        c += (b->pos[o] < p ? l->minr[s] : 0) - l->rt[x[o] * kv + s];
-                    else
-                        nb -= l->bad[l->own_is_u ? s * l->ko + x[o] : x[o] * kv + s];
-                    continue;
-                }
-                if (l->r != NULL)
-                    c -= l->rt[x[o] * kv + s];
-                else
-                    nb -= l->bad[l->own_is_u ? s * l->ko + x[o] : x[o] * kv + s];
-            }
-            sub[s] = nb > 0 ? INFINITY : c;
+            sub[s] = st->g[v][s];
+            nb[s] = (long)st->nbad[v][s];
         }
+        for (i = h->lstart[v]; i < h->lstart[v + 1]; i++) {
+            const as_hlink *l = &h->link[i];
+            size_t o = l->other;
+            if (b->in[o] != b->stamp)
+                continue;
+            if (!ON_TREE(p, b->pos[o])) {
+                if (!optimistic)
+                    continue;
+                /* off the tree, optimistic: a link at its cheapest (once), an alias
+                   pair left to the check of the move */
+                if (l->r != NULL) {
+                    const double *rt = l->rt + x[o] * kv;
+                    if (b->pos[o] < p)
+                        for (s = 0; s < kv; s++)
+                            sub[s] += l->minr[s] - rt[s];
+                    else
+                        for (s = 0; s < kv; s++)
+                            sub[s] += 0 - rt[s];
+                } else {
+                    for (s = 0; s < kv; s++)
+                        nb[s] -= l->bad[l->own_is_u ? s * l->ko + x[o] : x[o] * kv + s];
+                }
+                continue;
+            }
+            if (l->r != NULL) {
+                const double *rt = l->rt + x[o] * kv;
+                for (s = 0; s < kv; s++)
+                    sub[s] -= rt[s];
+            } else {
+                for (s = 0; s < kv; s++)
+                    nb[s] -= l->bad[l->own_is_u ? s * l->ko + x[o] : x[o] * kv + s];
+            }
+        }
+        for (s = 0; s < kv; s++)
+            if (nb[s] > 0)
+                sub[s] = INFINITY;
     }
     /* children to parents: the parent's cost given t gains the child's best answer */
     for (p = b->n; p-- > 1;) {
         size_t v = b->list[p], kv = h->k[v], q = b->par[p], w = b->list[q], kw = h->k[w];
         const double *sub = b->sub + p * kmax;
         double *psub = b->sub + q * kmax;
-        size_t *arg = b->arg + p * kmax;
+        size_t *arg = b->arg + p * kmax, nl = 0, j;
+        for (i = h->lstart[v]; i < h->lstart[v + 1]; i++)
+            if (h->link[i].other == w)
+                b->lk[nl++] = i;
         for (t = 0; t < kw; t++) {
             double bc = INFINITY;
             size_t bs = x[v];
             if (!isfinite(psub[t]))
                 continue;
+            if (nl == 1 && h->link[b->lk[0]].r != NULL) {
+                /* one edge to the parent (the common case): its row for t read in order */
+                const double *rt = h->link[b->lk[0]].rt + t * kv;
+                for (s = 0; s < kv; s++) {
+                    double c = sub[s] + rt[s];
+                    if (c < bc) {
+                        bc = c;
+                        bs = s;
+                    }
+                }
+                b->tmp[t] = bc;
+                arg[t] = bs;
+                continue;
+            }
             for (s = 0; s < kv; s++) {
                 double c = sub[s];
                 int bad = 0;
                 if (!(c < bc))
                     continue;
-                for (i = h->lstart[v]; i < h->lstart[v + 1] && !bad; i++) {
-                    const as_hlink *l = &h->link[i];
-                    if (l->other != w)
-                        continue;
+                for (j = 0; j < nl && !bad; j++) {
+                    const as_hlink *l = &h->link[b->lk[j]];
                     if (l->r != NULL)
                         c += l->ro[s * kw + t];
                     else
@@ -1676,6 +1716,8 @@ blk_solve(ls *st, blk *b, size_t seed, int optimistic)
     }
     for (p = 0; p < b->n; p++)
         b->old[p] = x[b->list[p]];
+    st->logging = 1; /* a try undone leaves the clocks as they were */
+    st->nulog = 0;
     for (it = 1; it <= BLOCK_ITER; it++) {
         blk_dp(st, b, optimistic && it == 1);
         nm = 0;
@@ -1719,8 +1761,16 @@ blk_solve(ls *st, blk *b, size_t seed, int optimistic)
     }
     for (p = b->n; p-- > 0;)
         ls_move(st, b->list[p], b->old[p]);
-    if (bestit == 0)
+    st->logging = 0;
+    if (bestit == 0) {
+        /* nothing kept: the clocks as they were (the log in reverse), so that the units
+           this try moved and moved back do not count as changed for the next seeds */
+        while (st->nulog > 0) {
+            st->nulog -= 2;
+            st->chg[st->ulog[st->nulog]] = st->ulog[st->nulog + 1];
+        }
         return 0;
+    }
     for (p = 0; p < b->n; p++)
         ls_move(st, b->list[p], b->best[p]);
     return 1;
@@ -1806,6 +1856,32 @@ as_hls_block(as_hls *q, size_t units, int max_rounds, double deadline)
     size_t m = blk_moves(&q->st, units, max_rounds, deadline);
     q->moves += m * units;
     return m > 0;
+}
+
+int
+as_heur_polish_blocks(const as_heur *h, size_t *x, double deadline, as_hls **q)
+{
+    as_hls *qb = as_hls_new(h, x);
+    int moved = 0, again = 0;
+
+    if (as_hls_block(qb, AS_HEUR_BLOCK_UNITS, 3, deadline)) {
+        memcpy(x, as_hls_x(qb), h->nu * sizeof *x);
+        as_heur_chain(h, x, 3);
+        moved = 1;
+    }
+    /* relabel moves: every unit at one strategy name to another at once; then axis-map
+       moves: every unit's specs with the mesh axes permuted at once */
+    for (again = 0; again < 2; again++) {
+        if (!(again == 0 ? as_heur_relabel_in(h, x, deadline, q)
+                         : as_heur_axismap_in(h, x, deadline, q)))
+            continue;
+        moved = 1;
+        as_hls_set(qb, x);
+        as_hls_block(qb, AS_HEUR_BLOCK_UNITS, 3, deadline);
+        memcpy(x, as_hls_x(qb), h->nu * sizeof *x);
+    }
+    as_hls_free(qb);
+    return moved;
 }
 
 /* ---- relabel moves ---- */

@@ -688,22 +688,7 @@ block_polish(const as_problem *p, const as_limits *lim, double t0, as_keeper *kp
     choice = as_xcalloc(h.n + 1, sizeof *choice);
     for (u = 0; u < h.n; u++)
         x[h.unit[u]] = kp->best[u];
-    moved = as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
-                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
-    if (moved)
-        as_heur_chain(&h, x, 3);
-    /* and relabel moves: every unit at one strategy name to another at once */
-    if (as_heur_relabel_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &q)) {
-        moved = 1;
-        as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
-                      lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
-    }
-    /* and axis-map moves: every unit's specs with the mesh axes permuted at once */
-    if (as_heur_axismap_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &q)) {
-        moved = 1;
-        as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
-                      lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
-    }
+    moved = as_heur_polish_blocks(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &q);
     if (moved) {
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK)

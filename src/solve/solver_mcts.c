@@ -578,18 +578,9 @@ static AS_DECL_SOLVER_SOLVE(mcts_solve)
                 x[h.unit[u]] = kp.best[u];
         as_heur_improve(&h, x, 50);
         as_heur_chain(&h, x, 10);
-        /* and block moves: whole attention or MLP blocks re-solved with the rest fixed */
-        if (as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
-                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0))
-            as_heur_chain(&h, x, 3);
-        /* and relabel moves: every unit at one strategy name to another at once */
-        if (as_heur_relabel_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &qs[0]))
-            as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
-                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
-        /* and axis-map moves: every unit's specs with the mesh axes permuted at once */
-        if (as_heur_axismap_in(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &qs[0]))
-            as_heur_block(&h, x, AS_HEUR_BLOCK_UNITS, 3,
-                          lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0);
+        /* and block, relabel and axis-map moves: whole attention or MLP blocks re-solved
+           with the rest fixed, a strategy name or the mesh axes changed everywhere */
+        as_heur_polish_blocks(&h, x, lim->time_limit_s > 0 ? t0 + lim->time_limit_s : 0, &qs[0]);
         as_heur_expand(&h, x, choice);
         if (as_problem_check(p, choice, &obj, NULL, NULL) == AS_OK)
             as_keeper_offer(&kp, lim, choice, obj);
