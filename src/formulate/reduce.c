@@ -2362,6 +2362,13 @@ work_scale_search(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_stat
    1e-4 alone in 8 of 12 runs on a loaded machine (0.008-0.009 %, in about 4 s; the other 4
    ended at 0.011-0.43 %, 3 of them with 3.8-4.6 s of CPU in 9.5 s) */
 #define BB_SWEEPS 10
+/* A leaf's subgradient step factor: its parent's, but at least the root's start.  The parent's
+   had shrunk on its stalls near its own best multipliers (gpt3-175b 8x8 under 394 GiB: 1e-4 to
+   0.03), and a side's split moves the best multipliers away: its steps rose slowly through all
+   40 (one side went 13.8715 at step 20 to 13.9016 at step 39).  With 1, the solve for the gap's
+   branching reached 13.8988 in 18.6 s of CPU where the parent's factor reached 13.8848 in
+   35.6 s (gap 0.177 % at 44 s of CPU against 0.266 % at 57 s) */
+#define BB_THETA 1.0
 
 typedef struct bbfix {
     size_t c, q;
@@ -2418,7 +2425,7 @@ bb_eval(bbctx *b, const bbfix *fix, size_t nf, const double *lam, double theta, 
                 b->c0[fix[i].c][s] += BB_BIG;
     for (t = 0; t < w->rows.n; t++)
         w->rows.v[t].lam = lam[t];
-    w->theta = theta;
+    w->theta = fmax(theta, BB_THETA);
     pen = cg_penalise(w, b->cg, b->cr, b->c0);
     as_mrf_state_sync(b->st);
     as_mrf_state_run(b->st, BB_SWEEPS, &r);
