@@ -855,6 +855,18 @@ ls_log(ls *st, size_t u)
     st->ulog[st->nulog++] = st->chg[u];
 }
 
+/* Stop logging; with UNDO, put the logged clocks back (the log in reverse: first values
+   last), as if the moves since logging began, undone, had not happened. */
+static void
+ls_unlog(ls *st, int undo)
+{
+    st->logging = 0;
+    while (undo && st->nulog > 0) {
+        st->nulog -= 2;
+        st->chg[st->ulog[st->nulog]] = st->ulog[st->nulog + 1];
+    }
+}
+
 /* Unit U takes strategy B: its neighbours' vectors and the memory follow. */
 static void
 ls_move(ls *st, size_t u, size_t b)
@@ -1314,19 +1326,14 @@ chain_moves(ls *st, chain *c)
                     over |= !keep;
                 }
                 if (keep) {
-                    st->logging = 0;
+                    ls_unlog(st, 0);
                     moves++;
                     kept = 1;
                     continue;
                 }
                 for (j = c->n; j-- > 0;)
                     ls_move(st, c->list[j], c->old[c->list[j]]);
-                /* undone: the clocks as they were (the log in reverse: first values last) */
-                st->logging = 0;
-                while (st->nulog > 0) {
-                    st->nulog -= 2;
-                    st->chg[st->ulog[st->nulog]] = st->ulog[st->nulog + 1];
-                }
+                ls_unlog(st, 1); /* undone: the clocks as they were */
             }
         }
         if (!kept && !over)
@@ -1594,7 +1601,7 @@ blk_dp(ls *st, blk *b, int optimistic)
                             sub[s] += l->minr[s] - rt[s];
                     else
                         for (s = 0; s < kv; s++)
-                            sub[s] += 0 - rt[s];
+                            sub[s] -= rt[s];
                 } else {
                     for (s = 0; s < kv; s++)
                         nb[s] -= l->bad[l->own_is_u ? s * l->ko + x[o] : x[o] * kv + s];
@@ -1761,16 +1768,11 @@ blk_solve(ls *st, blk *b, size_t seed, int optimistic)
     }
     for (p = b->n; p-- > 0;)
         ls_move(st, b->list[p], b->old[p]);
-    st->logging = 0;
-    if (bestit == 0) {
-        /* nothing kept: the clocks as they were (the log in reverse), so that the units
-           this try moved and moved back do not count as changed for the next seeds */
-        while (st->nulog > 0) {
-            st->nulog -= 2;
-            st->chg[st->ulog[st->nulog]] = st->ulog[st->nulog + 1];
-        }
+    /* nothing kept: the clocks as they were, so that the units this try moved and moved
+       back do not count as changed for the next seeds */
+    ls_unlog(st, bestit == 0);
+    if (bestit == 0)
         return 0;
-    }
     for (p = 0; p < b->n; p++)
         ls_move(st, b->list[p], b->best[p]);
     return 1;
@@ -1862,7 +1864,7 @@ int
 as_heur_polish_blocks(const as_heur *h, size_t *x, double deadline, as_hls **q)
 {
     as_hls *qb = as_hls_new(h, x);
-    int moved = 0, again = 0;
+    int moved = 0, again;
 
     if (as_hls_block(qb, AS_HEUR_BLOCK_UNITS, 3, deadline)) {
         memcpy(x, as_hls_x(qb), h->nu * sizeof *x);
