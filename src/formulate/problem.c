@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,16 @@ struct as_problem {
     double memory;    /**< bytes per device, 0 = none */
     double offset;    /**< seconds */
     size_t nperm;     /**< axis permutations of the nodes' images (0: none) */
+    /* the memory vectors entries copied into the arena, each once (make_entries): open
+       addressing, slot = index + 1 into vpool; a reduced 3-axis problem's rows repeat the
+       same vectors (gpt3-175b 4x4x4: 639k entries of 273 strategies on average, 1.4 GB as
+       copies) */
+    struct {
+        const double **v;
+        size_t *k;
+        uint64_t *h;
+        size_t n, cap, *tab, tcap;
+    } vpool;
     int valid;        /**< as_problem_validate passed and nothing was added or set since:
                            it returns at once (a solve validates the same problem 3 times) */
 };
@@ -56,6 +67,10 @@ as_problem_free(as_problem *p)
     AS_VEC_FREE(&p->nodes);
     AS_VEC_FREE(&p->edges);
     AS_VEC_FREE(&p->live);
+    free(p->vpool.v);
+    free(p->vpool.k);
+    free(p->vpool.h);
+    free(p->vpool.tab);
     AS_VEC_FREE(&p->segs);
     AS_VEC_FREE(&p->seg_hi);
     AS_VEC_FREE(&p->aliases);
@@ -185,7 +200,55 @@ as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, as_e
     return AS_OK;
 }
 
-/* Entries NODES[0..n) with vectors M (NULL: the nodes' own) copied into P's arena as L. */
+/* X[0..k) in P's arena: a copy made before for the same values, else a new one. */
+static const double *
+intern_vec(as_problem *p, const double *x, size_t k)
+{
+    uint64_t h = 1469598103934665603ull ^ k;
+    size_t s, at, i, nc;
+
+    for (s = 0; s < k; s++) {
+        uint64_t bits;
+        double d = x[s] == 0 ? 0 : x[s]; /* -0 and 0 alike (compared with ==) */
+        memcpy(&bits, &d, sizeof bits);
+        h = (h ^ bits) * 1099511628211ull;
+    }
+    if (2 * (p->vpool.n + 1) > p->vpool.tcap) { /* grow and rehash */
+        nc = p->vpool.tcap ? 2 * p->vpool.tcap : 1024;
+        free(p->vpool.tab);
+        p->vpool.tab = as_xcalloc(nc, sizeof *p->vpool.tab);
+        p->vpool.tcap = nc;
+        for (i = 0; i < p->vpool.n; i++) {
+            for (at = (size_t)(p->vpool.h[i] % nc); p->vpool.tab[at] != 0; at = (at + 1) % nc)
+                ;
+            p->vpool.tab[at] = i + 1;
+        }
+    }
+    for (at = (size_t)(h % p->vpool.tcap); p->vpool.tab[at] != 0;
+         at = (at + 1) % p->vpool.tcap) {
+        i = p->vpool.tab[at] - 1;
+        if (p->vpool.h[i] == h && p->vpool.k[i] == k) {
+            for (s = 0; s < k && p->vpool.v[i][s] == x[s]; s++)
+                ;
+            if (s == k)
+                return p->vpool.v[i];
+        }
+    }
+    if (p->vpool.n == p->vpool.cap) {
+        p->vpool.cap = p->vpool.cap ? 2 * p->vpool.cap : 256;
+        p->vpool.v = as_xreallocarray(p->vpool.v, p->vpool.cap, sizeof *p->vpool.v);
+        p->vpool.k = as_xreallocarray(p->vpool.k, p->vpool.cap, sizeof *p->vpool.k);
+        p->vpool.h = as_xreallocarray(p->vpool.h, p->vpool.cap, sizeof *p->vpool.h);
+    }
+    p->vpool.v[p->vpool.n] = dup_vec(p->arena, x, k);
+    p->vpool.k[p->vpool.n] = k;
+    p->vpool.h[p->vpool.n] = h;
+    p->vpool.tab[at] = ++p->vpool.n;
+    return p->vpool.v[p->vpool.n - 1];
+}
+
+/* Entries NODES[0..n) with vectors M (NULL: the nodes' own) copied into P's arena as L
+   (equal copies shared: entries' vectors are read-only). */
 static int
 make_entries(as_problem *p, const size_t *nodes, const double *const *m, size_t n,
              const char *what, size_t idx, as_plive *l, as_err *err)
@@ -202,7 +265,7 @@ make_entries(as_problem *p, const size_t *nodes, const double *const *m, size_t 
     mv = as_arena_calloc(p->arena, n ? n : 1, sizeof *mv);
     for (i = 0; i < n; i++) {
         nv[i] = nodes[i];
-        mv[i] = m != NULL && m[i] != NULL ? dup_vec(p->arena, m[i], p->nodes.v[nodes[i]].k)
+        mv[i] = m != NULL && m[i] != NULL ? intern_vec(p, m[i], p->nodes.v[nodes[i]].k)
                                           : p->nodes.v[nodes[i]].m;
     }
     l->n = n;

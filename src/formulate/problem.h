@@ -118,7 +118,8 @@ int as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, 
 int as_problem_add_liveness(as_problem *p, const size_t *nodes, size_t n, double resident,
                             as_err *err);
 /** Like as_problem_add_liveness, with an explicit memory vector M[i] (k entries; NULL = the
-    node's own m) per entry. */
+    node's own m) per entry.  M[i] is copied; entries (of points and segments) given equal
+    vectors share one copy (as_plive.m is read-only). */
 int as_problem_add_liveness_m(as_problem *p, const size_t *nodes, const double *const *m,
                               size_t n, double resident, as_err *err);
 /**

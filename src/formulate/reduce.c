@@ -2916,10 +2916,16 @@ work_bound(work *w)
     /* in the first round also with a plan (a caller's incumbent, solve/fit.c's solve for the
        gap): the Lagrangian finds the plans and raises the bound (gpt3-175b 4x4x4 under 324
        GiB: TRW-S took the gap solve's whole round, the Lagrangian got nothing) */
-    as_mrf_state_set_deadline(st, w->deadline > 0 && cr.off[nn] > 0 &&
-                                          (w->best == NULL || w->round == 0)
-                                      ? t0 + 0.5 * fmax(0, w->deadline - t0)
-                                      : w->deadline > 0 ? w->deadline : w->safety);
+    /* also at a fixed work's safety stop: past it the start depends on the time anyway, and
+       a repaired plan is a start where none is not (gpt3-175b 4x4x4 under 324 GiB, beam at
+       -t 60: TRW-S ran 410 sweeps to the safety stop, no plan, beam's own 80 % above) */
+    {
+        double dl = w->deadline > 0 ? w->deadline : w->safety;
+        as_mrf_state_set_deadline(st, dl > 0 && cr.off[nn] > 0 &&
+                                              (w->best == NULL || w->round == 0)
+                                          ? t0 + 0.5 * fmax(0, dl - t0)
+                                          : dl);
+    }
     /* the first round's bound is the one a run under a tight limit reports: a few sweeps
        past the soft deadline, up to half the slack before the reductions give up (gpt3-1.3b
        2x4x2 in the sweep's 5 s: dominance left TRW-S one sweep, lb 6-18 % under the plan) */

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,7 +128,8 @@ build_runs(as_heur *h)
         for (i = h->hstart[u]; i < h->hstart[u + 1]; i++) {
             const as_hmem *m = &h->hm[i];
             as_hrun *r = nr > h->rstart[u] ? &h->run[nr - 1] : NULL;
-            if (r != NULL && r->hi == m->point && memcmp(r->dm, m->dm, h->k[u] * sizeof *m->dm) == 0) {
+            if (r != NULL && r->hi == m->point &&
+                (r->dm == m->dm || memcmp(r->dm, m->dm, h->k[u] * sizeof *m->dm) == 0)) {
                 r->hi++;
                 continue;
             }
@@ -140,6 +142,58 @@ build_runs(as_heur *h)
     h->rstart[h->nu] = nr;
 }
 
+/* Distinct memory vectors, for build_memory: slot = index + 1 into h->dmv. */
+typedef struct dm_pool {
+    size_t *tab, tcap, cap, *k;
+    uint64_t *hash;
+} dm_pool;
+
+/* DM (K entries, malloc'ed) as H's vector of those values: the one seen before (DM freed)
+   or DM, kept.  gpt3-175b 4x4x4 under a budget: 639k (unit, point) pairs of 273
+   strategies on average, 1.4 GB a view as copies, and MCTS holds three views. */
+static double *
+dm_intern(as_heur *h, dm_pool *pl, double *dm, size_t k)
+{
+    uint64_t hv = 1469598103934665603ull ^ k;
+    size_t s, at, i, nc;
+
+    for (s = 0; s < k; s++) {
+        uint64_t bits;
+        double d = dm[s] == 0 ? 0 : dm[s];
+        memcpy(&bits, &d, sizeof bits);
+        hv = (hv ^ bits) * 1099511628211ull;
+    }
+    if (2 * (h->ndmv + 1) > pl->tcap) {
+        nc = pl->tcap ? 2 * pl->tcap : 1024;
+        free(pl->tab);
+        pl->tab = as_xcalloc(nc, sizeof *pl->tab);
+        pl->tcap = nc;
+        for (i = 0; i < h->ndmv; i++) {
+            for (at = (size_t)(pl->hash[i] % nc); pl->tab[at] != 0; at = (at + 1) % nc)
+                ;
+            pl->tab[at] = i + 1;
+        }
+    }
+    for (at = (size_t)(hv % pl->tcap); pl->tab[at] != 0; at = (at + 1) % pl->tcap) {
+        i = pl->tab[at] - 1;
+        if (pl->hash[i] == hv && pl->k[i] == k && memcmp(h->dmv[i], dm, k * sizeof *dm) == 0) {
+            free(dm);
+            return h->dmv[i];
+        }
+    }
+    if (h->ndmv == pl->cap) {
+        pl->cap = pl->cap ? 2 * pl->cap : 256;
+        h->dmv = as_xreallocarray(h->dmv, pl->cap, sizeof *h->dmv);
+        pl->hash = as_xreallocarray(pl->hash, pl->cap, sizeof *pl->hash);
+        pl->k = as_xreallocarray(pl->k, pl->cap, sizeof *pl->k);
+    }
+    h->dmv[h->ndmv] = dm;
+    pl->hash[h->ndmv] = hv;
+    pl->k[h->ndmv] = k;
+    pl->tab[at] = ++h->ndmv;
+    return dm;
+}
+
 /* Memory of every unit at every liveness point that can bind. */
 static void
 build_memory(as_heur *h)
@@ -149,13 +203,14 @@ build_memory(as_heur *h)
     size_t *slot = as_xcalloc(h->nu + 1, sizeof *slot);  /* index into tmp + 1, this point */
     size_t *stamp = as_xcalloc(h->nu + 1, sizeof *stamp); /* point + 1 the slot is for */
     hm_tmp *tmp = NULL;
+    dm_pool pl = {NULL, 0, 0, NULL, NULL};
 
     h->cap = as_problem_memory_cap(p);
     h->base = as_xcalloc(nt + 1, sizeof *h->base);
     for (t = 0; isfinite(h->cap) && t < nt; t++) {
         const as_plive *l = as_problem_live(p, t), *e;
         as_plive_iter it;
-        size_t b = h->nbind, j;
+        size_t b = h->nbind, j, first = nh;
         if (!as_problem_live_binds(p, t))
             continue;
         h->nbind++;
@@ -187,7 +242,12 @@ build_memory(as_heur *h)
                     x->dm[s] += e->m[j][s] - lo;
             }
         }
+        for (j = first; j < nh; j++) /* the point's vectors are complete */
+            tmp[j].dm = dm_intern(h, &pl, tmp[j].dm, h->k[tmp[j].unit]);
     }
+    free(pl.tab);
+    free(pl.hash);
+    free(pl.k);
     h->hstart = as_xcalloc(h->nu + 2, sizeof *h->hstart);
     for (i = 0; i < nh; i++)
         h->hstart[tmp[i].unit + 2]++;
@@ -312,8 +372,9 @@ as_heur_free(as_heur *h)
         free(h->cost[u]);
         free(h->mw[u]);
     }
-    for (i = 0; h->hstart != NULL && i < h->hstart[h->nu]; i++)
-        free((double *)h->hm[i].dm);
+    for (i = 0; i < h->ndmv; i++)
+        free(h->dmv[i]);
+    free(h->dmv);
     for (i = 0; h->lstart != NULL && i < h->lstart[h->nu]; i++)
         free(h->link[i].minr), free(h->link[i].minro);
     for (i = 0; i < h->ntr; i++)

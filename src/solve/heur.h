@@ -74,6 +74,9 @@ typedef struct as_heur {
                                 must not outlive it) */
     double **tr;           /**< ntr transposed edge matrices (owned) */
     size_t ntr;
+    double **dmv;          /**< ndmv distinct memory vectors the as_hmem point into (owned:
+                                a unit often adds the same bytes at many points) */
+    size_t ndmv;
 } as_heur;
 
 /** Build the view of P (valid).  Costs O(nodes + edges + liveness entries * k). */

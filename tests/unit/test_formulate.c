@@ -229,6 +229,39 @@ test_roundtrip(void)
     as_problem_free(p);
 }
 
+/* Entries' memory vectors given by the caller are copied once per distinct value:
+   equal copies share one vector (a reduced 3-axis problem's rows repeat them), unequal
+   ones do not, and the values stay what was given. */
+static void
+test_live_shared(void)
+{
+    as_problem *p = as_problem_new();
+    as_err err = {0};
+    double c[3] = {1, 2, 3}, m0[3] = {4, 5, 6}, m1[3] = {4, 5, 6}, m2[3] = {4, 5, 7};
+    double z0[3] = {0, 1, 2}, z1[3] = {-0.0, 1, 2};
+    const double *v01[2] = {m0, m1}, *v2[1] = {m2}, *vz[2] = {z0, z1};
+    size_t a, b, ab[2];
+    const as_plive *l0, *l1, *l2;
+
+    as_problem_add_node(p, "a", 3, c, NULL, c, &a, &err);
+    as_problem_add_node(p, "b", 3, c, NULL, c, &b, &err);
+    ab[0] = a;
+    ab[1] = b;
+    as_problem_add_liveness_m(p, ab, v01, 2, 0, &err);
+    as_problem_add_liveness_m(p, &b, v2, 1, 0, &err);
+    as_problem_add_liveness_m(p, ab, vz, 2, 0, &err);
+    l0 = as_problem_live(p, 0);
+    l1 = as_problem_live(p, 1);
+    l2 = as_problem_live(p, 2);
+    ok(l0->m[0] == l0->m[1] && l0->m[0] != m0, "equal memory vectors: one copy for both");
+    ok(l1->m[0] != l0->m[0] && l1->m[0][2] == 7 && l0->m[0][2] == 6,
+       "a vector that differs in one strategy gets its own copy");
+    ok(l2->m[0] == l2->m[1] && l2->m[1][0] == 0, "-0 and 0 are one value");
+    ok(l0->m[0][0] == 4 && l0->m[0][1] == 5 && as_problem_validate(p, &err) == AS_OK,
+       "the shared copy holds the values given; the problem is valid");
+    as_problem_free(p);
+}
+
 static void
 test_ilp(void)
 {
@@ -1150,6 +1183,7 @@ main(void)
     test_parse_errors();
     test_json_pos();
     test_roundtrip();
+    test_live_shared();
     test_ilp();
     test_mrf_deadline();
     test_mrf_stop();

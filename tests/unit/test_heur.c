@@ -615,6 +615,27 @@ test_eval(int i)
        "objective %zu, improved and still fitting %zu)", i, agree, nfeas, same, better);
     ok(nofree == 0, "instance %d: as_heur_eval without the budget = with it on every plan that fits",
        i);
+    {
+        /* the memory vectors are held once per value (build_memory's pool): two (unit,
+           point) pairs that add the same bytes share one, different bytes never do */
+        size_t a, b, nh = h.hstart[h.nu], bad = 0, shared = 0;
+        for (a = 0; a < nh; a++)
+            for (b = a + 1; b < nh; b++) {
+                size_t ka = 0, kb = 0;
+                int eq;
+                for (u = 0; u < h.nu; u++) {
+                    if (a >= h.hstart[u] && a < h.hstart[u + 1])
+                        ka = h.k[u];
+                    if (b >= h.hstart[u] && b < h.hstart[u + 1])
+                        kb = h.k[u];
+                }
+                eq = ka == kb && memcmp(h.hm[a].dm, h.hm[b].dm, ka * sizeof(double)) == 0;
+                bad += eq != (h.hm[a].dm == h.hm[b].dm);
+                shared += h.hm[a].dm == h.hm[b].dm;
+            }
+        ok(bad == 0 && h.ndmv <= nh, "instance %d: %zu memory vectors for %zu (unit, point) "
+           "pairs, %zu pairs of them shared, equal exactly when shared", i, h.ndmv, nh, shared);
+    }
     ok(rfits == repaired && (over == 0 || i == 14 || repaired > 0),
        "instance %d: as_heur_repair: %zu of %zu plans over the budget repaired, %zu fit", i,
        repaired, over, rfits);
