@@ -134,6 +134,7 @@ typedef struct work {
     size_t *cand_v, *cand_s;    /**< (leader, leader strategy), cheapest first */
     int dbg;                    /**< AS_DEBUG_REDUCE set: phase times on stderr */
     double deadline;            /**< as_now() after which the bound rounds stop; 0 = none */
+    int safety_hit;             /**< fixed work: a TRW-S run stopped at its share of SAFETY */
     double safety;              /**< as_reduce_opts.fixed_work: its deadline, which only stops
                                      work that overruns (past()); 0 = none */
     size_t bb_evals;            /**< as_reduce_opts.bb_evals */
@@ -2885,7 +2886,7 @@ work_bound(work *w)
     crows cr;
     as_mrf_state *st;
     as_mrf_result res;
-    double ub = INFINITY, t0 = as_now(), **c0, pen, bblb;
+    double ub = INFINITY, t0 = as_now(), **c0, pen, bblb, tdl;
     int dbg = w->dbg, branched = 0;
 
     cgraph_init(&cg, w);
@@ -2921,10 +2922,10 @@ work_bound(work *w)
        -t 60: TRW-S ran 410 sweeps to the safety stop, no plan, beam's own 80 % above) */
     {
         double dl = w->deadline > 0 ? w->deadline : w->safety;
-        as_mrf_state_set_deadline(st, dl > 0 && cr.off[nn] > 0 &&
-                                              (w->best == NULL || w->round == 0)
-                                          ? t0 + 0.5 * fmax(0, dl - t0)
-                                          : dl);
+        tdl = dl > 0 && cr.off[nn] > 0 && (w->best == NULL || w->round == 0)
+                  ? t0 + 0.5 * fmax(0, dl - t0)
+                  : dl;
+        as_mrf_state_set_deadline(st, tdl);
     }
     /* the first round's bound is the one a run under a tight limit reports: a few sweeps
        past the soft deadline, up to half the slack before the reductions give up (gpt3-1.3b
@@ -2939,6 +2940,8 @@ work_bound(work *w)
     as_mrf_state_set_stop(st, 0); /* the Lagrangian's runs use their results */
     if (res.stopped)
         goto stopped;
+    if (w->deadline == 0 && tdl > 0 && as_now() >= tdl)
+        w->safety_hit = 1; /* fixed work: the sweeps depended on the time */
     res.lb -= pen;
     bblb = res.lb;
     if (w->round == 0 && w->warm) {
@@ -3765,7 +3768,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
             break;
     }
     as_progress_end(&w.pg);
-    if (past(&w))
+    if (past(&w) || w.safety_hit)
         red->stats.timed_out = 1;
     /* the caller's plan stands, unless the rounds found a cheaper one: out of time, no
        output (gpt3-1.3b 16 devices P = 2 2x2x2, a 1 s share: the first round and its

@@ -131,7 +131,9 @@ fit_peak_rows(void *ud, const as_plan *pl, double *peak, as_err *err)
  * time left on it (fit.c fit_close_gap).  Start from a dearer plan (brute force's k-th) with
  * a weak bound: the result is the optimum, proven, within the limit; when the model lets
  * only the start plan fit (ONLY_START 1), it stays, with the bound raised to the optimum;
- * with close_gap off (ONLY_START 2) nothing changes.
+ * with close_gap off (ONLY_START 2) nothing changes.  A heuristic's plan (ONLY_START 3,
+ * beam; fit.c heur_close_gap) stays the heuristic's, its status too, with the bound the
+ * reductions reach from it: the optimum on these instances.
  */
 static void
 test_fit_gap(int i, int only_start)
@@ -169,7 +171,7 @@ test_fit_gap(int i, int only_start)
     fo.ud = ud;
     fo.log = fo.errfp = stderr;
     as_solve_opts_init(&o);
-    o.solver = "glpk";
+    o.solver = only_start == 3 ? "beam" : "glpk";
     o.reduce = AS_REDUCE_ALL;
     o.lim.time_limit_s = 8;
     t0 = fo.t0 = as_now();
@@ -177,7 +179,14 @@ test_fit_gap(int i, int only_start)
     ok(st == AS_FIT_OK && res.nplans == 1 && as_now() - t0 < o.lim.time_limit_s,
        "fit gap %d%s: a plan within the limit (%.2f s)", i,
        only_start ? " (only the start fits, or close_gap off)" : "", as_now() - t0);
-    if (st == AS_FIT_OK && res.nplans == 1 && only_start == 2) {
+    if (st == AS_FIT_OK && res.nplans == 1 && only_start == 3) {
+        const as_plan *pl = &res.plans[0];
+        ok(pl->objective == start && pl->status == AS_OUTCOME_FEASIBLE &&
+               pl->bound >= opt - 1e-6 * fmax(1, fabs(opt)) && pl->bound <= pl->objective &&
+               fabs(pl->gap - as_rel_gap(start, pl->bound)) <= 1e-12,
+           "fit gap %d (beam): the heuristic's plan and status stay, bound raised to the "
+           "optimum (%.9g, optimum %.9g, plan %.9g)", i, pl->bound, opt, start);
+    } else if (st == AS_FIT_OK && res.nplans == 1 && only_start == 2) {
         ok(res.plans[0].objective == start && res.plans[0].bound < opt - 1,
            "fit gap %d: with close_gap 0 the start plan and its bound as they were", i);
     } else if (st == AS_FIT_OK && res.nplans == 1) {
@@ -613,6 +622,7 @@ main(void)
         test_fit_gap(i, 0);
         test_fit_gap(i, 1);
         test_fit_gap(i, 2);
+        test_fit_gap(i, 3);
     }
     for (i = 0; backends[i] != NULL; i++) {
         size_t nres = 0, nlost = 0;
