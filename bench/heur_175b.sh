@@ -31,9 +31,11 @@ for c in $CASES; do
             > "$T/out" 2> "$T/err" || { cat "$T/err" >&2; exit 1; }
         read -r us ss wall rss < "$T/time"
         printf '%s under %s, %s: %s | %.1f s CPU, %.1f s wall, %d MB\n' "$mesh" "$mem" "$s" \
-            "$(grep -E '^(objective|bound|gap|peak memory) ' "$T/out" | tr -s ' ' |
-               paste -sd'|' | sed 's/|/ | /g')" \
+            "$({ grep '^objective ' "$T/out"; grep '^bound ' "$T/out" | tail -1
+                 grep '^gap ' "$T/out" | tail -1; grep '^peak memory ' "$T/out"; } |
+               tr -s ' ' | paste -sd'|' | sed 's/|/ | /g')" \
             "$(awk "BEGIN { print $us + $ss }")" "$wall" $((rss / 1024))
+        grep -E '^gap .*the plan fits' "$T/out" | tr -s ' ' | sed 's/^/    /'
         grep -E '^(beam|mcts): ' "$T/err" | sed 's/^/    /'
     done
 done

@@ -148,6 +148,26 @@ void as_strmap_put(as_strmap *m, const char *key, int64_t val);
 /** Look up KEY (LEN bytes, or strlen if LEN is (size_t)-1); returns 1 and sets *val if found. */
 int as_strmap_get(const as_strmap *m, const char *key, size_t len, int64_t *val);
 
+/* Distinct double vectors, each held once (hash-consing): a reduced 3-axis problem's
+   memory rows and the heuristics' views repeat the same vectors at many points.  The
+   vectors are borrowed: the caller owns and frees them. */
+typedef struct as_vpool {
+    const double **v; /**< n vectors in order of addition */
+    size_t *k;        /**< their lengths */
+    uint64_t *h;      /**< their hashes */
+    size_t n, cap;
+    size_t *tab, tcap; /**< open addressing: index + 1, 0 = empty */
+    uint64_t last_h;   /**< the last as_vpool_find that found nothing: its hash and slot */
+    size_t last_at;
+} as_vpool;
+/** The pool's arrays freed (not the vectors); zeroed. */
+void as_vpool_destroy(as_vpool *pl);
+/** The pooled vector with the values of X[0..K) (-0 and 0 alike), or NULL: then
+    as_vpool_add may add one (before any other find). */
+const double *as_vpool_find(as_vpool *pl, const double *x, size_t k);
+/** Add X (K entries, the values the last as_vpool_find did not find), borrowed. */
+void as_vpool_add(as_vpool *pl, const double *x, size_t k);
+
 /* Logging to stderr: level 0 quiet, 1 normal (warnings), 2 verbose. */
 extern int as_verbosity;
 void as_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

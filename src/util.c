@@ -478,6 +478,68 @@ as_strmap_destroy(as_strmap *m)
     memset(m, 0, sizeof *m);
 }
 
+void
+as_vpool_destroy(as_vpool *pl)
+{
+    free(pl->v);
+    free(pl->k);
+    free(pl->h);
+    free(pl->tab);
+    memset(pl, 0, sizeof *pl);
+}
+
+const double *
+as_vpool_find(as_vpool *pl, const double *x, size_t k)
+{
+    uint64_t h = 1469598103934665603ull ^ k;
+    size_t s, at, i, nc;
+
+    for (s = 0; s < k; s++) {
+        uint64_t bits;
+        double d = x[s] == 0 ? 0 : x[s]; /* -0 and 0 alike (compared with ==) */
+        memcpy(&bits, &d, sizeof bits);
+        h = (h ^ bits) * 1099511628211ull;
+    }
+    if (2 * (pl->n + 1) > pl->tcap) { /* grow and rehash */
+        nc = pl->tcap ? 2 * pl->tcap : 1024;
+        free(pl->tab);
+        pl->tab = as_xcalloc(nc, sizeof *pl->tab);
+        pl->tcap = nc;
+        for (i = 0; i < pl->n; i++) {
+            for (at = (size_t)(pl->h[i] % nc); pl->tab[at] != 0; at = (at + 1) % nc)
+                ;
+            pl->tab[at] = i + 1;
+        }
+    }
+    for (at = (size_t)(h % pl->tcap); pl->tab[at] != 0; at = (at + 1) % pl->tcap) {
+        i = pl->tab[at] - 1;
+        if (pl->h[i] == h && pl->k[i] == k) {
+            for (s = 0; s < k && pl->v[i][s] == x[s]; s++)
+                ;
+            if (s == k)
+                return pl->v[i];
+        }
+    }
+    pl->last_h = h;
+    pl->last_at = at;
+    return NULL;
+}
+
+void
+as_vpool_add(as_vpool *pl, const double *x, size_t k)
+{
+    if (pl->n == pl->cap) {
+        pl->cap = pl->cap ? 2 * pl->cap : 256;
+        pl->v = as_xreallocarray(pl->v, pl->cap, sizeof *pl->v);
+        pl->k = as_xreallocarray(pl->k, pl->cap, sizeof *pl->k);
+        pl->h = as_xreallocarray(pl->h, pl->cap, sizeof *pl->h);
+    }
+    pl->v[pl->n] = x;
+    pl->k[pl->n] = k;
+    pl->h[pl->n] = pl->last_h;
+    pl->tab[pl->last_at] = ++pl->n;
+}
+
 static void
 strmap_grow(as_strmap *m)
 {

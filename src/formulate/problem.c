@@ -10,7 +10,6 @@
 #include "config.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,16 +32,10 @@ struct as_problem {
     double memory;    /**< bytes per device, 0 = none */
     double offset;    /**< seconds */
     size_t nperm;     /**< axis permutations of the nodes' images (0: none) */
-    /* the memory vectors entries copied into the arena, each once (make_entries): open
-       addressing, slot = index + 1 into vpool; a reduced 3-axis problem's rows repeat the
-       same vectors (gpt3-175b 4x4x4: 639k entries of 273 strategies on average, 1.4 GB as
-       copies) */
-    struct {
-        const double **v;
-        size_t *k;
-        uint64_t *h;
-        size_t n, cap, *tab, tcap;
-    } vpool;
+    as_vpool vpool; /**< the memory vectors entries copied into the arena, each once
+                         (make_entries): a reduced 3-axis problem's rows repeat the same
+                         vectors (gpt3-175b 4x4x4: 639k entries of 273 strategies on
+                         average, 1.4 GB as copies) */
     int valid;        /**< as_problem_validate passed and nothing was added or set since:
                            it returns at once (a solve validates the same problem 3 times) */
 };
@@ -67,10 +60,7 @@ as_problem_free(as_problem *p)
     AS_VEC_FREE(&p->nodes);
     AS_VEC_FREE(&p->edges);
     AS_VEC_FREE(&p->live);
-    free(p->vpool.v);
-    free(p->vpool.k);
-    free(p->vpool.h);
-    free(p->vpool.tab);
+    as_vpool_destroy(&p->vpool);
     AS_VEC_FREE(&p->segs);
     AS_VEC_FREE(&p->seg_hi);
     AS_VEC_FREE(&p->aliases);
@@ -204,47 +194,13 @@ as_problem_add_edge_ref(as_problem *p, size_t u, size_t v, const double *r, as_e
 static const double *
 intern_vec(as_problem *p, const double *x, size_t k)
 {
-    uint64_t h = 1469598103934665603ull ^ k;
-    size_t s, at, i, nc;
+    const double *y = as_vpool_find(&p->vpool, x, k);
 
-    for (s = 0; s < k; s++) {
-        uint64_t bits;
-        double d = x[s] == 0 ? 0 : x[s]; /* -0 and 0 alike (compared with ==) */
-        memcpy(&bits, &d, sizeof bits);
-        h = (h ^ bits) * 1099511628211ull;
+    if (y == NULL) {
+        y = dup_vec(p->arena, x, k);
+        as_vpool_add(&p->vpool, y, k);
     }
-    if (2 * (p->vpool.n + 1) > p->vpool.tcap) { /* grow and rehash */
-        nc = p->vpool.tcap ? 2 * p->vpool.tcap : 1024;
-        free(p->vpool.tab);
-        p->vpool.tab = as_xcalloc(nc, sizeof *p->vpool.tab);
-        p->vpool.tcap = nc;
-        for (i = 0; i < p->vpool.n; i++) {
-            for (at = (size_t)(p->vpool.h[i] % nc); p->vpool.tab[at] != 0; at = (at + 1) % nc)
-                ;
-            p->vpool.tab[at] = i + 1;
-        }
-    }
-    for (at = (size_t)(h % p->vpool.tcap); p->vpool.tab[at] != 0;
-         at = (at + 1) % p->vpool.tcap) {
-        i = p->vpool.tab[at] - 1;
-        if (p->vpool.h[i] == h && p->vpool.k[i] == k) {
-            for (s = 0; s < k && p->vpool.v[i][s] == x[s]; s++)
-                ;
-            if (s == k)
-                return p->vpool.v[i];
-        }
-    }
-    if (p->vpool.n == p->vpool.cap) {
-        p->vpool.cap = p->vpool.cap ? 2 * p->vpool.cap : 256;
-        p->vpool.v = as_xreallocarray(p->vpool.v, p->vpool.cap, sizeof *p->vpool.v);
-        p->vpool.k = as_xreallocarray(p->vpool.k, p->vpool.cap, sizeof *p->vpool.k);
-        p->vpool.h = as_xreallocarray(p->vpool.h, p->vpool.cap, sizeof *p->vpool.h);
-    }
-    p->vpool.v[p->vpool.n] = dup_vec(p->arena, x, k);
-    p->vpool.k[p->vpool.n] = k;
-    p->vpool.h[p->vpool.n] = h;
-    p->vpool.tab[at] = ++p->vpool.n;
-    return p->vpool.v[p->vpool.n - 1];
+    return y;
 }
 
 /* Entries NODES[0..n) with vectors M (NULL: the nodes' own) copied into P's arena as L

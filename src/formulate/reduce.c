@@ -171,12 +171,7 @@ typedef struct work {
     /* the rows' vectors, each distinct one once (rows hold pointers into it, read-only once
        built): a binding budget on gpt3-175b 4x4x4 has 0.6-1 M row entries of up to k doubles,
        most of them repeats (tied layers' copies at many points) */
-    struct {
-        double **v;
-        size_t *k, n, cap;
-        uint64_t *h;
-        size_t *tab, tcap; /* open addressing: pool index + 1, 0 = empty */
-    } pool;
+    as_vpool pool;
     as_reduction *red;
 } work;
 
@@ -474,47 +469,13 @@ row_add(work *w, wrow *r, const wrow *g, size_t *slot, size_t *stamp, size_t mar
 static double *
 row_intern(work *w, double *m, size_t k)
 {
-    uint64_t h = 1469598103934665603ull ^ k;
-    size_t s, at, i;
+    const double *y = as_vpool_find(&w->pool, m, k);
 
-    for (s = 0; s < k; s++) {
-        uint64_t bits;
-        double d = m[s] == 0 ? 0 : m[s];
-        memcpy(&bits, &d, sizeof bits);
-        h = (h ^ bits) * 1099511628211ull;
+    if (y != NULL) {
+        free(m);
+        return (double *)y;
     }
-    if (2 * (w->pool.n + 1) > w->pool.tcap) { /* grow and rehash */
-        size_t nc = w->pool.tcap ? 2 * w->pool.tcap : 1024;
-        free(w->pool.tab);
-        w->pool.tab = as_xcalloc(nc, sizeof *w->pool.tab);
-        w->pool.tcap = nc;
-        for (i = 0; i < w->pool.n; i++) {
-            for (at = (size_t)(w->pool.h[i] % nc); w->pool.tab[at] != 0; at = (at + 1) % nc)
-                ;
-            w->pool.tab[at] = i + 1;
-        }
-    }
-    for (at = (size_t)(h % w->pool.tcap); w->pool.tab[at] != 0; at = (at + 1) % w->pool.tcap) {
-        i = w->pool.tab[at] - 1;
-        if (w->pool.h[i] == h && w->pool.k[i] == k) {
-            for (s = 0; s < k && w->pool.v[i][s] == m[s]; s++)
-                ;
-            if (s == k) {
-                free(m);
-                return w->pool.v[i];
-            }
-        }
-    }
-    if (w->pool.n == w->pool.cap) {
-        w->pool.cap = w->pool.cap ? 2 * w->pool.cap : 256;
-        w->pool.v = as_xreallocarray(w->pool.v, w->pool.cap, sizeof *w->pool.v);
-        w->pool.k = as_xreallocarray(w->pool.k, w->pool.cap, sizeof *w->pool.k);
-        w->pool.h = as_xreallocarray(w->pool.h, w->pool.cap, sizeof *w->pool.h);
-    }
-    w->pool.v[w->pool.n] = m;
-    w->pool.k[w->pool.n] = k;
-    w->pool.h[w->pool.n] = h;
-    w->pool.tab[at] = ++w->pool.n;
+    as_vpool_add(&w->pool, m, k);
     return m;
 }
 
@@ -3800,11 +3761,8 @@ done:
     for (j = 0; j < w.edges.n; j++)
         free(w.edges.v[j].r);
     for (j = 0; j < w.pool.n; j++) /* the rows' vectors */
-        free(w.pool.v[j]);
-    free(w.pool.v);
-    free(w.pool.k);
-    free(w.pool.h);
-    free(w.pool.tab);
+        free((double *)w.pool.v[j]);
+    as_vpool_destroy(&w.pool);
     for (t = 0; t < w.rows.n; t++) {
         free(w.rows.v[t].m);
         free(w.rows.v[t].node);

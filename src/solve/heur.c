@@ -142,55 +142,19 @@ build_runs(as_heur *h)
     h->rstart[h->nu] = nr;
 }
 
-/* Distinct memory vectors, for build_memory: slot = index + 1 into h->dmv. */
-typedef struct dm_pool {
-    size_t *tab, tcap, cap, *k;
-    uint64_t *hash;
-} dm_pool;
-
 /* DM (K entries, malloc'ed) as H's vector of those values: the one seen before (DM freed)
    or DM, kept.  gpt3-175b 4x4x4 under a budget: 639k (unit, point) pairs of 273
    strategies on average, 1.4 GB a view as copies, and MCTS holds three views. */
-static double *
-dm_intern(as_heur *h, dm_pool *pl, double *dm, size_t k)
+static const double *
+dm_intern(as_vpool *pl, double *dm, size_t k)
 {
-    uint64_t hv = 1469598103934665603ull ^ k;
-    size_t s, at, i, nc;
+    const double *y = as_vpool_find(pl, dm, k);
 
-    for (s = 0; s < k; s++) {
-        uint64_t bits;
-        double d = dm[s] == 0 ? 0 : dm[s];
-        memcpy(&bits, &d, sizeof bits);
-        hv = (hv ^ bits) * 1099511628211ull;
+    if (y != NULL) {
+        free(dm);
+        return y;
     }
-    if (2 * (h->ndmv + 1) > pl->tcap) {
-        nc = pl->tcap ? 2 * pl->tcap : 1024;
-        free(pl->tab);
-        pl->tab = as_xcalloc(nc, sizeof *pl->tab);
-        pl->tcap = nc;
-        for (i = 0; i < h->ndmv; i++) {
-            for (at = (size_t)(pl->hash[i] % nc); pl->tab[at] != 0; at = (at + 1) % nc)
-                ;
-            pl->tab[at] = i + 1;
-        }
-    }
-    for (at = (size_t)(hv % pl->tcap); pl->tab[at] != 0; at = (at + 1) % pl->tcap) {
-        i = pl->tab[at] - 1;
-        if (pl->hash[i] == hv && pl->k[i] == k && memcmp(h->dmv[i], dm, k * sizeof *dm) == 0) {
-            free(dm);
-            return h->dmv[i];
-        }
-    }
-    if (h->ndmv == pl->cap) {
-        pl->cap = pl->cap ? 2 * pl->cap : 256;
-        h->dmv = as_xreallocarray(h->dmv, pl->cap, sizeof *h->dmv);
-        pl->hash = as_xreallocarray(pl->hash, pl->cap, sizeof *pl->hash);
-        pl->k = as_xreallocarray(pl->k, pl->cap, sizeof *pl->k);
-    }
-    h->dmv[h->ndmv] = dm;
-    pl->hash[h->ndmv] = hv;
-    pl->k[h->ndmv] = k;
-    pl->tab[at] = ++h->ndmv;
+    as_vpool_add(pl, dm, k);
     return dm;
 }
 
@@ -203,7 +167,7 @@ build_memory(as_heur *h)
     size_t *slot = as_xcalloc(h->nu + 1, sizeof *slot);  /* index into tmp + 1, this point */
     size_t *stamp = as_xcalloc(h->nu + 1, sizeof *stamp); /* point + 1 the slot is for */
     hm_tmp *tmp = NULL;
-    dm_pool pl = {NULL, 0, 0, NULL, NULL};
+    as_vpool pl = {0};
 
     h->cap = as_problem_memory_cap(p);
     h->base = as_xcalloc(nt + 1, sizeof *h->base);
@@ -243,11 +207,12 @@ build_memory(as_heur *h)
             }
         }
         for (j = first; j < nh; j++) /* the point's vectors are complete */
-            tmp[j].dm = dm_intern(h, &pl, tmp[j].dm, h->k[tmp[j].unit]);
+            tmp[j].dm = (double *)dm_intern(&pl, tmp[j].dm, h->k[tmp[j].unit]);
     }
-    free(pl.tab);
-    free(pl.hash);
-    free(pl.k);
+    h->dmv = (double **)pl.v; /* owned from here */
+    h->ndmv = pl.n;
+    pl.v = NULL;
+    as_vpool_destroy(&pl);
     h->hstart = as_xcalloc(h->nu + 2, sizeof *h->hstart);
     for (i = 0; i < nh; i++)
         h->hstart[tmp[i].unit + 2]++;
