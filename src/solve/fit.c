@@ -713,7 +713,7 @@ heur_close_gap(as_problem *p, const as_solve_opts *o, double left, int rows_firs
                FILE *log)
 {
     double t1 = as_now(), lb;
-    as_reduce_opts ro = {.flags = o->reduce ? o->reduce : AS_REDUCE_ALL, .gap = o->lim.gap,
+    as_reduce_opts ro = {.flags = o->reduce, .gap = o->lim.gap,
                          .top = 1, .incumbent = pl->choice, .branch = 1,
                          .deadline = t1 + 0.9 * left, .abort_at = t1 + left};
     as_problem *rp = NULL;

@@ -908,8 +908,10 @@ static AS_DECL_SOLVER_SOLVE(beam_solve)
                     "are settled)", sobj, st, ssec, own);
         else if (lim->verbosity > 0)
             as_info("beam: the plan is the beam's own, %.9g s; the start's (the bound "
-                    "pruning's plan, %.9g s), polished: %.9g s (%.2f s; before tied layers "
-                    "are settled)", own, sobj, st, ssec);
+                    "pruning's plan, %.9g s), polished: %.9g s (%.2f s%s; before tied layers "
+                    "are settled)", own, sobj, st, ssec,
+                    !isfinite(ks.obj) && st < own ? "; the caller's memory check put it over "
+                                                    "the budget" : "");
     }
     keeper_take(&kp, &ks);
     as_keeper_free(&ks);
