@@ -437,8 +437,16 @@ ox_attr_i(const Onnx__NodeProto *n, const char *name, int64_t dflt)
         return dflt;
     if (a->has_i)
         return a->i;
-    if (a->has_f)
+    if (a->has_f) { /* a float where an int is meant: truncated, NaN as absent, and held
+                       within int64 (a cast of 1.7e28 is undefined; the fuzzer's find) */
+        if (isnan(a->f))
+            return dflt;
+        if (a->f >= 9.2e18)
+            return INT64_MAX;
+        if (a->f <= -9.2e18)
+            return INT64_MIN;
         return (int64_t)a->f;
+    }
     return dflt;
 }
 
