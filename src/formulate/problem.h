@@ -303,6 +303,8 @@ typedef struct as_reduce_stats {
                                nodes (reduce.c work_branch) */
     int duals_used;       /**< the first round started from as_reduce_opts.duals_from */
     size_t msg_carried;   /**< edges whose TRW-S messages came from duals_from */
+    size_t msg_edges;     /**< edges of the first round's bound graph (with msg_carried:
+                               all carried, the bound starts where duals_from's ended) */
     double warm_lb;       /**< with them: the first round's first bound (NAN: none) */
     size_t restricted;    /**< strategies left out by as_reduce_opts.ilp_cap (a restriction:
                                the result is then not exact, cut bounds what was left out) */
@@ -332,7 +334,6 @@ int as_reduce(const as_problem *p, unsigned flags, as_problem **out, as_reductio
 typedef struct as_duals {
     size_t nrows;
     double *lam, *room;
-    double theta;   /**< the subgradient step factor */
     /* the last round's TRW-S messages, for NMSG edges between leaders MU[i] and MV[i] (ids
        of the problem): MSG[2i] at MU[i]'s end, MSG[2i+1] at MV[i]'s, in their strategy
        spaces (NULL: none).  A later reduction starts from them at LAM, where it finds the

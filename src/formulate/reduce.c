@@ -41,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glpk.h>
+
 #include "formulate/dual.h"
 #include "formulate/problem.h"
 #include "formulate/progress.h"
@@ -52,8 +54,6 @@ int as_reduce_no_leaf_plans = 0;
 size_t as_reduce_shortcuts = 0;
 #define BOUND_ROUNDS 12
 #define BOUND_SWEEPS 2000
-#define LAGR_ITERS 40
-#define LAGR_ITERS_WARM 12 /* later rounds: the multipliers carry over from the round before */
 #define LAGR_SWEEPS 30
 
 typedef struct wedge {
@@ -122,7 +122,6 @@ typedef struct work {
     AS_VEC(size_t) kept_alias;  /**< alias pairs that stay rows */
     AS_VEC(wrow) rows;
     double offset;
-    double theta;               /**< subgradient step factor, kept between rounds */
     size_t round;               /**< bound round under way (0: the first) */
     int has_inc;                /**< started from the caller's plan (as_reduce_opts.incumbent) */
     int for_gap;                /**< as_reduce_opts.branch: the bound is wanted, not plans */
@@ -150,8 +149,9 @@ typedef struct work {
     double *lam_best;           /**< the multipliers of the first round's best Lagrangian bound
                                      (NULL: none yet), LAM_BEST_LB (offsets included) */
     double lam_best_lb;
-    /* per compact node and strategy: how many of the Lagrangian's steps since the last reset
-       chose it (NULL: not counted); the branching splits where they differ */
+    /* per compact node and strategy: the weight (per mille) of the plans choosing it in the
+       Lagrangian's last master mix since the last reset (NULL: not counted); the branching
+       splits where they differ */
     size_t **fcnt;
     double **msg_best;          /**< the messages at LAM_BEST (as MSG), or NULL */
     size_t nmsg_best;
@@ -172,6 +172,9 @@ typedef struct work {
        built): a binding budget on gpt3-175b 4x4x4 has 0.6-1 M row entries of up to k doubles,
        most of them repeats (tied layers' copies at many points) */
     as_vpool pool;
+    struct dwpool *dw;          /**< the Lagrangian's plans, shared by the branching's leaves
+                                     (work_lagrange); freed at the end of the bound round */
+    size_t dw_clock;            /**< their ages */
     as_reduction *red;
 } work;
 
@@ -2071,97 +2074,313 @@ consider(const work *w, cgraph *cg, double **c0, const size_t *plan, size_t *lp,
 static void lam_best_take(work *w, const cgraph *cg, as_mrf_state *st, double abs_lb);
 
 /*
- * Lagrangian bound for the memory rows: with multipliers l_t >= 0, every
- * plan that fits costs at least min_s [cost(s) + sum_t l_t (mem_t(s) -
- * room_t)], and the penalties are node costs, so TRW-S bounds it.  Projected
- * subgradient steps (Polyak's rule towards UB) raise the bound; each
- * penalised plan that fits may lower UB.  The multipliers live in the rows
- * and carry over to the next round.  BEST holds the best bound's result
- * (its lb already net of the penalty constant).
+ * Lagrangian bound for the memory rows: with multipliers l_t >= 0, every plan that fits costs
+ * at least min_s [cost(s) + sum_t l_t (mem_t(s) - room_t)], and the penalties are node costs,
+ * so TRW-S bounds it at any multipliers.  They come from column generation (Dantzig-Wolfe):
+ * the plans the runs returned are the columns of a master LP,
+ *   min sum_k mu_k cost_k  s.t.  sum_k mu_k mem_t(k) <= room_t,  sum_k mu_k = 1,  mu >= 0,
+ * with the rows some mix of plans breaks (added as they are broken), and its row duals are the
+ * next multipliers, taken halfway from the best ones so far (Wentges' smoothing; at the
+ * master's own when that found no new plan).  The master's value is the bound of the plans it
+ * has; when TRW-S's bound reaches it, or its plan is one the master has at the master's own
+ * multipliers, the bound is the LP's over the plans' hull.  (Projected subgradient steps were
+ * here before: gpt3-175b 8x8 under 394 GiB, 40 steps reached 13.857 in 0.56 s where this
+ * reaches 13.90692 in 0.10 s, CBC's LP relaxation of the reduced ILP to 7 digits, and the
+ * branching's leaves rise as far in a few steps.)  Each run's plan that fits may lower UB.
+ * The multipliers end at the best bound's and carry over to the next round; BEST holds that
+ * bound's result (its lb net of the penalty constant).  The plans stay in w->dw for the
+ * branching's leaves, whose fixings price them (BB_BIG on a strategy a leaf excludes).
  */
+typedef struct dwpool {
+    size_t n;
+    size_t **plan;
+    double **sum;   /**< row sums of each plan (w->rows.n) */
+    double *cost;   /**< under the current costs c0 */
+    size_t *age;    /**< when it came */
+} dwpool;
+
+#define DW_CAP 400          /* plans kept */
+#define DW_ITERS 60         /* runs at the root (it usually stops after 10-20) */
+#define DW_ITERS_WARM 20    /* in a leaf, or a later round */
+#define DW_ALPHA 0.5        /* the smoothing's weight on the best multipliers */
+#define DW_GIB 1073741824.0 /* the master's rows in GiB */
+#define DW_ROWS 200         /* rows added per pass */
+
+static void
+dw_free(work *w)
+{
+    dwpool *d = w->dw;
+    size_t i;
+
+    if (d == NULL)
+        return;
+    for (i = 0; i < d->n; i++) {
+        free(d->plan[i]);
+        free(d->sum[i]);
+    }
+    free(d->plan);
+    free(d->sum);
+    free(d->cost);
+    free(d->age);
+    free(d);
+    w->dw = NULL;
+}
+
+/* Keep the KEEP newest plans of the pool. */
+static void
+dw_trim(dwpool *d, size_t keep)
+{
+    while (d->n > keep) {
+        size_t o = 0, i;
+        for (i = 1; i < d->n; i++)
+            if (d->age[i] < d->age[o])
+                o = i;
+        free(d->plan[o]);
+        free(d->sum[o]);
+        d->n--;
+        d->plan[o] = d->plan[d->n];
+        d->sum[o] = d->sum[d->n];
+        d->cost[o] = d->cost[d->n];
+        d->age[o] = d->age[d->n];
+    }
+}
+
+/* Index of compact PLAN in the pool, adding it (its row sums, its cost under C0) if new;
+   NONE when new and the pool is full. */
+static size_t
+dw_add(work *w, cgraph *cg, const crows *cr, double **c0, const size_t *plan)
+{
+    dwpool *d = w->dw;
+    size_t i, nn = cg->g.n;
+
+    for (i = 0; i < d->n; i++)
+        if (memcmp(d->plan[i], plan, nn * sizeof *plan) == 0)
+            return i;
+    if (d->n == DW_CAP)
+        return NONE;
+    i = d->n++;
+    d->plan[i] = as_xmalloc((nn + 1) * sizeof *plan);
+    memcpy(d->plan[i], plan, nn * sizeof *plan);
+    d->sum[i] = as_xcalloc(w->rows.n + 1, sizeof **d->sum);
+    crows_sums(w, cg, cr, plan, d->sum[i]);
+    d->cost[i] = cplan_cost(cg, c0, plan);
+    d->age[i] = ++w->dw_clock;
+    return i;
+}
+
+/* The master LP of the column generation (above): GLPK, rows and columns added as they come. */
+typedef struct dwmaster {
+    glp_prob *lp;
+    glp_smcp sm;
+    size_t *rowof; /**< master row of each work row (0: not in it) */
+    size_t *colk;  /**< pool plan of each master column after the first */
+    size_t ncol, nrow;
+    int *ind;
+    double *val, *comb;
+} dwmaster;
+
+static void
+dwm_init(dwmaster *m, const work *w, double ub)
+{
+    size_t nr = w->rows.n, big = nr > DW_CAP ? nr : DW_CAP;
+    int one[2] = {0, 1};
+    double v1[2] = {0, 1};
+
+    memset(m, 0, sizeof *m);
+    m->rowof = as_xcalloc(nr + 1, sizeof *m->rowof);
+    m->colk = as_xcalloc(DW_CAP + 1, sizeof *m->colk);
+    m->ind = as_xcalloc(big + 2, sizeof *m->ind); /* a column or a row */
+    m->val = as_xcalloc(big + 2, sizeof *m->val);
+    m->comb = as_xcalloc(nr + 1, sizeof *m->comb);
+    m->lp = glp_create_prob();
+    glp_set_obj_dir(m->lp, GLP_MIN);
+    glp_add_rows(m->lp, 1); /* row 1: sum mu = 1 */
+    glp_set_row_bnds(m->lp, 1, GLP_FX, 1, 1);
+    m->nrow = 1;
+    /* column 1: no memory at all, dearer than any plan with a split's penalty: it keeps the
+       master feasible where no mix of the plans fits (a leaf whose fixings they break); at
+       twice UB it mixed with cheap plans over the budget, and the bound stopped at that
+       mix's cost */
+    glp_add_cols(m->lp, 1);
+    glp_set_col_bnds(m->lp, 1, GLP_LO, 0, 0);
+    glp_set_obj_coef(m->lp, 1, 100 * (fabs(ub) + 1e3 + 1));
+    glp_set_mat_col(m->lp, 1, 1, one, v1);
+    glp_init_smcp(&m->sm);
+    m->sm.msg_lev = GLP_MSG_OFF;
+    m->sm.meth = GLP_DUALP;
+}
+
+static void
+dwm_free(dwmaster *m)
+{
+    glp_delete_prob(m->lp);
+    free(m->rowof);
+    free(m->colk);
+    free(m->ind);
+    free(m->val);
+    free(m->comb);
+}
+
+/* Add the pool's plans the master does not have yet. */
+static void
+dwm_columns(dwmaster *m, const work *w)
+{
+    const dwpool *d = w->dw;
+    size_t k, j, t;
+
+    for (k = 0; k < d->n && m->ncol < DW_CAP; k++) {
+        size_t nz = 0;
+        for (j = 0; j < m->ncol && m->colk[j] != k; j++)
+            ;
+        if (j < m->ncol)
+            continue;
+        m->colk[m->ncol++] = k;
+        glp_add_cols(m->lp, 1);
+        glp_set_col_bnds(m->lp, (int)m->ncol + 1, GLP_LO, 0, 0);
+        glp_set_obj_coef(m->lp, (int)m->ncol + 1, d->cost[k]);
+        m->ind[++nz] = 1;
+        m->val[nz] = 1;
+        for (t = 0; t < w->rows.n; t++)
+            if (m->rowof[t] > 0) {
+                m->ind[++nz] = (int)m->rowof[t];
+                m->val[nz] = d->sum[k][t] / DW_GIB;
+            }
+        glp_set_mat_col(m->lp, (int)m->ncol + 1, (int)nz, m->ind, m->val);
+    }
+}
+
+/* Solve the master, adding the rows its mix breaks until it breaks none; 0, or -1 when GLPK
+   fails. */
+static int
+dwm_solve(dwmaster *m, const work *w)
+{
+    const dwpool *d = w->dw;
+    size_t nr = w->rows.n, t, i, added;
+
+    do {
+        if (glp_simplex(m->lp, &m->sm) != 0 || glp_get_status(m->lp) != GLP_OPT) {
+            glp_std_basis(m->lp);
+            if (glp_simplex(m->lp, &m->sm) != 0 || glp_get_status(m->lp) != GLP_OPT)
+                return -1;
+        }
+        memset(m->comb, 0, (nr + 1) * sizeof *m->comb);
+        for (i = 0; i < m->ncol; i++) {
+            double mu = glp_get_col_prim(m->lp, (int)i + 2);
+            for (t = 0; mu > 1e-12 && t < nr; t++)
+                m->comb[t] += mu * d->sum[m->colk[i]][t];
+        }
+        for (t = added = 0; t < nr && added < DW_ROWS; t++) {
+            const wrow *r = &w->rows.v[t];
+            size_t nz = 0;
+            if (m->rowof[t] > 0 || !r->alive || m->comb[t] <= r->room + 1e-9 * fabs(r->room))
+                continue;
+            m->rowof[t] = ++m->nrow;
+            glp_add_rows(m->lp, 1);
+            glp_set_row_bnds(m->lp, (int)m->nrow, GLP_UP, 0, r->room / DW_GIB);
+            for (i = 0; i < m->ncol; i++) {
+                m->ind[++nz] = (int)i + 2;
+                m->val[nz] = d->sum[m->colk[i]][t] / DW_GIB;
+            }
+            glp_set_mat_row(m->lp, (int)m->nrow, (int)nz, m->ind, m->val);
+            added++;
+        }
+    } while (added > 0);
+    return 0;
+}
+
 static void
 work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
               as_mrf_result *best, double *ub, size_t *ubplan)
 {
-    size_t nn = cg->g.n, nr = w->rows.n, t, it;
-    double *sum = as_xcalloc(nr + 1, sizeof *sum), cur = best->lb, tol, dot, dd, beta;
-    double *dir = as_xcalloc(nr + 1, sizeof *dir);
-    size_t *plan = as_xcalloc(nn + 1, sizeof *plan), *lp;
-    size_t nit = w->round == 0 ? LAGR_ITERS : LAGR_ITERS_WARM;
-    int stall = 0, good = 0;
+    size_t nn = cg->g.n, nr = w->rows.n, t, it, k, i, nit;
+    double *center = as_xcalloc(nr + 1, sizeof *center), *lm = as_xcalloc(nr + 1, sizeof *lm);
+    size_t *lpl = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lpl);
+    double alpha = DW_ALPHA;
+    dwpool *d;
+    dwmaster m;
 
-    lp = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp);
-    memcpy(plan, best->plan, nn * sizeof *plan);
-    if (w->lam_best == NULL) /* the start, should no step raise it */
-        lam_best_take(w, cg, st, cur + w->offset + as_problem_offset(w->p));
-    /* later rounds start from the multipliers the first one raised: on gpt3-13b 2x8 under a
-       binding budget, 40 more steps moved the bound by 0.4 % of the gap and pruned 20 of
-       7,860 strategies, for 8 s */
+    if (w->dw == NULL) {
+        d = w->dw = as_xcalloc(1, sizeof *d);
+        d->plan = as_xcalloc(DW_CAP, sizeof *d->plan);
+        d->sum = as_xcalloc(DW_CAP, sizeof *d->sum);
+        d->cost = as_xcalloc(DW_CAP, sizeof *d->cost);
+        d->age = as_xcalloc(DW_CAP, sizeof *d->age);
+    }
+    d = w->dw;
+    dw_trim(d, DW_CAP / 2); /* room for this run's plans */
+    for (i = 0; i < d->n; i++) /* this leaf's costs */
+        d->cost[i] = cplan_cost(cg, c0, d->plan[i]);
+    dw_add(w, cg, cr, c0, best->plan);
+    dw_add(w, cg, cr, c0, ubplan);
+    if (w->lam_best == NULL) /* the start, should no run raise it */
+        lam_best_take(w, cg, st, best->lb + w->offset + as_problem_offset(w->p));
+    for (t = 0; t < nr; t++)
+        center[t] = w->rows.v[t].lam;
+    dwm_init(&m, w, *ub);
+    nit = w->round == 0 && !w->in_bb ? DW_ITERS : DW_ITERS_WARM;
     for (it = 0; it < nit && !past(w); it++) {
-        double norm = 0, step, pen;
+        double pen, cur, zm, tol;
         as_mrf_result r;
+        dwm_columns(&m, w);
+        if (dwm_solve(&m, w) != 0) {
+            if (w->dbg)
+                fprintf(stderr, "  lagrange %zu: the master LP failed\n", it);
+            break; /* the bound so far stands */
+        }
+        zm = glp_get_obj_val(m.lp);
         tol = fmax(1e-9 * fmax(fabs(*ub), fabs(best->lb)),
                    w->gap * fabs(*ub + w->offset + as_problem_offset(w->p)));
-        if (*ub - best->lb <= tol)
-            break;
-        crows_sums(w, cg, cr, plan, sum);
-        /* deflected subgradient (Camerini, Fratta, Maffioli): d = g + beta d_prev when g turns
-           against d_prev, which damps the zigzag between near-active rows */
-        for (t = 0, dot = dd = 0; t < nr; t++) {
-            double g = sum[t] - w->rows.v[t].room;
-            if (!w->rows.v[t].alive || (w->rows.v[t].lam == 0 && g < 0))
-                g = 0;
-            sum[t] = g;
-            dot += g * dir[t];
-            dd += dir[t] * dir[t];
-        }
-        beta = dot < 0 && dd > 0 ? -1.5 * dot / dd : 0;
+        if (*ub - best->lb <= tol || zm - best->lb <= 1e-9 * fmax(1, fabs(zm)))
+            break; /* the plan is proven, or the bound is the master's */
         for (t = 0; t < nr; t++) {
-            dir[t] = sum[t] + beta * dir[t];
-            norm += dir[t] * dir[t];
+            lm[t] = m.rowof[t] > 0 ? fmax(0, -glp_get_row_dual(m.lp, (int)m.rowof[t]) / DW_GIB)
+                                   : 0;
+            w->rows.v[t].lam =
+                w->rows.v[t].alive ? alpha * center[t] + (1 - alpha) * lm[t] : 0;
         }
-        if (norm == 0)
-            break;
-        step = w->theta * (*ub - cur) / norm;
-        for (t = 0; t < nr; t++)
-            if (w->rows.v[t].alive)
-                w->rows.v[t].lam = fmax(0, w->rows.v[t].lam + step * dir[t]);
         pen = cg_penalise(w, cg, cr, c0);
         as_mrf_state_sync(st);
         as_mrf_state_run(st, LAGR_SWEEPS, &r);
         cur = r.lb - pen;
+        k = d->n;
+        i = dw_add(w, cg, cr, c0, r.plan);
+        consider(w, cg, c0, r.plan, lpl, ub, ubplan);
         if (w->dbg)
-            fprintf(stderr, "  lagrange %zu: lb %.12g (best %.12g) ub %.12g sweeps %d\n", it, cur,
-                    best->lb, *ub, r.iters);
-        memcpy(plan, r.plan, nn * sizeof *plan);
-        if (w->fcnt != NULL && 2 * it >= nit) /* the later steps: near the best multipliers */
-            for (t = 0; t < nn; t++)
-                w->fcnt[t][plan[t]]++;
+            fprintf(stderr, "  lagrange %zu: lb %.12g (best %.12g) master %.12g ub %.12g, %zu "
+                    "plans, %zu rows, alpha %.2f, sweeps %d%s\n", it, cur, best->lb, zm, *ub,
+                    m.ncol, m.nrow - 1, alpha, r.iters, d->n == k ? " (a plan it has)" : "");
         if (cur > best->lb) {
-            double abs_lb = cur + w->offset + as_problem_offset(w->p);
             as_mrf_result_free(best, nn);
             *best = r;
             best->lb = cur;
-            lam_best_take(w, cg, st, abs_lb);
-            stall = 0;
-            if (++good >= 3) { /* steady progress: longer steps */
-                w->theta = fmin(2 * w->theta, 2.0);
-                good = 0;
-            }
+            for (t = 0; t < nr; t++)
+                center[t] = w->rows.v[t].lam;
+            lam_best_take(w, cg, st, cur + w->offset + as_problem_offset(w->p));
         } else {
-            good = 0;
             as_mrf_result_free(&r, nn);
-            if (++stall >= 3) {
-                w->theta /= 2;
-                stall = 0;
-            }
         }
-        consider(w, cg, c0, plan, lp, ub, ubplan);
+        if (i == NONE)
+            break; /* the pool is full */
+        if (d->n == k) { /* mispriced: the master's own multipliers next */
+            if (alpha == 0)
+                break; /* there too: the runs find no plan the master lacks */
+            alpha = 0;
+        } else {
+            alpha = DW_ALPHA;
+        }
     }
-    free(sum);
-    free(dir);
-    free(plan);
-    free(lp);
+    if (w->fcnt != NULL) /* the master's mix: the branching splits where its plans differ */
+        for (i = 0; i < m.ncol; i++) {
+            double mu = glp_get_col_prim(m.lp, (int)i + 2);
+            for (k = 0; mu > 1e-6 && k < nn; k++)
+                w->fcnt[k][d->plan[m.colk[i]][k]] += (size_t)(1000 * mu + 0.5);
+        }
+    for (t = 0; t < nr; t++)
+        w->rows.v[t].lam = center[t];
+    dwm_free(&m);
+    free(center);
+    free(lm);
+    free(lpl);
 }
 
 static int
@@ -2303,8 +2522,8 @@ work_scale_search(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_stat
  * Best first: the open leaf of lowest bound is split next (a depth-first dive spent its
  * bounds under the first split while the other side, the lowest, stayed as it was: gpt3-175b
  * 8x8 under 394 GiB, 26 bounds raised the root's 13.857 to 13.861 only).  A leaf whose bound
- * reaches the plan (within the gap) is closed.  The node a leaf splits on: where its
- * Lagrangian's later steps chose between strategies (bb_frac); else one where the
+ * reaches the plan (within the gap) is closed.  The node a leaf splits on: where the plans of
+ * its Lagrangian's master mix choose between strategies (bb_frac); else one where the
  * leaf's own Lagrangian plan and the plan that fits differ, the most multiplier-weighted
  * bytes first (at the root: the round's first plan, before the multipliers); q is the fitting
  * plan's strategy there, or the leaf's when the node was split on already.  A plan that fits
@@ -2324,13 +2543,6 @@ work_scale_search(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_stat
    1e-4 alone in 8 of 12 runs on a loaded machine (0.008-0.009 %, in about 4 s; the other 4
    ended at 0.011-0.43 %, 3 of them with 3.8-4.6 s of CPU in 9.5 s) */
 #define BB_SWEEPS 10
-/* A leaf's subgradient step factor: its parent's, but at least the root's start.  The parent's
-   had shrunk on its stalls near its own best multipliers (gpt3-175b 8x8 under 394 GiB: 1e-4 to
-   0.03), and a side's split moves the best multipliers away: its steps rose slowly through all
-   40 (one side went 13.8715 at step 20 to 13.9016 at step 39).  With 1, the solve for the gap's
-   branching reached 13.8988 in 18.6 s of CPU where the parent's factor reached 13.8848 in
-   35.6 s (gap 0.177 % at 44 s of CPU against 0.266 % at 57 s) */
-#define BB_THETA 1.0
 
 typedef struct bbfix {
     size_t c, q;
@@ -2338,12 +2550,12 @@ typedef struct bbfix {
 } bbfix;
 
 typedef struct bbleaf {
-    double lb, theta;
+    double lb;
     size_t nfix;
     bbfix *fix;   /**< the splits on its path */
     size_t *plan; /**< the Lagrangian's plan at its bound (compact) */
     double *lam;  /**< the multipliers it ended with (warm start of its sides) */
-    int frac;     /**< its Lagrangian's steps chose more than one strategy at FC: */
+    int frac;     /**< its Lagrangian's mix chose more than one strategy at FC: */
     size_t fc, fq; /**< split there, on the strategy they chose most */
 } bbleaf;
 
@@ -2370,9 +2582,9 @@ bb_leaf_free(bbleaf *l)
 }
 
 /* The Lagrangian bound of the live problem with the splits FIX (NF of them), from multipliers
-   LAM (step THETA); the leaf's plan, multipliers and step into L. */
+   LAM; the leaf's plan and multipliers into L. */
 static double
-bb_eval(bbctx *b, const bbfix *fix, size_t nf, const double *lam, double theta, bbleaf *l)
+bb_eval(bbctx *b, const bbfix *fix, size_t nf, const double *lam, bbleaf *l)
 {
     work *w = b->w;
     size_t nn = b->cg->g.n, t, i, s, round = w->round;
@@ -2387,7 +2599,6 @@ bb_eval(bbctx *b, const bbfix *fix, size_t nf, const double *lam, double theta, 
                 b->c0[fix[i].c][s] += BB_BIG;
     for (t = 0; t < w->rows.n; t++)
         w->rows.v[t].lam = lam[t];
-    w->theta = fmax(theta, BB_THETA);
     pen = cg_penalise(w, b->cg, b->cr, b->c0);
     as_mrf_state_sync(b->st);
     as_mrf_state_run(b->st, BB_SWEEPS, &r);
@@ -2413,7 +2624,6 @@ bb_eval(bbctx *b, const bbfix *fix, size_t nf, const double *lam, double theta, 
     l->lam = as_xcalloc(w->rows.n + 1, sizeof *l->lam);
     for (t = 0; t < w->rows.n; t++)
         l->lam[t] = w->rows.v[t].lam;
-    l->theta = w->theta;
     bb_frac(b, l);
     as_mrf_result_free(&r, nn);
     free(up);
@@ -2438,12 +2648,12 @@ bb_score(const bbctx *b, size_t c, size_t a, size_t s)
 }
 
 /*
- * Leaf L's split from its Lagrangian's later steps (w->fcnt, which it resets): the node where
- * they chose most evenly between strategies, weighted by the bytes between the two chosen
- * most (root multipliers); the split is on the one chosen most.  Near the best multipliers
- * the relaxation's plan is a mix of plans, and a node where every step chose one strategy
- * is whole in it: a side that keeps that strategy keeps its parent's bound too (gpt3-175b
- * 8x8 under 394 GiB: "= h.0.ln2[4]" stayed at 13.8597820951, four splits in a row).
+ * Leaf L's split from its Lagrangian's master mix (w->fcnt, which it resets): the node where
+ * the mix's plans choose most evenly between strategies, weighted by the bytes between the
+ * two chosen most (root multipliers); the split is on the one chosen most.  The relaxation's
+ * optimum is that mix, and a node where every plan of it chooses one strategy is whole in
+ * it: a side that keeps that strategy keeps its parent's bound too (gpt3-175b 8x8 under
+ * 394 GiB: "= h.0.ln2[4]" stayed at 13.8597820951, four splits in a row).
  */
 static void
 bb_frac(const bbctx *b, bbleaf *l)
@@ -2539,7 +2749,7 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
             const size_t *bplan, double lb, double *ub, size_t *ubplan)
 {
     size_t nn = cg->g.n, c, x, t, nc = 0, nopen = 0, cap = 16, i;
-    double *score = as_xcalloc(nn + 1, sizeof *score), out, closed = INFINITY, theta0 = w->theta;
+    double *score = as_xcalloc(nn + 1, sizeof *score), out, closed = INFINITY;
     size_t *cand = as_xcalloc(nn + 1, sizeof *cand);
     bbleaf *open = as_xcalloc(cap, sizeof *open);
     bbctx b = {.w = w, .cg = cg, .cr = cr, .c0 = c0, .ub = ub, .st = st, .ubplan = ubplan,
@@ -2574,12 +2784,11 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
     }
     /* the root: its bound LB, the round's first plan */
     open[0].lb = lb;
-    open[0].theta = theta0;
     open[0].plan = as_xcalloc(nn + 1, sizeof *open[0].plan);
     memcpy(open[0].plan, bplan, nn * sizeof *open[0].plan);
     open[0].lam = as_xcalloc(w->rows.n + 1, sizeof *open[0].lam);
     memcpy(open[0].lam, b.lam0, w->rows.n * sizeof *b.lam0);
-    bb_frac(&b, &open[0]); /* the root Lagrangian's steps */
+    bb_frac(&b, &open[0]); /* the root Lagrangian's mix */
     nopen = 1;
     while (nopen > 0) {
         size_t lo = 0, side;
@@ -2618,7 +2827,7 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
             K.fix[L.nfix].c = c;
             K.fix[L.nfix].q = x;
             K.fix[L.nfix].eq = side == 0;
-            l = fmax(L.lb, bb_eval(&b, K.fix, K.nfix, L.lam, L.theta, &K)); /* a side's plans
+            l = fmax(L.lb, bb_eval(&b, K.fix, K.nfix, L.lam, &K)); /* a side's plans
                                                                      are the parent's too */
             K.lb = l;
             if (w->dbg)
@@ -2646,7 +2855,6 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
     free(open);
     for (t = 0; t < w->rows.n; t++)
         w->rows.v[t].lam = b.lam0[t];
-    w->theta = theta0;
     cg_penalise(w, cg, cr, c0);
     as_mrf_state_sync(st);
     for (c = 0; c < nn; c++)
@@ -2798,7 +3006,7 @@ work_duals_load(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state 
 {
     const as_duals *d = w->duals_from;
     size_t t, nn = cg->g.n;
-    double *keep, theta = w->theta, pen;
+    double *keep, pen;
     as_mrf_result r;
 
     if (!duals_alike(w, d))
@@ -2808,7 +3016,6 @@ work_duals_load(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state 
         keep[t] = w->rows.v[t].lam;
         w->rows.v[t].lam = w->rows.v[t].alive ? d->lam[t] : 0;
     }
-    w->theta = d->theta;
     pen = cg_penalise(w, cg, cr, c0);
     as_mrf_state_sync(st);
     as_mrf_state_run(st, BOUND_SWEEPS, &r);
@@ -2825,7 +3032,6 @@ work_duals_load(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state 
         as_mrf_result_free(&r, nn);
         for (t = 0; t < w->rows.n; t++)
             w->rows.v[t].lam = keep[t];
-        w->theta = theta;
         cg_penalise(w, cg, cr, c0);
         as_mrf_state_sync(st);
     }
@@ -2861,9 +3067,6 @@ work_bound(work *w)
     if (w->round == 0 && w->warm) { /* the earlier reduction's multipliers, with its messages */
         for (i = 0; i < w->rows.n; i++)
             w->rows.v[i].lam = w->rows.v[i].alive ? w->duals_from->lam[i] : 0;
-        /* the step factor starts afresh: the earlier one had shrunk on its stalls (gpt3-13b
-           2x8 under 53.61 GiB, the solve for the gap from the shrunk one: root 1.16660, leaves
-           stuck at 1.1672 (gap 0.43 %); from 1: root 1.16758, 8 leaves to 1.17942) */
         w->red->stats.duals_used = 1;
     }
     pen = cg_penalise(w, &cg, &cr, c0);
@@ -2907,6 +3110,7 @@ work_bound(work *w)
     bblb = res.lb;
     if (w->round == 0 && w->warm) {
         w->red->stats.warm_lb = res.lb + w->offset + as_problem_offset(w->p);
+        w->red->stats.msg_edges = cg.g.m;
         if (dbg)
             fprintf(stderr, "  from the carried messages and multipliers: lb %.12g (there %.12g)\n",
                     w->red->stats.warm_lb, w->duals_from->lb);
@@ -3081,6 +3285,7 @@ work_bound(work *w)
     as_mrf_result_free(&res, nn);
     if (!w->stopped && !branched)
         work_msg_save(w, &cg, st);
+    dw_free(w);
     as_mrf_state_free(st);
     crows_free(&cr);
     cgraph_free(&cg);
@@ -3574,7 +3779,6 @@ work_duals_export(work *w)
         d->lam[t] = w->lam_best != NULL ? w->lam_best[t] : w->rows.v[t].lam;
         d->room[t] = w->room0[t];
     }
-    d->theta = w->theta;
     d->lb = w->lam_best != NULL ? w->lam_best_lb : -INFINITY;
     for (j = 0; j < nmsg; j++)
         if (w->edges.v[j].alive && (msg[2 * j] != NULL || msg[2 * j + 1] != NULL))
@@ -3618,7 +3822,7 @@ as_reduce_ex(const as_problem *p, const as_reduce_opts *o, as_problem **out,
     unsigned flags = o->top > 1 ? o->flags & ~(AS_REDUCE_PBQP |
                                               (o->layouts ? 0u : AS_REDUCE_DOMINATED))
                                 : o->flags;
-    work w = {.p = p, .flags = flags, .theta = 1.0, .top = o->top > 1 ? o->top : 1,
+    work w = {.p = p, .flags = flags, .top = o->top > 1 ? o->top : 1,
               .gap = o->top <= 1 && o->gap > 0 ? o->gap : 0,
               .dbg = getenv("AS_DEBUG_REDUCE") != NULL,
               .deadline = o->fixed_work ? 0 : o->deadline, /* fixed work: a safety stop */
