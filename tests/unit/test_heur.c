@@ -1180,13 +1180,15 @@ timing_instance(uint64_t seed, size_t n)
  * (as_reduce_opts.fixed_work; the limit is only a safety stop, start_timed when it hits).
  * The instance is one where the old timed work differed: the bound pruning with a deadline
  * and without fixed_work lets its branching run on (up to 4096 bounds, not 24: 106 here) and
- * reaches another bound and a cheaper plan in a fraction of a second (checked below).  With
+ * reaches another bound or a cheaper plan in a fraction of a second (checked below).  With
  * that behaviour (fixed_work 0 and bb_evals 0 in heuristic_bound) both driver checks below
  * fail: the bound and plan under the limit are not those without it.  The seed was chosen
  * again when the branching learnt to split where the Lagrangian steps mixed (bb_frac): on
  * the old seed, 3006, the timed work no longer branched further; and again when a leaf's
  * step factor started at least at 1 (BB_THETA, 3d20a81): on 3007 the timed work reached
- * another bound but the same plan.  Seed 3009: 106 bounds against 24, 0.13 s.
+ * another bound but the same plan.  Seed 3009: 106 bounds against 24, 0.13 s; since the
+ * multipliers come from column generation and its cheaper plans are repaired, 58 bounds
+ * against 24, another bound (the plan is the same: found without the deadline too).
  */
 static void
 test_seed_timing(void)
@@ -1214,10 +1216,12 @@ test_seed_timing(void)
         bred = NULL;
         bp = NULL;
     }
-    ok(ok_red && st[1].bb_nodes > st[0].bb_nodes && st[1].lb > st[0].lb + 1e-6 &&
-           st[1].ub < st[0].ub - 1e-6,
+    /* another bound or another plan: the driver checks below compare both (since the
+       Lagrangian repairs its cheaper plans, the plan is found without the deadline too) */
+    ok(ok_red && st[1].bb_nodes > st[0].bb_nodes &&
+           (st[1].lb > st[0].lb + 1e-6 || st[1].ub < st[0].ub - 1e-6),
        "timing matters here: the bound pruning under a deadline (no fixed work) branches on "
-       "(%zu bounds, not %zu) to another bound (%.9g, not %.9g) and plan (%.9g, not %.9g)",
+       "(%zu bounds, not %zu) to another bound (%.9g, not %.9g) or plan (%.9g, not %.9g)",
        ok_red ? st[1].bb_nodes : 0, ok_red ? st[0].bb_nodes : 0, ok_red ? st[1].lb : 0,
        ok_red ? st[0].lb : 0, ok_red ? st[1].ub : 0, ok_red ? st[0].ub : 0);
     ok(ok_red && st[2].bb_nodes == st[0].bb_nodes && st[2].lb == st[0].lb &&
