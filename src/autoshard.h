@@ -167,6 +167,9 @@ void as_vpool_destroy(as_vpool *pl);
 const double *as_vpool_find(as_vpool *pl, const double *x, size_t k);
 /** Add X (K entries, the values the last as_vpool_find did not find), borrowed. */
 void as_vpool_add(as_vpool *pl, const double *x, size_t k);
+/** X (K entries, malloc'd) held once: the pooled vector with its values (X freed), or X,
+    added.  The caller frees the pool's vectors, as with as_vpool_add. */
+double *as_vpool_take(as_vpool *pl, double *x, size_t k);
 
 /* Logging to stderr: level 0 quiet, 1 normal (warnings), 2 verbose. */
 extern int as_verbosity;

@@ -540,6 +540,19 @@ as_vpool_add(as_vpool *pl, const double *x, size_t k)
     pl->tab[pl->last_at] = ++pl->n;
 }
 
+double *
+as_vpool_take(as_vpool *pl, double *x, size_t k)
+{
+    const double *y = as_vpool_find(pl, x, k);
+
+    if (y != NULL) {
+        free(x);
+        return (double *)y;
+    }
+    as_vpool_add(pl, x, k);
+    return x;
+}
+
 static void
 strmap_grow(as_strmap *m)
 {

@@ -468,20 +468,6 @@ row_add(work *w, wrow *r, const wrow *g, size_t *slot, size_t *stamp, size_t mar
     }
 }
 
-/* M (K doubles, owned) as the pool's copy of it: M itself when new, else M is freed. */
-static double *
-row_intern(work *w, double *m, size_t k)
-{
-    const double *y = as_vpool_find(&w->pool, m, k);
-
-    if (y != NULL) {
-        free(m);
-        return (double *)y;
-    }
-    as_vpool_add(&w->pool, m, k);
-    return m;
-}
-
 /* 1 when the abort time came first (memory rows left out). */
 static int
 work_init(work *w, const as_problem *p)
@@ -579,7 +565,7 @@ work_init(work *w, const as_problem *p)
                 row_add(w, &row, &segs[l->more[k]], slot, stamp, mark, 1);
         row.alive = 1;
         for (i = 0; i < row.n; i++) /* read-only from here on: repeats are shared */
-            row.m[i] = row_intern(w, row.m[i], kof(w, row.node[i]));
+            row.m[i] = as_vpool_take(&w->pool, row.m[i], kof(w, row.node[i]));
         AS_VEC_PUSH(&w->rows, row);
     }
     for (j = 0; j < nseg; j++) {
