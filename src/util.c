@@ -131,7 +131,10 @@ as_stdout_finish(int status)
 /* Temporary files alive now.
  *
  * DESIGN: output goes to an unnamed file (O_TMPFILE) that only gets a name
- * at commit, so even SIGKILL leaves nothing behind; where the file system
+ * at commit, so SIGKILL leaves nothing behind (except in the instant between
+ * linkat and rename when the target exists: Linux has no linkat that replaces
+ * a file, and a kill there leaves a complete copy under the temporary name,
+ * never a partial one; tests/cli/bad_inputs_output.sh); where the file system
  * has no O_TMPFILE, or a library needs a path (GLPK's MPS writer), a named
  * temporary "PATH.tmp.XXXXXX" is tracked here and removed by the fatal
  * signal handler and by the out-of-memory exit.  The table is written before
