@@ -622,6 +622,10 @@ print_summary(FILE *fp, const as_problem *p, const char *what, unsigned reduce,
                     "that proves it\n", "restricted", s->restricted, s->cut);
         fprintf(fp, "%-13s%zu nodes, %zu edges, %zu strategies\n", "left", s->nodes, s->edges,
                 s->strategies);
+        if (r->rowgen_rounds > 0) /* the figures above are the last round's */
+            fprintf(fp, "%-13s%zu of %zu liveness points kept as rows after %zu rounds "
+                    "(row generation: the rest fit the plan; docs/ilp.md)\n", "rows",
+                    r->rowgen_points, as_problem_nlive(p), r->rowgen_rounds);
     }
     print_sizes(fp, "ILP before", &r->before);
     print_sizes(fp, "ILP after", &r->after);

@@ -38,6 +38,7 @@ struct as_problem {
                          average, 1.4 GB as copies) */
     int valid;        /**< as_problem_validate passed and nothing was added or set since:
                            it returns at once (a solve validates the same problem 3 times) */
+    const unsigned char *live_on; /**< as_problem_set_live_mask (borrowed), or NULL */
 };
 
 #define MEM_TOL(x) (1e-9 * fabs(x) + 1e-6)
@@ -466,6 +467,8 @@ as_problem_clone(const as_problem *p)
         as_problem_add_nogood(q, p->nogoods.v[i], NULL);
     q->memory = p->memory;
     q->offset = p->offset;
+    if (p->live_on != NULL) /* the clone keeps the mask, in its own arena */
+        q->live_on = as_arena_memdup(q->arena, p->live_on, p->live.n + 1);
     return q;
 }
 
@@ -713,12 +716,43 @@ as_problem_peak(const as_problem *p, const size_t *x)
     size_t t;
 
     for (t = 0; t < p->live.n; t++) {
+        if (p->live_on != NULL && !p->live_on[t])
+            continue;
         sum = as_problem_live_bytes(p, t, segs, x);
         if (sum > peak)
             peak = sum;
     }
     free(segs);
     return peak;
+}
+
+void
+as_problem_set_live_mask(as_problem *p, const unsigned char *on)
+{
+    p->live_on = on;
+}
+
+double
+as_problem_live_expanded(const as_problem *p)
+{
+    double *len = as_xcalloc(p->segs.n + 1, sizeof *len), tot = 0;
+    size_t t;
+    int i;
+
+    for (t = 0; t < p->segs.n; t++) /* parents come first */
+        len[t] = (double)p->segs.v[t].n +
+                 (p->segs.v[t].seg != AS_NO_SEG ? len[p->segs.v[t].seg] : 0);
+    for (t = 0; t < p->live.n; t++) {
+        const as_plive *l = &p->live.v[t];
+        if (!as_problem_live_binds(p, t))
+            continue;
+        tot += (double)l->n + (l->seg != AS_NO_SEG ? len[l->seg] : 0);
+        for (i = 0; i < AS_LIVE_MORE; i++)
+            if (l->more[i] != AS_NO_SEG)
+                tot += len[l->more[i]];
+    }
+    free(len);
+    return tot;
 }
 
 /* Strategy S of node V can be in a plan: neither it nor the strategy of the
@@ -808,7 +842,10 @@ check_rows(const as_problem *p, const size_t *x, as_err *err)
     double *segs = p->memory > 0 ? as_problem_seg_bytes(p, x) : NULL;
 
     for (t = 0; p->memory > 0 && t < p->live.n; t++) {
-        double sum = as_problem_live_bytes(p, t, segs, x);
+        double sum;
+        if (p->live_on != NULL && !p->live_on[t])
+            continue;
+        sum = as_problem_live_bytes(p, t, segs, x);
         if (sum > as_problem_memory_cap(p)) {
             free(segs);
             as_fmt_bytes(sum, b1, sizeof b1);
@@ -1565,7 +1602,7 @@ as_problem_live_binds(const as_problem *p, size_t t)
     double worst = l->resident + chains(l, p->seg_hi.v);
     size_t i, s;
 
-    if (mem <= 0)
+    if (mem <= 0 || (p->live_on != NULL && !p->live_on[t]))
         return 0;
     for (i = 0; i < l->n; i++) {
         double mx = 0;

@@ -199,11 +199,23 @@ double as_problem_space(const as_problem *p);
 int as_problem_validate(const as_problem *p, as_err *err);
 /** Objective of a complete assignment CHOICE (no feasibility check), seconds. */
 double as_problem_eval(const as_problem *p, const size_t *choice);
-/** Peak over liveness points of resident + live memory under CHOICE, bytes per device. */
+/** Peak over liveness points of resident + live memory under CHOICE, bytes per device
+    (over the points the live mask keeps). */
 double as_problem_peak(const as_problem *p, const size_t *choice);
 /**
+ * Keep only the liveness points T with ON[T] != 0 as rows (ON borrowed, as_problem_nlive
+ * entries; NULL: every point): the others neither bind (as_problem_live_binds) nor count in
+ * as_problem_peak, so P becomes a relaxation of itself.  Row generation (solve/solver.c)
+ * solves it and adds the points its plans break.  Clones copy the mask.
+ */
+void as_problem_set_live_mask(as_problem *p, const unsigned char *on);
+/** Entries of the binding points with their segment chains expanded, as the reductions'
+    rows hold them before leaders merge (a double: the HLO step of 312k instructions has
+    966 M). */
+double as_problem_live_expanded(const as_problem *p);
+/**
  * 1 if liveness point T can bind under the budget: its resident bytes plus
- * the largest memory of every entry exceed it.  A point that cannot bind is
+ * the largest memory of every entry exceed it, and the live mask keeps it.  A point that cannot bind is
  * left out of the ILP and does not stop reductions (exact).  0 without a budget.
  */
 int as_problem_live_binds(const as_problem *p, size_t t);

@@ -361,6 +361,50 @@ rep_descend(const as_problem *p, const rep_index *ix, rep_work *w, double *sum, 
     return moved;
 }
 
+/* The best move of each group of part PT not stamped in this step (GSTAMP), into CAND. */
+static void
+rep_part(const as_problem *p, const rep_index *ix, rep_work *w, const double *sum,
+         double budget, const size_t *x, const as_plive *pt, unsigned *gstamp, size_t steps,
+         rep_move *cand, size_t *nc)
+{
+    size_t e, q, c, nq, try[REP_TRY];
+
+    for (e = 0; e < pt->n; e++) {
+        const double *lme = part_m(p, pt, e);
+        size_t v = pt->nodes[e], g = ix->root[v], k = as_problem_node(p, g)->k;
+        rep_move best = {HUGE_VAL, 0, 0, 0};
+        if (gstamp[g] == steps + 1 || !(lme[x[v]] > 0))
+            continue;
+        gstamp[g] = (unsigned)steps + 1;
+        /* the REP_TRY strategies that lower this entry most (a scan of every strategy of
+           every group in gpt3-13b's rows with copies took seconds) */
+        for (q = 0, nq = 0; q < k; q++) {
+            size_t j;
+            if (q == x[g] || !(lme[q] < lme[x[v]]))
+                continue;
+            for (j = nq < REP_TRY ? nq++ : REP_TRY; j > 0 && lme[try[j - 1]] > lme[q]; j--)
+                if (j < REP_TRY)
+                    try[j] = try[j - 1];
+            if (j < REP_TRY)
+                try[j] = q;
+        }
+        for (c = 0; c < nq; c++) {
+            double dc, de, score;
+            q = try[c];
+            /* never a strategy the ILP forbids (an axis role's): bytes bought with
+               AS_ILP_FORBIDDEN_COST make a plan no one can run */
+            if (!rep_eval(p, ix, w, sum, budget, x, g, q, &dc, &de) || !(de < 0) ||
+                !(dc < AS_ILP_FORBIDDEN_COST))
+                continue;
+            score = dc / -de;
+            if (score < best.score || (score == best.score && de < best.de))
+                best = (rep_move){score, de, g, q};
+        }
+        if (best.score < HUGE_VAL)
+            cand[(*nc)++] = best;
+    }
+}
+
 /* as_fit_repair, then (DESCEND) rep_descend.  KEEP (NULL: none) holds P's index between
    calls while P's rows stay the same (n 0: none yet; the caller frees it): building it takes
    3.5 s on gpt3-175b 8x8 with its copies, as long as the descent. */
@@ -370,8 +414,8 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
     double budget = as_problem_memory(p), *sum, *segs, excess = 0;
     rep_index ix;
     rep_work w;
-    size_t t, e, steps, n = as_problem_nnodes(p);
-    unsigned *gstamp;
+    size_t t, steps, n = as_problem_nnodes(p);
+    unsigned *gstamp, *sseen;
     rep_move *cand;
     int fits;
     double t_start = as_now();
@@ -392,6 +436,7 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
     w.estamp = as_xcalloc(as_problem_nedges(p) + 1, sizeof *w.estamp);
     w.astamp = as_xcalloc(as_problem_naliases(p) + 1, sizeof *w.astamp);
     gstamp = as_xcalloc(n + 1, sizeof *gstamp);
+    sseen = as_xcalloc(ix.ns + 1, sizeof *sseen);
     sum = as_xcalloc(ix.nl + 1, sizeof *sum);
     segs = as_problem_seg_bytes(p, x);
     for (t = 0; t < ix.nl; t++) {
@@ -401,57 +446,28 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
     free(segs);
     cand = as_xcalloc(n + 1, sizeof *cand);
     for (steps = 0; excess > 0 && steps < 4 * n + 16; steps++) {
-        size_t nc = 0, c, q, moved = 0, nq, try[REP_TRY];
+        size_t nc = 0, c, moved = 0;
         if (deadline > 0 && as_now() > deadline)
             break;
-        /* every group with bytes in a row above the budget: its best move */
+        /* every group with bytes in a row above the budget: its best move.  A point's
+           parts: its own entries, then each chain from its start up; a segment seen once
+           this step ends its chain there (it and its parents were walked, their groups
+           stamped: the HLO step's 260k points over hold 966 M entries in their chains) */
         for (t = 0; t < ix.nl; t++) {
-            const as_plive *pt;
-            as_plive_iter it;
+            const as_plive *l = as_problem_live(p, t);
+            size_t ch[1 + AS_LIVE_MORE], ci, sg;
             if (sum[t] <= budget)
                 continue;
-            for (pt = as_plive_begin(&it, p, as_problem_live(p, t)), e = 0; pt != NULL;
-                 e + 1 < pt->n ? e++ : (pt = as_plive_next(&it), e = 0)) {
-                const double *lme;
-                size_t v, g, k;
-                if (e >= pt->n)
-                    continue;
-                lme = part_m(p, pt, e);
-                v = pt->nodes[e];
-                g = ix.root[v];
-                k = as_problem_node(p, g)->k;
-                rep_move best = {HUGE_VAL, 0, 0, 0};
-                if (gstamp[g] == steps + 1 || !(lme[x[v]] > 0))
-                    continue;
-                gstamp[g] = (unsigned)steps + 1;
-                /* the REP_TRY strategies that lower this entry most (a scan of every
-                   strategy of every group in gpt3-13b's rows with copies took seconds) */
-                for (q = 0, nq = 0; q < k; q++) {
-                    size_t j;
-                    if (q == x[g] || !(lme[q] < lme[x[v]]))
-                        continue;
-                    for (j = nq < REP_TRY ? nq++ : REP_TRY;
-                         j > 0 && lme[try[j - 1]] > lme[q]; j--)
-                        if (j < REP_TRY)
-                            try[j] = try[j - 1];
-                    if (j < REP_TRY)
-                        try[j] = q;
+            rep_part(p, &ix, &w, sum, budget, x, l, gstamp, steps, cand, &nc);
+            ch[0] = l->seg;
+            memcpy(ch + 1, l->more, sizeof l->more);
+            for (ci = 0; ci < 1 + AS_LIVE_MORE; ci++)
+                for (sg = ch[ci]; sg != AS_NO_SEG && sseen[sg] != steps + 1;
+                     sg = as_problem_live_seg(p, sg)->seg) {
+                    sseen[sg] = (unsigned)steps + 1;
+                    rep_part(p, &ix, &w, sum, budget, x, as_problem_live_seg(p, sg), gstamp,
+                             steps, cand, &nc);
                 }
-                for (c = 0; c < nq; c++) {
-                    double dc, de, score;
-                    q = try[c];
-                    /* never a strategy the ILP forbids (an axis role's): bytes bought
-                       with AS_ILP_FORBIDDEN_COST make a plan no one can run */
-                    if (!rep_eval(p, &ix, &w, sum, budget, x, g, q, &dc, &de) || !(de < 0) ||
-                        !(dc < AS_ILP_FORBIDDEN_COST))
-                        continue;
-                    score = dc / -de;
-                    if (score < best.score || (score == best.score && de < best.de))
-                        best = (rep_move){score, de, g, q};
-                }
-                if (best.score < HUGE_VAL)
-                    cand[nc++] = best;
-            }
         }
         if (nc == 0)
             break; /* no move lowers the excess */
@@ -498,6 +514,7 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
     }
     free(sum);
     free(gstamp);
+    free(sseen);
     free(w.delta);
     free(w.touched);
     free(w.rstamp);

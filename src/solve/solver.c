@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "solve/solver.h"
+#include "solve/fit.h"
 #include "formulate/group.h"
 
 #define OBJ_RTOL 1e-6
@@ -1006,8 +1007,25 @@ check_params(const as_solve_opts *o, as_err *err)
     return rc;
 }
 
+static int solve_once(const as_problem *p, const as_solve_opts *o, as_solve_result *res,
+                      as_err *err);
+static int solve_rowgen(const as_problem *p, const as_solve_opts *o, as_solve_result *res,
+                        as_err *err);
+
 int
 as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *res, as_err *err)
+{
+    AS_CHECK(as_problem_validate(p, err));
+    double above = o->rowgen_above != 0 ? o->rowgen_above : AS_ROWGEN_ENTRIES;
+
+    if (o->top <= 1 && o->reduce != 0 && as_problem_memory(p) > 0 && above >= 0 &&
+        as_problem_live_expanded(p) > above)
+        return solve_rowgen(p, o, res, err);
+    return solve_once(p, o, res, err);
+}
+
+static int
+solve_once(const as_problem *p, const as_solve_opts *o, as_solve_result *res, as_err *err)
 {
     unsigned flags = o->reduce;
     as_problem *rp = NULL;
@@ -1108,6 +1126,187 @@ out:
     free(hplan);
     as_reduction_free(red);
     as_problem_free(rp);
+    return rc;
+}
+
+/* ---- row generation ---- */
+
+/* The points a round adds (the most broken first). */
+#define ROWGEN_ADD 256
+
+typedef struct rg_point {
+    double over;
+    size_t t;
+} rg_point;
+
+static int
+rg_cmp(const void *a, const void *b)
+{
+    const rg_point *x = a, *y = b;
+
+    if (x->over != y->over)
+        return x->over > y->over ? -1 : 1;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/*
+ * Row generation, for budgets whose rows the reductions cannot hold (as_problem_live_expanded
+ * above AS_ROWGEN_ENTRIES: the 312k-instruction HLO step has 286k binding points of 3.4k
+ * entries each once their segment chains are expanded, 966 M, where gpt3-175b's tied layers
+ * have 23 M).  P with a live mask is a relaxation of P: its bound is P's bound and a plan of
+ * it that fits every point of P is P's plan.  Round 1 keeps no point; each round solves the
+ * masked problem, checks its plan on every point (as_problem_seg_bytes: one pass), keeps it
+ * when it fits, else repairs a copy on P (as_fit_repair; a plan that fits, the next round's
+ * incumbent) and adds the ROWGEN_ADD points it breaks most.  It stops when the plan fits (the
+ * masked problem's outcome is P's), when the best repaired plan is within the gap of the
+ * bound, or at the time limit with the best plan that fits and the highest bound.
+ */
+static int
+solve_rowgen(const as_problem *p, const as_solve_opts *o, as_solve_result *res, as_err *err)
+{
+    size_t nl = as_problem_nlive(p), n = as_problem_nnodes(p), t, nv, round, kept = 0;
+    unsigned char *on = as_xcalloc(nl + 1, 1);
+    rg_point *cand = as_xcalloc(nl + 1, sizeof *cand);
+    size_t *best = NULL, *fix = as_xcalloc(n + 1, sizeof *fix);
+    double t0 = as_now(), budget = as_problem_memory(p), lb = -HUGE_VAL, ub = HUGE_VAL;
+    double gap = o->lim.gap > 0 ? o->lim.gap : 1e-9;
+    as_problem *mp = (as_problem *)p; /* never const itself (as_problem_validate's note): the
+                                         mask is on only while a round solves */
+    as_solve_result last;
+    int have = 0, rc = AS_OK, fits_all = 0;
+
+    memset(&last, 0, sizeof last);
+    memset(res, 0, sizeof *res);
+    if (o->incumbent != NULL) { /* fits every row of P */
+        best = as_xmalloc((n + 1) * sizeof *best);
+        memcpy(best, o->incumbent, n * sizeof *best);
+        ub = as_problem_eval(p, best);
+    }
+    for (round = 0;; round++) {
+        as_solve_opts o2 = *o;
+        as_solve_result r;
+        as_plan *pl;
+        double *segs, tr;
+        int fitted;
+        if (o->lim.time_limit_s > 0) {
+            double left = o->lim.time_limit_s - (as_now() - t0);
+            if (round > 0 && left < 0.05 * o->lim.time_limit_s)
+                break;
+            o2.lim.time_limit_s = fmax(left, 0.01);
+        }
+        o2.incumbent = best;
+        o2.branch_inc = best != NULL && o->branch_inc;
+        o2.duals_from = NULL; /* other rows */
+        o2.count_before = 0;
+        as_problem_set_live_mask(mp, on);
+        rc = solve_once(mp, &o2, &r, err);
+        as_problem_set_live_mask(mp, NULL);
+        as_debug("solve: row generation round %zu: %zu of %zu points kept, %s, %.3f s", round,
+                 kept, nl, rc != AS_OK ? "failed" : r.nplans > 0 ? "a plan" : "no plan",
+                 as_now() - t0);
+        if (rc != AS_OK) {
+            if (best != NULL && err->code == AS_ESOLVER) { /* out of time: the best so far */
+                as_err_clear(err);
+                rc = AS_OK;
+            }
+            break;
+        }
+        if (have)
+            as_solve_result_free(&last);
+        last = r;
+        have = 1;
+        if (r.nplans == 0) /* the relaxation has none (infeasible: P neither), or no time */
+            break;
+        pl = &r.plans[0];
+        if (pl->bound > lb)
+            lb = pl->bound;
+        segs = as_problem_seg_bytes(p, pl->choice);
+        for (t = nv = 0; t < nl; t++) {
+            double use = as_problem_live_bytes(p, t, segs, pl->choice);
+            if (use > budget * (1 + 1e-9) && !on[t])
+                cand[nv++] = (rg_point){use - budget, t};
+        }
+        free(segs);
+        if (nv == 0) { /* fits P: the relaxation's outcome is P's */
+            fits_all = 1;
+            if (pl->objective < ub) {
+                ub = pl->objective;
+                free(best);
+                best = as_xmalloc((n + 1) * sizeof *best);
+                memcpy(best, pl->choice, n * sizeof *best);
+            }
+            break;
+        }
+        memcpy(fix, pl->choice, n * sizeof *fix);
+        tr = as_now();
+        /* not from the first round's plan: nothing held it down (the HLO step: 260k points
+           over, 10 s to give up), and one round of rows usually brings a plan that fits */
+        fitted = round > 0 &&
+                 as_fit_repair(p, fix, tr + (o->lim.time_limit_s > 0 ? 0.05 * o->lim.time_limit_s
+                                                                     : 5));
+        as_debug("solve: row generation round %zu: %zu points over, the repair %s (%.3f s)",
+                 round, nv, fitted ? "fits" : "does not fit", as_now() - tr);
+        if (fitted) {
+            double obj = as_problem_eval(p, fix);
+            if (obj < ub) {
+                ub = obj;
+                free(best);
+                best = as_xmalloc((n + 1) * sizeof *best);
+                memcpy(best, fix, n * sizeof *best);
+            }
+        }
+        qsort(cand, nv, sizeof *cand, rg_cmp);
+        for (t = 0; t < nv && t < ROWGEN_ADD; t++)
+            on[cand[t].t] = 1;
+        kept += t;
+        if (best != NULL && as_rel_gap(ub, lb) <= gap)
+            break;
+    }
+    if (rc != AS_OK)
+        goto out;
+    if (!have) { /* the first round ran out of time with an incumbent of the caller's */
+        memset(&last, 0, sizeof last);
+        last.outcome = AS_OUTCOME_FEASIBLE;
+        have = 1;
+    }
+    *res = last;
+    have = 0;
+    res->rowgen_rounds = round + 1;
+    res->rowgen_points = kept;
+    if (best == NULL) { /* no plan that fits P */
+        if (res->nplans > 0 && !fits_all) {
+            for (t = 0; t < res->nplans; t++)
+                as_plan_free(&res->plans[t]);
+            res->nplans = 0;
+            res->outcome = AS_OUTCOME_LIMIT;
+        }
+        goto out;
+    }
+    if (res->nplans == 0) {
+        res->plans = as_xcalloc(1, sizeof *res->plans);
+        res->nplans = 1;
+        res->plans[0].nodes = -1;
+    }
+    if (!fits_all || res->plans[0].objective > ub) {
+        as_plan *pl = &res->plans[0];
+        free(pl->choice);
+        pl->choice = best;
+        best = NULL;
+        pl->objective = ub;
+        pl->bound = lb;
+        pl->gap = as_rel_gap(ub, lb);
+        pl->status = pl->gap <= gap ? AS_OUTCOME_OPTIMAL : AS_OUTCOME_FEASIBLE;
+        res->outcome = pl->status;
+    }
+    res->plans[0].peak = as_problem_peak(p, res->plans[0].choice);
+out:
+    if (have)
+        as_solve_result_free(&last);
+    res->total_s = as_now() - t0;
+    free(best);
+    free(fix);
+    free(cand);
+    free(on);
     return rc;
 }
 

@@ -205,6 +205,10 @@ typedef struct as_solve_opts {
     /** The reductions' Lagrangian starts from these multipliers (as_solve_result.duals of a
         solve of the same problem with the same rows), when they bound higher. */
     const as_duals *duals_from;
+    /** Row generation (solve_rowgen in solver.c) when the binding rows' entries with their
+        chains expanded (as_problem_live_expanded) exceed this; 0: AS_ROWGEN_ENTRIES; < 0:
+        never (top > 1 never does). */
+    double rowgen_above;
 } as_solve_opts;
 
 #define AS_SOLVE_MAX_SKIPS 16
@@ -249,7 +253,13 @@ typedef struct as_solve_result {
         it); choice NULL: none.  Its bound is plans[0]'s.  The caller may refit from it
         (solve/fit.c: its copies into the rows) and keep plans[0] as the plan that fits. */
     as_plan over;
+    size_t rowgen_rounds;     /**< row generation (as_solve_problem): rounds, 0 = not used */
+    size_t rowgen_points;     /**< the liveness points it kept as rows */
 } as_solve_result;
+
+/** Binding rows' entries (as_problem_live_expanded) above which as_solve_problem generates
+    the rows it needs instead of handing every one to the reductions. */
+#define AS_ROWGEN_ENTRIES 1e8
 
 /**
  * Solve P with O: reduce (PBQP eliminations are switched off when top > 1,

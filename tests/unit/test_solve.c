@@ -106,6 +106,24 @@ test_agree(int i)
                        red ? "reduced" : "plain");
             as_solve_result_free(&r);
         }
+    { /* row generation (solver.c solve_rowgen), forced: the same optimum, or outcome */
+        as_solve_opts o;
+        as_err err = {0};
+        as_solve_opts_init(&o);
+        o.rowgen_above = 1e-9;
+        if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
+            ok(0, "instance %d: row generation: %s", i, err.msg);
+        } else if (want == AS_OUTCOME_OPTIMAL && r.outcome == AS_OUTCOME_OPTIMAL) {
+            is_double(r.plans[0].objective, ref.plans[0].objective, 1e-6,
+                      "instance %d: row generation = brute force (%zu rounds)", i,
+                      r.rowgen_rounds);
+            ok(as_problem_peak(p, r.plans[0].choice) <= as_problem_memory_cap(p),
+               "instance %d: row generation's plan fits every point", i);
+        } else {
+            is_int(r.outcome, want, "instance %d: row generation outcome = brute force", i);
+        }
+        as_solve_result_free(&r);
+    }
     as_solve_result_free(&ref);
     as_problem_free(p);
 }
@@ -600,6 +618,59 @@ test_restrict(int i, const char *solver, size_t *nres, size_t *nlost)
     as_problem_free(p);
 }
 
+/*
+ * Row generation under a budget that binds: halfway between the least peak any plan reaches
+ * and the peak of the plan without a budget.  Its optimum is brute force's, its plan fits
+ * every point, and it took more than one round somewhere (else the test shows nothing).
+ */
+static void
+test_rowgen_binding(void)
+{
+    int i, multi = 0;
+
+    for (i = 2; i < 40; i++) {
+        as_problem *p = instance(i);
+        as_solve_result ref, r, free_r;
+        as_solve_opts o;
+        as_err err = {0};
+        double lo, hi;
+        if (as_problem_memory(p) <= 0 || as_problem_nlive(p) == 0) {
+            as_problem_free(p);
+            continue;
+        }
+        as_problem_set_memory(p, 0);
+        if (run(p, "brute", 0, 1, &free_r) != AS_OUTCOME_OPTIMAL) {
+            as_problem_free(p);
+            continue;
+        }
+        lo = as_problem_peak_lower_bound(p);
+        hi = as_problem_peak(p, free_r.plans[0].choice);
+        as_solve_result_free(&free_r);
+        as_problem_set_memory(p, lo + 0.5 * (hi - lo));
+        if (run(p, "brute", 0, 1, &ref) != AS_OUTCOME_OPTIMAL) {
+            as_problem_free(p);
+            continue;
+        }
+        as_solve_opts_init(&o);
+        o.rowgen_above = 1e-9;
+        if (as_solve_problem(p, &o, &r, &err) != AS_OK) {
+            ok(0, "binding %d: row generation: %s", i, err.msg);
+        } else {
+            ok(r.outcome == AS_OUTCOME_OPTIMAL && r.rowgen_rounds > 0 &&
+                   fabs(r.plans[0].objective - ref.plans[0].objective) <=
+                       1e-6 * fabs(ref.plans[0].objective) &&
+                   as_problem_peak(p, r.plans[0].choice) <= as_problem_memory_cap(p),
+               "binding %d: row generation = brute force %.9g, fits (%zu rounds, %zu points)",
+               i, ref.plans[0].objective, r.rowgen_rounds, r.rowgen_points);
+            multi += r.rowgen_rounds > 1;
+        }
+        as_solve_result_free(&r);
+        as_solve_result_free(&ref);
+        as_problem_free(p);
+    }
+    ok(multi > 0, "row generation needed more than one round %d times", multi);
+}
+
 int
 main(void)
 {
@@ -608,6 +679,7 @@ main(void)
     plan_lazy();
     for (i = 0; i < 15; i++)
         test_agree(i);
+    test_rowgen_binding();
     test_kbest(0, 5, 0, AS_REDUCE_ALL);
     test_kbest(3, 6, 0, AS_REDUCE_ALL);
     test_kbest(4, 4, 0, AS_REDUCE_ALL);
