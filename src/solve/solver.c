@@ -1016,11 +1016,15 @@ int
 as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *res, as_err *err)
 {
     AS_CHECK(as_problem_validate(p, err));
-    double above = o->rowgen_above != 0 ? o->rowgen_above : AS_ROWGEN_ENTRIES;
+    double above = o->rowgen_above != 0 ? o->rowgen_above : AS_ROWGEN_ENTRIES, ex;
 
-    if (o->top <= 1 && o->reduce != 0 && as_problem_memory(p) > 0 && above >= 0 &&
-        as_problem_live_expanded(p) > above)
-        return solve_rowgen(p, o, res, err);
+    if (o->top <= 1 && o->reduce != 0 && as_problem_memory(p) > 0 && above >= 0) {
+        ex = as_problem_live_expanded(p);
+        as_debug("solve: the binding rows hold %.0f entries with their chains (row generation "
+                 "above %.0f)", ex, above);
+        if (ex > above)
+            return solve_rowgen(p, o, res, err);
+    }
     return solve_once(p, o, res, err);
 }
 
