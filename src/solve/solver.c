@@ -1015,9 +1015,10 @@ static int solve_rowgen(const as_problem *p, const as_solve_opts *o, as_solve_re
 int
 as_solve_problem(const as_problem *p, const as_solve_opts *o, as_solve_result *res, as_err *err)
 {
-    AS_CHECK(as_problem_validate(p, err));
     double above = o->rowgen_above != 0 ? o->rowgen_above : AS_ROWGEN_ENTRIES, ex;
 
+    memset(res, 0, sizeof *res); /* as solve_once leaves it when P is not valid */
+    AS_CHECK(as_problem_validate(p, err));
     if (o->top <= 1 && o->reduce != 0 && as_problem_memory(p) > 0 && above >= 0) {
         ex = as_problem_live_expanded(p);
         as_debug("solve: the binding rows hold %.0f entries with their chains (row generation "
