@@ -417,7 +417,8 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
     size_t t, steps, n = as_problem_nnodes(p);
     unsigned *gstamp, *sseen;
     rep_move *cand;
-    int fits;
+    int fits, late = 0;
+    unsigned long polls = 0;
     double t_start = as_now();
 
     if (budget <= 0)
@@ -453,11 +454,14 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
            parts: its own entries, then each chain from its start up; a segment seen once
            this step ends its chain there (it and its parents were walked, their groups
            stamped: the HLO step's 260k points over hold 966 M entries in their chains) */
-        for (t = 0; t < ix.nl; t++) {
+        for (t = 0; t < ix.nl && !late; t++) {
             const as_plive *l = as_problem_live(p, t);
             size_t ch[1 + AS_LIVE_MORE], ci, sg;
             if (sum[t] <= budget)
                 continue;
+            /* a scan of the HLO step's points with its copies takes 15 s: look at the clock */
+            if (deadline > 0 && (++polls & 63) == 0 && as_now() > deadline)
+                late = 1;
             rep_part(p, &ix, &w, sum, budget, x, l, gstamp, steps, cand, &nc);
             ch[0] = l->seg;
             memcpy(ch + 1, l->more, sizeof l->more);
@@ -469,14 +473,18 @@ rep_run(const as_problem *p, size_t *x, double deadline, int descend, rep_index 
                              steps, cand, &nc);
                 }
         }
-        if (nc == 0)
-            break; /* no move lowers the excess */
+        if (nc == 0 || late)
+            break; /* no move lowers the excess, or the time is up */
         /* the moves in order of score, each checked again after those before it: one scan
            makes several moves (a scan of gpt3-13b's rows with its copies takes seconds) */
         qsort(cand, nc, sizeof *cand, move_cmp);
-        for (c = 0; c < nc && excess > 0; c++) {
+        for (c = 0; c < nc && excess > 0 && !late; c++) {
             size_t a, i;
             double dc, de;
+            if (deadline > 0 && (c & 63) == 63 && as_now() > deadline) {
+                late = 1;
+                break;
+            }
             if (!rep_eval(p, &ix, &w, sum, budget, x, cand[c].g, cand[c].q, &dc, &de) ||
                 !(de < 0) || !(dc < AS_ILP_FORBIDDEN_COST) ||
                 (c > 0 && dc > 0 && dc / -de > 2 * fmax(cand[c].score, 0)))

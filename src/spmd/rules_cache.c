@@ -83,9 +83,11 @@ as_rules_i_set_add(as_rule_set *set, const int8_t *in_dim, const as_combine *out
     rc_set *s = (rc_set *)set;
     int nin = set->nin, nout = set->nout, r, j;
 
-    for (r = 0; r < (int)s->halo.n; r++)
-        if (nin == 0 ? memcmp(s->combs.v + (size_t)r * nout, out, nout * sizeof *out) == 0
-                     : memcmp(s->dims.v + (size_t)r * nin, in_dim, (size_t)nin) == 0)
+    for (j = 0; j < nin && in_dim[j] < 0; j++)
+        ;
+    for (r = 0; r < (int)s->halo.n; r++) /* a rule splitting no input: one per combine */
+        if ((nin == 0 || memcmp(s->dims.v + (size_t)r * nin, in_dim, (size_t)nin) == 0) &&
+            (j < nin || memcmp(s->combs.v + (size_t)r * nout, out, nout * sizeof *out) == 0))
             return;
     for (j = 0; j < nin; j++)
         AS_VEC_PUSH(&s->dims, in_dim[j]);

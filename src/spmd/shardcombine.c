@@ -18,6 +18,12 @@
  * rule when every output keeps at least one after all four trials.  A
  * one-input candidate that fails is retried with overlapping shards
  * (halo 1..4), which is how convolution and pooling windows split.
+ * An op with inputs whose size-carrying attributes make an output dim
+ * (broadcast's new dims, the reduced dims a mean's gradient spreads over)
+ * also gets "made locally" candidates: no input split, every attribute
+ * entry of that size cut to the shard; a rule when every shard's identical
+ * result gathers into the global one (the output is constant along that
+ * dim), recorded as identity(d) like the ops without inputs.
  */
 #include "config.h"
 
@@ -57,6 +63,7 @@ typedef struct sc_ctx {
     as_arena *scratch;     /**< localised attribute copies */
     long runs;             /**< kernel executions */
     long cands;            /**< candidate groups tried */
+    int64_t osize;         /**< no input split: the output size whose attributes are cut */
 } sc_ctx;
 
 /* One shard's local instance and results. */
@@ -728,6 +735,10 @@ sc_run_shard(sc_ctx *c, const sc_trial *tr, const int8_t *g, int s, int n, int h
     int64_t full = 0, b = 0, en = 0;
     int j, k, nout = 0;
 
+    if (c->osize > 0) { /* made locally: no input split, the attributes of that size cut */
+        full = c->osize;
+        sc_extent(full, s, n, 0, &b, &en);
+    }
     for (j = 0; j < info->nin; j++) {
         l->in[j] = info->in[j];
         if (g[j] >= 0) {
@@ -1024,6 +1035,69 @@ sc_enum(sc_ctx *c, int8_t *g, int j, int64_t size, as_rule_set *set)
     g[j] = -1;
 }
 
+/* Does some size-carrying attribute entry of the instance equal SIZE? */
+static int
+sc_attr_has(const as_opinfo *info, int64_t size)
+{
+    int i, j;
+
+    for (i = 0; i < info->nattr; i++) {
+        const as_attr *at = &info->attr[i];
+        if (!as_rules_i_size_attr(info->def->name, at->key))
+            continue;
+        if (at->kind == AS_ATTR_INT && at->i == size)
+            return 1;
+        for (j = 0; at->kind == AS_ATTR_INTS && j < at->n; j++)
+            if (at->v[j] == size)
+                return 1;
+    }
+    return 0;
+}
+
+/*
+ * Made-locally candidates (ops with inputs): per distinct size of an output dim that a
+ * size-carrying attribute gives, no input split and those entries cut to the shard.  A rule
+ * when every output is gathered along one dim or stays whole; the gathered outputs are
+ * recorded as identity(d) (each device makes its slice).
+ */
+static void
+sc_enum_local(sc_ctx *c, int8_t *g, as_rule_set *set)
+{
+    const as_opinfo *info = c->info;
+    as_combine comb[AS_MAX_OUTS];
+    int64_t tried[AS_MAX_RANK];
+    int ntried = 0, d, k, t, split;
+
+    if (info->nin == 0 || info->nout < 1)
+        return;
+    memset(g, -1, (size_t)info->nin);
+    for (d = 0; d < info->out[0].rank && c->cands < SC_MAX_CAND; d++) {
+        int64_t s = info->out[0].dim[d];
+        if (s < 6 || s % 6 != 0 || !sc_attr_has(info, s))
+            continue;
+        for (t = 0; t < ntried && tried[t] != s; t++)
+            ;
+        if (t < ntried)
+            continue;
+        tried[ntried++] = s;
+        c->cands++;
+        c->osize = s;
+        if (sc_try(c, g, 0, comb)) {
+            split = 0;
+            for (k = 0; k < info->nout && comb[k].kind != AS_COMBINE_BLOCK &&
+                        (comb[k].kind == AS_COMBINE_GATHER || comb[k].kind == AS_COMBINE_IDENTITY);
+                 k++)
+                if (comb[k].kind == AS_COMBINE_GATHER) {
+                    comb[k].kind = AS_COMBINE_IDENTITY;
+                    split = 1;
+                }
+            if (k == info->nout && split)
+                as_rules_i_set_add(set, g, comb, 0);
+        }
+        c->osize = 0;
+    }
+}
+
 int
 as_rules_i_discover(const as_opinfo *info, const char *key, as_rule_set **out, as_err *err)
 {
@@ -1044,6 +1118,7 @@ as_rules_i_discover(const as_opinfo *info, const char *key, as_rule_set **out, a
         sc_trial_init(&c, t, &rng);
     set = as_rules_i_set_new(key, info->nin, info->nout, AS_RULES_DISCOVERED);
     sc_enum(&c, g, 0, 0, set);
+    sc_enum_local(&c, g, set);
     if (c.cands >= SC_MAX_CAND)
         as_debug("rules: %s: candidate limit %d reached", info->def->name, SC_MAX_CAND);
     as_rules_i_set_finish(set);

@@ -156,7 +156,8 @@ test_examples(void)
     expect("layernorm_grad_gamma", "in0:0 in1:0 -> sum", "rows split sums");
     expect("batchnorm", "in0:1 in1:0 in2:0 -> gather(1)", "only channels split");
     expect("one_hot", "in0:0 -> gather(0)", "ids split");
-    expect("broadcast", "in0:0 -> gather(1)", "operand dim maps to output dim 1");
+    expect("broadcast", "in0:0 -> gather(1); in0:- -> identity(0)",
+           "operand dim maps to output dim 1; the new dim 0 is made locally");
     expect("maxpool2d", "in0:0 -> gather(0); in0:1 -> gather(1); in0:2 -> gather(2); "
                         "in0:3 -> gather(3)", "stride = window: spatial dims gather");
     expect("gather", "in0:1 in1:- -> gather(1); in0:- in1:0 -> gather(0)",
@@ -181,6 +182,40 @@ test_flags(void)
        "matmul: rule 1 splits k and sums");
     s = ex_rules("conv2d");
     ok(s != NULL && s->nrules == 4 && s->rules[2].halo == 2, "conv2d: 3x3 window overlaps 2 rows");
+}
+
+/* Broadcast's output dims that no operand dim of size >= 2 gives are made by each device
+ * (identity(d)): a scalar filled into a zero buffer (XLA's hoisted constants, 2.4 GB each on
+ * the HLO step) needs no partial sum and no reduce-scatter to come out sharded. */
+static void
+test_made_locally(void)
+{
+    as_shape x;
+    const as_rule_set *a;
+    int64_t s2[2] = {12288, 36864}, s3[3] = {16, 2048, 12288}, d02[2] = {0, 2}, d01[2] = {0, 1};
+    int64_t s2b[2] = {2048, 12288};
+    as_attr at[2];
+
+    memset(&x, 0, sizeof x);
+    x.dtype = AS_DT_F32; /* rank 0 */
+    at[0] = AS_ATTR_V("shape", 2, s2);
+    at[1] = AS_ATTR_V("dims", 0, NULL);
+    a = inst_rules("broadcast", &x, 1, at, 2);
+    is_str(a ? fmt_set(a) : "(error)", "in0:- -> identity(0); in0:- -> identity(1)",
+           "broadcast of a scalar: made locally along either dim");
+    x = shp(2, 16, 12288, 0); /* [B,H] -> [B,S,H]: S is new */
+    at[0] = AS_ATTR_V("shape", 3, s3);
+    at[1] = AS_ATTR_V("dims", 2, d02);
+    a = inst_rules("broadcast", &x, 1, at, 2);
+    is_str(a ? fmt_set(a) : "(error)",
+           "in0:0 -> gather(0); in0:1 -> gather(2); in0:- -> identity(1)",
+           "broadcast [B,H] -> [B,S,H]: B and H split with the operand, S made locally");
+    x = shp(2, 1, 12288, 0); /* a size-1 dim expanded */
+    at[0] = AS_ATTR_V("shape", 2, s2b);
+    at[1] = AS_ATTR_V("dims", 2, d01);
+    a = inst_rules("broadcast", &x, 1, at, 2);
+    is_str(a ? fmt_set(a) : "(error)", "in0:1 -> gather(1); in0:- -> identity(0)",
+           "broadcast [1,H] -> [S,H]: the expanded dim is made locally");
 }
 
 static void
@@ -220,6 +255,7 @@ test_instances(void)
     a = inst_rules("reshape", &r1, 1, &at, 1);
     is_str(a ? fmt_set(a) : "(error)", "in0:0 -> gather(0); in0:2 -> gather(1)",
            "reshape [B,S,H] -> [B*S,H]: S cannot split");
+    test_made_locally();
 }
 
 static as_shape
