@@ -1996,6 +1996,77 @@ cgraph_free(cgraph *cg)
     free(cg->adj);
 }
 
+/*
+ * Make compact PLAN satisfy the kept alias pairs (TRW-S does not see them: they are not
+ * edges, so its plans break them and no plan came out of the bound on the llama2 HLO dump
+ * of ../shared/hlo, 54 pairs kept, where GLPK then took 20 s on 8 devices and none came in
+ * 60 s on 2x2x2).  Per broken pair, the cheapest change of one side (or of both, when no
+ * single side can) to a pair it allows, by the cost change with the neighbours where they
+ * are; again until no pair is broken.  Returns 1 when none is.
+ */
+static int
+work_alias_repair(const work *w, const cgraph *cg, size_t *plan)
+{
+    size_t it, i, j, t, na = w->kept_alias.n;
+
+    for (it = 0; it < 4 * na + 16; it++) {
+        int broken = 0;
+        if (it > 0 && past(w))
+            return 0;
+        for (i = 0; i < na; i++) {
+            const as_palias *a = as_problem_alias(w->p, w->kept_alias.v[i]);
+            size_t cx = cg->cidx[w->red->leader[a->a]], cy = cg->cidx[w->red->leader[a->b]];
+            size_t bx = NONE, by = NONE, kx, ky;
+            double best = INFINITY, d;
+            if (cx == NONE || cy == NONE ||
+                !alias_bad(w, a, cg->sub[cx][plan[cx]], cg->sub[cy][plan[cy]]))
+                continue;
+            broken = 1;
+            kx = cg->g.k[cx];
+            ky = cg->g.k[cy];
+            if (cx == cy) { /* one group: a strategy the pair allows with itself */
+                for (j = 0; j < kx; j++)
+                    if (!alias_bad(w, a, cg->sub[cx][j], cg->sub[cx][j]) &&
+                        (d = move_cost(cg, plan, cx, plan[cx], j)) < best) {
+                        best = d;
+                        bx = by = j;
+                    }
+            } else {
+                for (j = 0; j < kx; j++)
+                    if (!alias_bad(w, a, cg->sub[cx][j], cg->sub[cy][plan[cy]]) &&
+                        (d = move_cost(cg, plan, cx, plan[cx], j)) < best) {
+                        best = d;
+                        bx = j;
+                        by = plan[cy];
+                    }
+                for (t = 0; t < ky; t++)
+                    if (!alias_bad(w, a, cg->sub[cx][plan[cx]], cg->sub[cy][t]) &&
+                        (d = move_cost(cg, plan, cy, plan[cy], t)) < best) {
+                        best = d;
+                        bx = plan[cx];
+                        by = t;
+                    }
+                for (j = 0; bx == NONE && j < kx && kx * ky <= 1000000; j++)
+                    for (t = 0; t < ky; t++)
+                        if (!alias_bad(w, a, cg->sub[cx][j], cg->sub[cy][t]) &&
+                            (d = move_cost(cg, plan, cx, plan[cx], j) +
+                                 move_cost(cg, plan, cy, plan[cy], t)) < best) {
+                            best = d;
+                            bx = j;
+                            by = t;
+                        }
+            }
+            if (bx == NONE)
+                return 0; /* no pair it allows: the solver says infeasible */
+            plan[cx] = bx;
+            plan[cy] = by;
+        }
+        if (!broken)
+            return 1;
+    }
+    return 0;
+}
+
 /* Does compact PLAN satisfy every row?  (Leader plan in LP, n entries.) */
 static int
 cplan_ok(const work *w, const cgraph *cg, const size_t *plan, size_t *lp)
@@ -3172,8 +3243,12 @@ work_bound(work *w)
             consider(w, &cg, c0, tmp, lp, &ub, ubplan);
     }
     if (!isfinite(ub)) {
+        /* the kept alias pairs, then the rows (whose moves may break a pair again) */
         memcpy(tmp, res.plan, nn * sizeof *tmp);
-        if (work_repair(w, &cg, &cr, tmp))
+        if (w->kept_alias.n > 0 && work_alias_repair(w, &cg, tmp))
+            consider(w, &cg, c0, tmp, lp, &ub, ubplan);
+        if (!isfinite(ub) && work_repair(w, &cg, &cr, tmp) &&
+            (w->kept_alias.n == 0 || work_alias_repair(w, &cg, tmp)))
             consider(w, &cg, c0, tmp, lp, &ub, ubplan);
     }
     if (dbg)
