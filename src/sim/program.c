@@ -494,6 +494,31 @@ name_ok(const char *s, size_t len)
     return 1;
 }
 
+/* Is byte C one a name may hold ([A-Za-z0-9_./-])? */
+static int
+name_byte(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '/' || c == '-';
+}
+
+/* Append string S: name bytes as they are, any other byte (and a leading '-', '.' or digit,
+   which would read as a number) as %XX, so a conv_general's "b01f_01io->b01f" or an opaque op's
+   quoted custom-call target reads back (rd_attr decodes it). */
+static void
+op_text_str(char *buf, size_t n, size_t *off, const char *s)
+{
+    size_t i;
+
+    for (i = 0; s[i] != '\0' && *off < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (name_byte(c) && !(i == 0 && (c == '-' || c == '.' || (c >= '0' && c <= '9'))))
+            *off += (size_t)snprintf(buf + *off, n - *off, "%c", c);
+        else
+            *off += (size_t)snprintf(buf + *off, n - *off, "%%%02X", c);
+    }
+}
+
 /* Append attribute A to BUF at *OFF as " attr.KEY=VALUE". */
 static void
 op_text_attr(char *buf, size_t n, size_t *off, const as_attr *a)
@@ -503,7 +528,15 @@ op_text_attr(char *buf, size_t n, size_t *off, const as_attr *a)
 
     if (*off >= n)
         return;
+    /* an empty string (an opaque op's custom-call target) has no text: left out, it reads
+       back as its default, "" */
+    if (a->kind == AS_ATTR_STR && (a->s == NULL || a->s[0] == '\0'))
+        return;
     *off += (size_t)snprintf(buf + *off, n - *off, " attr.%s=", a->key);
+    if (*off < n && a->kind == AS_ATTR_STR) {
+        op_text_str(buf, n, off, a->s);
+        return;
+    }
     if (*off >= n)
         return;
     switch (a->kind) {
@@ -511,13 +544,14 @@ op_text_attr(char *buf, size_t n, size_t *off, const as_attr *a)
         *off += (size_t)snprintf(buf + *off, n - *off, "%lld", (long long)a->i);
         break;
     case AS_ATTR_FLOAT:
+        if (isinf(a->f)) { /* a max-pool's init: signed, so it reads as a number */
+            *off += (size_t)snprintf(buf + *off, n - *off, "%s", a->f > 0 ? "+inf" : "-inf");
+            break;
+        }
         as_sim_i_fmt_num(num, sizeof num, a->f);
         /* keep a float a float when read back */
         *off += (size_t)snprintf(buf + *off, n - *off, "%s%s", num,
                                  strpbrk(num, ".eEn") == NULL ? ".0" : "");
-        break;
-    case AS_ATTR_STR:
-        *off += (size_t)snprintf(buf + *off, n - *off, "%s", a->s);
         break;
     default:
         *off += (size_t)snprintf(buf + *off, n - *off, "[");
@@ -1366,7 +1400,8 @@ rd_attr(rd_state *r, const rd_tok *t, size_t klen, as_err *err)
         }
         a.kind = AS_ATTR_INTS;
         a.v = vals;
-    } else if (vlen < sizeof buf && (isdigit((unsigned char)v[0]) || v[0] == '-' || v[0] == '.')) {
+    } else if (vlen < sizeof buf &&
+               (isdigit((unsigned char)v[0]) || v[0] == '-' || v[0] == '+' || v[0] == '.')) {
         memcpy(buf, v, vlen);
         buf[vlen] = '\0';
         a.i = strtoll(buf, &e, 10);
@@ -1375,15 +1410,31 @@ rd_attr(rd_state *r, const rd_tok *t, size_t klen, as_err *err)
             a.f = (double)a.i;
         } else {
             a.f = strtod(buf, &e);
-            if (*e != '\0' || !isfinite(a.f))
+            /* +inf and -inf as written (a max-pool's init), no overflow to them, no NaN */
+            int inf_ok = vlen == 4 && (v[0] == '-' || v[0] == '+') && strcmp(buf + 1, "inf") == 0;
+            if (*e != '\0' || isnan(a.f) || (isinf(a.f) && !inf_ok))
                 return rd_err(r, t->col, err, "bad number '%s' for '%.*s'", buf, (int)klen, t->s);
             a.kind = AS_ATTR_FLOAT;
         }
-    } else if (name_ok(v, vlen)) {
-        a.kind = AS_ATTR_STR;
-        a.s = as_arena_strndup(r->scratch, v, vlen);
     } else {
-        return rd_err(r, t->col, err, "bad value for '%.*s'", (int)klen, t->s);
+        /* a name, with %XX for any other byte (op_text_str) */
+        char *d = as_arena_alloc(r->scratch, vlen + 1);
+        size_t i, o = 0;
+        for (i = 0; i < vlen; i++) {
+            if (v[i] == '%' && i + 2 < vlen && isxdigit((unsigned char)v[i + 1]) &&
+                isxdigit((unsigned char)v[i + 2]) && (v[i + 1] != '0' || v[i + 2] != '0')) {
+                char hx[3] = {v[i + 1], v[i + 2], '\0'};
+                d[o++] = (char)strtol(hx, NULL, 16);
+                i += 2;
+            } else if (v[i] != '%' && name_byte((unsigned char)v[i])) {
+                d[o++] = v[i];
+            } else {
+                return rd_err(r, t->col, err, "bad value for '%.*s'", (int)klen, t->s);
+            }
+        }
+        d[o] = '\0';
+        a.kind = AS_ATTR_STR;
+        a.s = d;
     }
     AS_VEC_PUSH(&r->attrs, a);
     return AS_OK;

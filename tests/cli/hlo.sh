@@ -223,4 +223,29 @@ printf 'HloModule m\nENTRY %%main (x: f32[2,3]) -> f32[3,2] {\n  %%x = f32[2,3]{
 as inspect "$T/baddims.hlo"
 expect_fail 2 "baddims.hlo:4:[0-9]*: malformed dimensions={...}" "malformed integer list"
 
+# The program of a plan with opaque ops (whose custom-call target is an empty string) reads
+# back: the writer left `attr.target=` with no value, which the reader refuses (the llama2
+# dump of ../shared/hlo, `simulate --print-program` then `simulate --program`).
+as solve "$D/opaque.hlo" --mesh 2 -o "$T/op.json"
+ok $rc "opaque.hlo solves"
+as simulate "$D/opaque.hlo" --plan "$T/op.json" --print-program
+cp "$T/out" "$T/op.prog"
+if grep -q 'op=opaque' "$T/op.prog" && ! grep -q 'attr.target= ' "$T/op.prog"; then
+    ok 0 "its program has opaque ops and no empty attribute"
+else
+    ok 1 "its program has opaque ops and no empty attribute"
+fi
+as simulate --program "$T/op.prog" --print-program
+ok $rc "the printed program reads back"
+check "... and prints the same text" cmp "$T/out" "$T/op.prog"
+# ... and of a convolution and a max-pool window: dim_labels "b01f_01io->b01f" and init -inf
+as solve "$D/conv_window.hlo" --mesh 2 -o "$T/cw.json"
+as simulate "$D/conv_window.hlo" --plan "$T/cw.json" --print-program
+cp "$T/out" "$T/cw.prog"
+has 'attr.dim_labels=b01f_01io-%3Eb01f ' "$T/cw.prog" "dim_labels written with %XX"
+has 'attr.init=-inf ' "$T/cw.prog" "a max-pool's init written as -inf"
+as simulate --program "$T/cw.prog" --print-program
+ok $rc "that program reads back"
+check "... and prints the same text" cmp "$T/out" "$T/cw.prog"
+
 done_testing
