@@ -476,6 +476,14 @@ spec_err(const as_sim_prog *p, const as_sim_event_spec *s, int col, as_err *err,
     return as_errf(err, AS_EUSAGE, "event %zu: %s", p->ev.n, msg);
 }
 
+/* Is byte C one a name may hold ([A-Za-z0-9_./-])? */
+static int
+name_byte(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '/' || c == '-';
+}
+
 /* 1 if S is a valid name for tensors and labels: [A-Za-z0-9_./-]+ (not starting with '-'). */
 static int
 name_ok(const char *s, size_t len)
@@ -484,22 +492,10 @@ name_ok(const char *s, size_t len)
 
     if (len == 0 || s[0] == '-')
         return 0;
-    for (i = 0; i < len; i++) {
-        char c = s[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '/' || c == '-'))
+    for (i = 0; i < len; i++)
+        if (!name_byte((unsigned char)s[i]))
             return 0;
-    }
     return 1;
-}
-
-/* Is byte C one a name may hold ([A-Za-z0-9_./-])? */
-static int
-name_byte(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.' || c == '/' || c == '-';
 }
 
 /* Append string S: name bytes as they are, any other byte (and a leading '-', '.' or digit,
