@@ -289,6 +289,9 @@ extern size_t as_reduce_shortcuts;
     lowering the plan: the bounds are the same, the plan may be dearer (test_solve makes
     --ilp-cap's restriction lose the optimum with it). */
 extern int as_reduce_no_leaf_plans;
+/** Tests: nonzero turns the plans' ILP off (reduce.c work_pool_ilp: the Lagrangian's plans
+    mixed node by node, a plan that may lower the reductions' plan). */
+extern int as_reduce_no_pool_ilp;
 
 typedef struct as_reduction as_reduction; /* opaque: how to recover eliminated choices */
 
@@ -315,6 +318,7 @@ typedef struct as_reduce_stats {
                                nodes (reduce.c work_branch) */
     int duals_used;       /**< the first round started from as_reduce_opts.duals_from */
     size_t msg_carried;   /**< edges whose TRW-S messages came from duals_from */
+    size_t plans_carried; /**< plans of duals_from's pool that started the Lagrangian's */
     size_t msg_edges;     /**< edges of the first round's bound graph (with msg_carried:
                                all carried, the bound starts where duals_from's ended) */
     double warm_lb;       /**< with them: the first round's first bound (NAN: none) */
@@ -353,6 +357,11 @@ typedef struct as_duals {
     size_t nmsg, *mu, *mv;
     double **msg;
     double lb;      /**< the bound they gave, offsets included (-INFINITY: none known) */
+    /* the first round's Lagrangian plans, NPLANS of NNODES entries each (a leader's own
+       strategy at each leader, SIZE_MAX elsewhere): a later reduction's Lagrangian starts
+       its master from those that are still plans there */
+    size_t nplans, nnodes;
+    size_t **plans;
 } as_duals;
 
 void as_duals_free(as_duals *d);

@@ -51,10 +51,17 @@
 
 int as_reduce_plain = 0;
 int as_reduce_no_leaf_plans = 0;
+int as_reduce_no_pool_ilp = 0;
 size_t as_reduce_shortcuts = 0;
 #define BOUND_ROUNDS 12
 #define BOUND_SWEEPS 2000
 #define LAGR_SWEEPS 30
+/* the first run with live memory rows, at no multipliers: the Lagrangian's runs go on from
+   its messages at theirs (gpt3-175b 4x4x4 under 324 GiB: 438 sweeps, 9.8 s, to 15.863 where
+   the ascent starts from 15.80 after 100 sweeps, 3.1 s, and reaches the same 16.13237) */
+#define ROWS_SWEEPS 100
+/* the ascent stops where the master's bound is within this share of the gap asked for */
+#define LAGR_TOL 0.01
 
 typedef struct wedge {
     size_t u, v;  /**< leader indices */
@@ -175,6 +182,9 @@ typedef struct work {
     struct dwpool *dw;          /**< the Lagrangian's plans, shared by the branching's leaves
                                      (work_lagrange); freed at the end of the bound round */
     size_t dw_clock;            /**< their ages */
+    size_t **plans0;            /**< the first round's pool in leader strategies (n entries,
+                                     NONE off the leaders): as_duals.plans */
+    size_t nplans0;
     as_reduction *red;
 } work;
 
@@ -2225,6 +2235,41 @@ dw_add(work *w, cgraph *cg, const crows *cr, double **c0, const size_t *plan)
     return i;
 }
 
+static int duals_alike(const work *w, const as_duals *d);
+static void consider(const work *w, cgraph *cg, double **c0, const size_t *plan, size_t *lp,
+                     double *ub, size_t *ubplan);
+
+/* The pool of an earlier reduction of the same problem (as_duals.plans): its plans that are
+   still plans here, whose master then starts where that one ended (on gpt3-175b 4x4x4 under
+   324 GiB the solve for the gap's master took 14 s of its 28 to find its plans again). */
+static void
+dw_carry(work *w, cgraph *cg, const crows *cr, double **c0, double *ub, size_t *ubplan,
+         size_t *lp)
+{
+    const as_duals *dd = w->duals_from;
+    size_t k, c, j, nn = cg->g.n, got = 0, *plan = as_xcalloc(nn + 1, sizeof *plan);
+
+    for (k = 0; k < dd->nplans && w->dw->n < DW_CAP / 2; k++) {
+        for (c = 0; c < nn; c++) {
+            size_t want = dd->plans[k][cg->node[c]];
+            for (j = 0; j < cg->g.k[c] && cg->sub[c][j] != want; j++)
+                ;
+            if (j == cg->g.k[c])
+                break; /* that strategy is gone here */
+            plan[c] = j;
+        }
+        if (c < nn)
+            continue;
+        dw_add(w, cg, cr, c0, plan);
+        consider(w, cg, c0, plan, lp, ub, ubplan);
+        got++;
+    }
+    w->red->stats.plans_carried = got;
+    if (w->dbg)
+        fprintf(stderr, "  plans carried over: %zu of %zu\n", got, dd->nplans);
+    free(plan);
+}
+
 /* The master LP of the column generation (above): GLPK, rows and columns added as they come. */
 typedef struct dwmaster {
     glp_prob *lp;
@@ -2345,6 +2390,320 @@ dwm_solve(dwmaster *m, const work *w)
     return 0;
 }
 
+/*
+ * The plans' ILP: the plans of the pool mixed node by node.  The master mixes whole plans: on
+ * gpt3-175b 4x4x4 under 324 GiB its mix was 0.88 of a plan 2.6 GiB over at 16.112 s and 0.12
+ * of one 20 GiB under, 16 nodes apart, its bound 16.13237 s; the best plan that fit cost
+ * 16.2264 s and no repair came closer.  The ILP over the compact problem keeps, per node, the
+ * strategies the best plan and the pool's plans chosen by USE (NULL: all) take; an edge
+ * between two nodes with a choice gets the local polytope's columns (exact for integral x),
+ * the other edges are costs of the node with the choice; a memory row only the entries that
+ * can change, and only when they can break it; a kept alias pair one row per pair of
+ * strategies it forbids.  GLPK solves it from the best plan (its first incumbent) for a
+ * share of the time left and at most POOL_NODES branch-and-bound nodes (the same answer
+ * without a deadline).  A plan that fits and costs less than *UB replaces UBPLAN.  (The
+ * pool of that run, 6316 columns: 16.19649 s, optimal, in 5-6 s; CBC took 4.5 s.)
+ */
+#define POOL_NODES 500   /* branch-and-bound nodes of the plans' ILP */
+#define POOL_COLS 30000  /* the ILP's columns at most (more: not solved; the 312k-instruction HLO step's 126k got no LP relaxation in 4.5 s) */
+#define POOL_SHARE 0.3   /* of the time left to the deadline */
+
+typedef struct poolcb {
+    double *x;           /**< the best plan's columns, offered once (glp_ios_heur_sol) */
+    int given;
+    double stop;
+} poolcb;
+
+static void
+pool_cb(glp_tree *T, void *info)
+{
+    poolcb *p = info;
+    int a = 0, b = 0, tot = 0;
+
+    if (glp_ios_reason(T) == GLP_IHEUR && !p->given && p->x != NULL) {
+        p->given = 1;
+        glp_ios_heur_sol(T, p->x);
+    }
+    glp_ios_tree_size(T, &a, &b, &tot);
+    if (tot > POOL_NODES || (p->stop > 0 && as_now() > p->stop))
+        glp_ios_terminate(T);
+}
+
+/* Is plan UB more than the gap above bound LB? */
+static int
+pool_gap(const work *w, double ub, double lb)
+{
+    return ub - lb > fmax(1e-9 * fmax(fabs(ub), fabs(lb)),
+                          w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
+}
+
+static void
+work_pool_ilp(const work *w, cgraph *cg, const crows *cr, double **c0, const unsigned char *use,
+              double stop, double *ub, size_t *ubplan)
+{
+    const dwpool *d = w->dw;
+    size_t nn = cg->g.n, c, s, k, j, e, t, nr = w->rows.n, ncol = 0, nrow = 0, nz = 0;
+    size_t *doff = as_xcalloc(nn + 2, sizeof *doff), *dom, *col, *ecol, *plan, *one;
+    unsigned char *in;
+    glp_prob *lp;
+    glp_iocp io;
+    glp_smcp sm;
+    poolcb pc;
+    int *ia = NULL, *ja = NULL, ret;
+    double *ar = NULL, t0 = as_now(), *mx, *mn;
+    size_t *lp_ = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp_), cap = 0;
+
+    if (as_reduce_no_pool_ilp) {
+        free(doff);
+        free(lp_);
+        return;
+    }
+    /* the domains */
+    for (c = 0; c < nn; c++)
+        doff[c + 1] = doff[c] + cg->g.k[c];
+    in = as_xcalloc(doff[nn] + 1, 1);
+    for (c = 0; c < nn; c++) {
+        in[doff[c] + ubplan[c]] = 1;
+        for (k = 0; d != NULL && k < d->n; k++)
+            if (use == NULL || use[k])
+                in[doff[c] + d->plan[k][c]] = 1;
+    }
+    col = as_xcalloc(doff[nn] + 1, sizeof *col); /* 0: not in the ILP (or fixed) */
+    dom = as_xcalloc(nn + 1, sizeof *dom);       /* its size */
+    one = as_xcalloc(nn + 1, sizeof *one);       /* a strategy of it */
+    for (c = 0; c < nn; c++)
+        for (s = 0; s < cg->g.k[c]; s++)
+            if (in[doff[c] + s]) {
+                dom[c]++;
+                one[c] = s;
+            }
+    for (c = 0; c < nn; c++) /* a node with one strategy is a constant */
+        for (s = 0; dom[c] > 1 && s < cg->g.k[c]; s++)
+            if (in[doff[c] + s])
+                col[doff[c] + s] = ++ncol;
+    ecol = as_xcalloc(cg->g.m + 1, sizeof *ecol);
+    for (e = 0; e < cg->g.m; e++)
+        if (dom[cg->g.eu[e]] > 1 && dom[cg->g.ev[e]] > 1) {
+            ecol[e] = ncol + 1;
+            ncol += dom[cg->g.eu[e]] * dom[cg->g.ev[e]];
+        }
+    if (ncol == 0 || ncol > POOL_COLS) {
+        if (w->dbg)
+            fprintf(stderr, "  plans' ilp: %zu columns, not solved\n", ncol);
+        goto out;
+    }
+
+    lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_cols(lp, (int)ncol);
+#define PUT(r_, c_, v_)                                                                        \
+    do {                                                                                   \
+        if (nz + 1 >= cap) {                                                               \
+            cap = 2 * cap + 1024;                                                          \
+            ia = as_xrealloc(ia, cap * sizeof *ia);                                        \
+            ja = as_xrealloc(ja, cap * sizeof *ja);                                        \
+            ar = as_xrealloc(ar, cap * sizeof *ar);                                        \
+        }                                                                                  \
+        nz++;                                                                              \
+        ia[nz] = (int)(r_);                                                                \
+        ja[nz] = (int)(c_);                                                                \
+        ar[nz] = (v_);                                                                     \
+    } while (0)
+    /* x: one strategy per node */
+    for (c = 0; c < nn; c++) {
+        if (dom[c] < 2)
+            continue;
+        glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, (int)++nrow, GLP_FX, 1, 1);
+        for (s = 0; s < cg->g.k[c]; s++)
+            if (col[doff[c] + s]) {
+                int x = (int)col[doff[c] + s];
+                glp_set_col_kind(lp, x, GLP_BV);
+                glp_set_obj_coef(lp, x, c0[c][s]);
+                PUT(nrow, x, 1.0);
+            }
+    }
+    /* edges: linear in the side with a choice, or the local polytope */
+    for (e = 0; e < cg->g.m; e++) {
+        size_t u = cg->g.eu[e], v = cg->g.ev[e], kv = cg->g.k[v], a, b, q;
+        const double *r = cg->g.r[e];
+        if (ecol[e] == 0) { /* a cost of the side with a choice, if any */
+            for (a = 0; dom[u] > 1 && a < cg->g.k[u]; a++)
+                if (col[doff[u] + a]) {
+                    int x = (int)col[doff[u] + a];
+                    glp_set_obj_coef(lp, x, glp_get_obj_coef(lp, x) + r[a * kv + one[v]]);
+                }
+            for (b = 0; dom[v] > 1 && b < kv; b++)
+                if (col[doff[v] + b]) {
+                    int x = (int)col[doff[v] + b];
+                    glp_set_obj_coef(lp, x, glp_get_obj_coef(lp, x) + r[one[u] * kv + b]);
+                }
+            continue;
+        }
+        q = ecol[e];
+        for (a = 0; a < cg->g.k[u]; a++) /* sum_b y_ab = x_a */
+            if (col[doff[u] + a]) {
+                size_t qq = q;
+                glp_add_rows(lp, 1);
+                glp_set_row_bnds(lp, (int)++nrow, GLP_FX, 0, 0);
+                PUT(nrow, col[doff[u] + a], -1.0);
+                for (b = 0; b < kv; b++)
+                    if (col[doff[v] + b]) {
+                        glp_set_col_bnds(lp, (int)qq, GLP_LO, 0, 0);
+                        glp_set_obj_coef(lp, (int)qq, r[a * kv + b]);
+                        PUT(nrow, qq, 1.0);
+                        qq++;
+                    }
+                q = qq;
+            }
+        for (b = 0, j = 0; b < kv; b++) /* sum_a y_ab = x_b */
+            if (col[doff[v] + b]) {
+                size_t i = 0;
+                glp_add_rows(lp, 1);
+                glp_set_row_bnds(lp, (int)++nrow, GLP_FX, 0, 0);
+                PUT(nrow, col[doff[v] + b], -1.0);
+                for (a = 0; a < cg->g.k[u]; a++)
+                    if (col[doff[u] + a])
+                        PUT(nrow, ecol[e] + (i++) * dom[v] + j, 1.0);
+                j++;
+            }
+    }
+    /* the memory rows that a choice can break, in GiB above their least */
+    mx = as_xcalloc(nr + 1, sizeof *mx);
+    mn = as_xcalloc(nr + 1, sizeof *mn);
+    for (c = 0; c < nn; c++)
+        for (k = cr->off[c]; k < cr->off[c + 1]; k++) {
+            const double *m = w->rows.v[cr->row[k]].m[cr->ent[k]];
+            double hi = -INFINITY, lo = INFINITY;
+            for (s = 0; s < cg->g.k[c]; s++)
+                if (in[doff[c] + s]) {
+                    hi = fmax(hi, m[cg->sub[c][s]]);
+                    lo = fmin(lo, m[cg->sub[c][s]]);
+                }
+            mx[cr->row[k]] += hi;
+            mn[cr->row[k]] += lo;
+        }
+    for (t = 0; t < nr; t++) {
+        const wrow *rw = &w->rows.v[t];
+        if (!rw->alive || mx[t] <= rw->room * (1 + 1e-12))
+            continue;
+        glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, (int)++nrow, GLP_UP, 0, (rw->room - mn[t]) / DW_GIB);
+        for (k = 0; k < rw->n; k++) {
+            const double *m = rw->m[k];
+            double lo = INFINITY;
+            c = cg->cidx[rw->node[k]];
+            if (c == NONE || dom[c] < 2)
+                continue;
+            for (s = 0; s < cg->g.k[c]; s++)
+                if (col[doff[c] + s])
+                    lo = fmin(lo, m[cg->sub[c][s]]);
+            for (s = 0; s < cg->g.k[c]; s++)
+                if (col[doff[c] + s] && m[cg->sub[c][s]] > lo)
+                    PUT(nrow, col[doff[c] + s], (m[cg->sub[c][s]] - lo) / DW_GIB);
+        }
+    }
+    free(mx);
+    free(mn);
+    /* the kept alias pairs */
+    for (j = 0; j < w->kept_alias.n; j++) {
+        const as_palias *a = as_problem_alias(w->p, w->kept_alias.v[j]);
+        size_t cx = cg->cidx[w->red->leader[a->a]], cy = cg->cidx[w->red->leader[a->b]], sx, sy;
+        if (cx == NONE || cy == NONE)
+            continue;
+        for (sx = 0; sx < cg->g.k[cx]; sx++)
+            for (sy = 0; in[doff[cx] + sx] && sy < cg->g.k[cy]; sy++) {
+                size_t kx = col[doff[cx] + sx], ky = col[doff[cy] + sy];
+                if (!in[doff[cy] + sy] || (cx == cy && sx != sy) ||
+                    !alias_bad(w, a, cg->sub[cx][sx], cg->sub[cy][sy]))
+                    continue;
+                if (kx == 0 && ky == 0)
+                    goto out_lp; /* both fixed there: no plan of the pool keeps the pair */
+                glp_add_rows(lp, 1);
+                /* x + y <= 1, or the one with a choice 0 when the other is fixed there */
+                glp_set_row_bnds(lp, (int)++nrow, GLP_UP, 0,
+                                 cx == cy || kx == 0 || ky == 0 ? 0 : 1);
+                if (kx != 0)
+                    PUT(nrow, kx, 1.0);
+                if (ky != 0 && cx != cy)
+                    PUT(nrow, ky, 1.0);
+            }
+    }
+#undef PUT
+    glp_load_matrix(lp, (int)nz, ia, ja, ar);
+    /* the best plan as GLPK's first incumbent */
+    memset(&pc, 0, sizeof pc);
+    pc.x = as_xcalloc(ncol + 1, sizeof *pc.x);
+    for (c = 0; c < nn; c++)
+        if (dom[c] > 1)
+            pc.x[col[doff[c] + ubplan[c]]] = 1;
+    for (e = 0; e < cg->g.m; e++)
+        if (ecol[e] > 0) {
+            size_t u = cg->g.eu[e], v = cg->g.ev[e], ia_ = 0, ib = 0;
+            for (s = 0; s < ubplan[u]; s++)
+                ia_ += col[doff[u] + s] != 0;
+            for (s = 0; s < ubplan[v]; s++)
+                ib += col[doff[v] + s] != 0;
+            pc.x[ecol[e] + ia_ * dom[v] + ib] = 1;
+        }
+    pc.stop = stop;
+    glp_init_smcp(&sm);
+    sm.msg_lev = GLP_MSG_OFF;
+    sm.meth = GLP_DUALP;
+    if (pc.stop > 0)
+        sm.tm_lim = (int)fmin(1e9, fmax(1, 1000 * (pc.stop - as_now())));
+    /* the relaxation first: without the MIP presolver (the callback's columns are these)
+       intopt wants an optimal basis */
+    if (glp_simplex(lp, &sm) != 0 || glp_get_status(lp) != GLP_OPT) {
+        if (w->dbg)
+            fprintf(stderr, "  plans' ilp: %zu columns, %zu rows, no relaxation (%.3f s)\n",
+                    ncol, nrow, as_now() - t0);
+        goto done;
+    }
+    glp_init_iocp(&io);
+    io.msg_lev = GLP_MSG_OFF;
+    io.tol_obj = 1e-12;
+    if (pc.stop > 0)
+        io.tm_lim = (int)fmin(1e9, fmax(1, 1000 * (pc.stop - as_now())));
+    io.cb_func = pool_cb;
+    io.cb_info = &pc;
+    io.mip_gap = w->gap;
+    ret = glp_intopt(lp, &io);
+    if ((ret == 0 || ret == GLP_ETMLIM || ret == GLP_ESTOP || ret == GLP_EMIPGAP) &&
+        (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
+        double was = *ub;
+        plan = as_xcalloc(nn + 1, sizeof *plan);
+        for (c = 0; c < nn; c++)
+            for (plan[c] = one[c], s = 0; dom[c] > 1 && s < cg->g.k[c]; s++)
+                if (col[doff[c] + s] && glp_mip_col_val(lp, (int)col[doff[c] + s]) > 0.5)
+                    plan[c] = s;
+        consider(w, cg, c0, plan, lp_, ub, ubplan);
+        if (w->dbg)
+            fprintf(stderr, "  plans' ilp: %zu columns, %zu rows, %s, plan %.12g -> %.12g "
+                    "(%.3f s)\n", ncol, nrow, glp_mip_status(lp) == GLP_OPT ? "optimal" : "feasible",
+                    was, *ub, as_now() - t0);
+        free(plan);
+    } else if (w->dbg) {
+        fprintf(stderr, "  plans' ilp: %zu columns, %zu rows, no plan (%d, %.3f s)\n", ncol, nrow,
+                ret, as_now() - t0);
+    }
+done:
+    free(pc.x);
+out_lp:
+    glp_delete_prob(lp);
+    free(ia);
+    free(ja);
+    free(ar);
+out:
+    free(one);
+    free(doff);
+    free(in);
+    free(col);
+    free(dom);
+    free(ecol);
+    free(lp_);
+}
+
 static void
 work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
               as_mrf_result *best, double *ub, size_t *ubplan)
@@ -2365,6 +2724,9 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
         d->age = as_xcalloc(DW_CAP, sizeof *d->age);
     }
     d = w->dw;
+    if (d->n == 0 && w->round == 0 && !w->in_bb && w->duals_from != NULL &&
+        w->duals_from->nnodes == as_problem_nnodes(w->p) && duals_alike(w, w->duals_from))
+        dw_carry(w, cg, cr, c0, ub, ubplan, lpl);
     dw_trim(d, DW_CAP / 2); /* room for this run's plans */
     for (i = 0; i < d->n; i++) /* this leaf's costs */
         d->cost[i] = cplan_cost(cg, c0, d->plan[i]);
@@ -2388,7 +2750,14 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
         zm = glp_get_obj_val(m.lp);
         tol = fmax(1e-9 * fmax(fabs(*ub), fabs(best->lb)),
                    w->gap * fabs(*ub + w->offset + as_problem_offset(w->p)));
-        if (*ub - best->lb <= tol || zm - best->lb <= 1e-9 * fmax(1, fabs(zm)))
+        /* the bound is the master's to a hundredth of the gap asked for: the last steps
+           of the ascent raised gpt3-175b 4x4x4 under 324 GiB by 4e-6 s in 9 of its 27
+           runs (16.13236 to 16.1323654), the plans' ILP below then had no time left */
+        if (*ub - best->lb <= tol ||
+            zm - best->lb <= fmax(1e-9 * fmax(1, fabs(zm)),
+                                  LAGR_TOL * w->gap *
+                                                      fabs(*ub + w->offset +
+                                                           as_problem_offset(w->p))))
             break; /* the plan is proven, or the bound is the master's */
         for (t = 0; t < nr; t++) {
             lm[t] = m.rowof[t] > 0 ? fmax(0, -glp_get_row_dual(m.lp, (int)m.rowof[t]) / DW_GIB)
@@ -2461,6 +2830,17 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
             for (k = 0; mu > 1e-6 && k < nn; k++)
                 w->fcnt[k][d->plan[m.colk[i]][k]] += (size_t)(1000 * mu + 0.5);
         }
+    /* the master's plans mixed node by node, where their mix as whole plans leaves a gap (a
+       few hundred columns; the whole pool after the branching, work_bound) */
+    if (w->round == 0 && !w->in_bb && !past(w) && pool_gap(w, *ub, best->lb)) {
+        unsigned char *use = as_xcalloc(d->n + 1, 1);
+        for (i = 0; i < m.ncol; i++)
+            use[m.colk[i]] = glp_get_col_prim(m.lp, (int)i + 2) > 1e-6;
+        double dl = w->deadline > 0 ? w->deadline : w->safety; /* a share of what is left */
+        work_pool_ilp(w, cg, cr, c0, use, dl > 0 ? as_now() + POOL_SHARE * fmax(0, dl - as_now()) : 0,
+                      ub, ubplan);
+        free(use);
+    }
     for (t = 0; t < nr; t++)
         w->rows.v[t].lam = center[t];
     dwm_free(&m);
@@ -2844,8 +3224,8 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
 
     /* under a deadline, half the time left to it: the solver after the reductions may close
        the gap where this does not */
-    b.stop = w->deadline > 0 ? as_now() + (w->for_gap ? 1 : 0.5) * (w->deadline - as_now())
-                             : 0; /* for the gap alone: up to the deadline */
+    b.stop = w->deadline > 0 ? as_now() + (w->for_gap ? 0.8 : 0.5) * (w->deadline - as_now())
+                             : 0; /* for the gap alone: up to the plans' ILP (work_bound) */
     b.max_evals = w->bb_evals > 0 ? w->bb_evals : w->deadline > 0 ? BB_EVALS_TIMED : BB_EVALS;
     b.lam0 = as_xcalloc(w->rows.n + 1, sizeof *b.lam0);
     for (t = 0; t < w->rows.n; t++)
@@ -3187,7 +3567,10 @@ work_bound(work *w)
     /* from carried messages at their multipliers: as many sweeps as a Lagrangian step (the
        steps raise the bound: gpt3-175b 4x4x4 under 324 GiB, the solve for the gap's run
        went on 187 sweeps, 24 s loaded, from 16.09279 to 16.09279) */
-    as_mrf_state_run(st, w->round == 0 && w->warm ? LAGR_SWEEPS : BOUND_SWEEPS, &res);
+    as_mrf_state_run(st, w->round == 0 && w->warm ? LAGR_SWEEPS
+                        : cr.off[nn] > 0        ? ROWS_SWEEPS
+                                                : BOUND_SWEEPS,
+                     &res);
     as_mrf_state_set_stop(st, 0); /* the Lagrangian's runs use their results */
     if (res.stopped)
         goto stopped;
@@ -3299,6 +3682,18 @@ work_bound(work *w)
             fprintf(stderr, "  branching: lb %.12g -> %.12g, %zu bounds (%.3f s)\n", was, bblb,
                     w->red->stats.bb_nodes, as_now() - t0);
     }
+    /* the whole pool mixed node by node, with the leaves' plans: up to halfway from the
+       rounds' deadline to the reductions' end, so the solver after them keeps half of its
+       share (gpt3-175b 4x4x4 under 324 GiB: GLPK got nowhere on its 675k columns in its
+       6 s; the pool's 6316 columns gave 16.19649 s where the best plan was 16.2264 s) */
+    if (w->lagrange && w->round == 0 && w->dw != NULL && isfinite(ub) &&
+        pool_gap(w, ub, fmax(res.lb, bblb))) {
+        double dl = w->deadline > 0 ? w->deadline : w->safety, stop = dl;
+        if (w->deadline > 0 && w->abort_at > w->deadline)
+            stop = w->deadline + 0.5 * (w->abort_at - w->deadline);
+        if (!(stop > 0) || as_now() < stop)
+            work_pool_ilp(w, &cg, &cr, c0, NULL, stop, &ub, ubplan);
+    }
     { /* a bound of the live problem holds for P up to the gap pruning's cut */
         double lb = fmin(fmax(res.lb, bblb) + w->offset + as_problem_offset(w->p),
                          w->red->stats.cut);
@@ -3376,6 +3771,18 @@ work_bound(work *w)
     as_mrf_result_free(&res, nn);
     if (!w->stopped && !branched)
         work_msg_save(w, &cg, st);
+    if (w->round == 0 && w->dw != NULL && w->plans0 == NULL) { /* for a later solve */
+        size_t k, v;
+        w->nplans0 = w->dw->n;
+        w->plans0 = as_xcalloc(w->nplans0 + 1, sizeof *w->plans0);
+        for (k = 0; k < w->nplans0; k++) {
+            w->plans0[k] = as_xmalloc((n + 1) * sizeof **w->plans0);
+            for (v = 0; v < n; v++)
+                w->plans0[k][v] = NONE;
+            for (i = 0; i < nn; i++)
+                w->plans0[k][cg.node[i]] = cg.sub[i][w->dw->plan[k][i]];
+        }
+    }
     dw_free(w);
     as_mrf_state_free(st);
     crows_free(&cr);
@@ -3871,6 +4278,11 @@ work_duals_export(work *w)
         d->room[t] = w->room0[t];
     }
     d->lb = w->lam_best != NULL ? w->lam_best_lb : -INFINITY;
+    d->nplans = w->nplans0; /* the pool goes with them */
+    d->nnodes = as_problem_nnodes(w->p);
+    d->plans = w->plans0;
+    w->plans0 = NULL;
+    w->nplans0 = 0;
     for (j = 0; j < nmsg; j++)
         if (w->edges.v[j].alive && (msg[2 * j] != NULL || msg[2 * j + 1] != NULL))
             d->nmsg++;
@@ -4066,6 +4478,9 @@ done:
     AS_VEC_FREE(&w.rows);
     free(w.room0);
     free(w.lam_best);
+    for (j = 0; j < w.nplans0; j++)
+        free(w.plans0[j]);
+    free(w.plans0);
     free(w.best);
     for (v = 0; w.floor != NULL && v < n; v++)
         free(w.floor[v]);
@@ -4170,6 +4585,9 @@ as_duals_free(as_duals *d)
     for (i = 0; i < 2 * d->nmsg; i++)
         free(d->msg[i]);
     free(d->msg);
+    for (i = 0; i < d->nplans; i++)
+        free(d->plans[i]);
+    free(d->plans);
     free(d->mu);
     free(d->mv);
     free(d->lam);

@@ -1105,6 +1105,8 @@ test_reduce_own_plan(void)
 static size_t duals_used;
 /* Of those, the ones that also started TRW-S from the first one's messages. */
 static size_t msgs_carried, msgs_whole;
+/* Of those, the ones whose Lagrangian started from the first one's plans. */
+static size_t plans_carried;
 
 /*
  * A second reduction of the same problem from the first one's plan starts its Lagrangian from
@@ -1152,6 +1154,10 @@ test_reduce_duals(int seed)
                    "duals %d: second reduction", seed);
             duals_used += (size_t)as_reduction_stats(red2)->duals_used;
             msgs_carried += as_reduction_stats(red2)->msg_carried > 0;
+            plans_carried += as_reduction_stats(red2)->plans_carried > 0;
+            ok(as_reduction_stats(red2)->plans_carried <= d->nplans,
+               "duals %d: %zu of the first's %zu plans carried", seed,
+               as_reduction_stats(red2)->plans_carried, d->nplans);
             /* the same graph, every edge's messages carried: the bound starts at theirs (a
                graph with more edges, an elimination the incumbent undid, may start lower) */
             if (as_reduction_stats(red2)->msg_carried > 0 &&
@@ -1222,6 +1228,8 @@ main(void)
     ok(msgs_carried >= 5 && msgs_whole >= 5, "a second reduction started TRW-S from the first "
        "one's messages %zu times, %zu of them on the same graph (their bounds checked above)",
        msgs_carried, msgs_whole);
+    ok(plans_carried >= 5, "a second reduction's Lagrangian started from the first one's plans "
+       "%zu times (their bounds checked above)", plans_carried);
     ok(bb_timed >= 5, "the timed branching ran on %zu instances (most bounds: %zu)", bb_timed,
        bb_most);
     /* the branching on memory rows' nodes ran, and its bounds were checked above */

@@ -748,14 +748,27 @@ main(void)
         /* without the leaves' plans some restricted ILPs lose the optimum: there "optimal"
            must come from the bound alone (solver.c solve_keep), and test_restrict checks it */
         nres = nlost = 0;
-        as_reduce_no_leaf_plans = 1;
+        as_reduce_no_leaf_plans = as_reduce_no_pool_ilp = 1;
         for (j = 0; j < 60; j++)
             test_restrict(j, backends[i], &nres, &nlost);
-        as_reduce_no_leaf_plans = 0;
+        as_reduce_no_pool_ilp = 0;
         diag("%s, no leaf plans: %zu restricted solves, %zu of them above the optimum",
              backends[i], nres, nlost);
         ok(nres >= 8 && nlost >= 1, "%s, no leaf plans: the cap restricts (%zu of 60) and "
            "loses the optimum (%zu)", backends[i], nres, nlost);
+        /* the plans' ILP alone (reduce.c work_pool_ilp) finds plans the restriction keeps
+           more often: the Lagrangian's plans mixed node by node */
+        {
+            size_t lost0 = nlost;
+            nres = nlost = 0;
+            for (j = 0; j < 60; j++)
+                test_restrict(j, backends[i], &nres, &nlost);
+            diag("%s, no leaf plans, the plans' ILP: %zu restricted solves, %zu of them above "
+                 "the optimum", backends[i], nres, nlost);
+            ok(nlost < lost0, "%s: the plans' ILP keeps the optimum in the restriction more "
+               "often (%zu above it, without %zu)", backends[i], nlost, lost0);
+        }
+        as_reduce_no_leaf_plans = 0;
     }
     test_validation();
     test_brute_cap();
