@@ -2395,18 +2395,21 @@ dwm_solve(dwmaster *m, const work *w)
  * gpt3-175b 4x4x4 under 324 GiB its mix was 0.88 of a plan 2.6 GiB over at 16.112 s and 0.12
  * of one 20 GiB under, 16 nodes apart, its bound 16.13237 s; the best plan that fit cost
  * 16.2264 s and no repair came closer.  The ILP over the compact problem keeps, per node, the
- * strategies the best plan and the pool's plans chosen by USE (NULL: all) take; an edge
- * between two nodes with a choice gets the local polytope's columns (exact for integral x),
- * the other edges are costs of the node with the choice; a memory row only the entries that
- * can change, and only when they can break it; a kept alias pair one row per pair of
- * strategies it forbids.  GLPK solves it from the best plan (its first incumbent) for a
- * share of the time left and at most POOL_NODES branch-and-bound nodes (the same answer
- * without a deadline).  A plan that fits and costs less than *UB replaces UBPLAN.  (The
- * pool of that run, 6316 columns: 16.19649 s, optimal, in 5-6 s; CBC took 4.5 s.)
+ * strategies the best plan and the pool's plans chosen by USE (NULL: all) take (a node with
+ * one is a constant); an edge between two nodes with a choice gets the local polytope's
+ * columns (exact for integral x), the other edges are costs of the node with the choice; a
+ * kept alias pair gets one row per pair of strategies it forbids; a memory row the entries
+ * that can change, only when they can break it, at first only when the best plan nearly
+ * fills it, then as the solution breaks it (solved again).  GLPK solves it from the best
+ * plan (its first incumbent) until STOP (0: none) and for at most POOL_NODES
+ * branch-and-bound nodes a solve (the same answer without a deadline).  A plan that fits
+ * and costs less than *UB replaces UBPLAN.  (That run's whole pool, 6243 columns, gave
+ * 16.19649 s, the optimum of its ILP.)
  */
-#define POOL_NODES 500   /* branch-and-bound nodes of the plans' ILP */
+#define POOL_NODES 200   /* branch-and-bound nodes of the plans' ILP */
 #define POOL_COLS 30000  /* the ILP's columns at most (more: not solved; the 312k-instruction HLO step's 126k got no LP relaxation in 4.5 s) */
 #define POOL_SHARE 0.3   /* of the time left to the deadline */
+#define POOL_TIGHT 0.01  /* a row the plan that fits fills within this share is in at once */
 
 typedef struct poolcb {
     double *x;           /**< the best plan's columns, offered once (glp_ios_heur_sol) */
@@ -2429,6 +2432,36 @@ pool_cb(glp_tree *T, void *info)
         glp_ios_terminate(T);
 }
 
+/* Add memory row T to the plans' ILP LP in GiB above MN, its least over the domains (IND, VAL:
+   room for a row); returns 1. */
+static size_t
+pool_row(glp_prob *lp, const work *w, const cgraph *cg, const size_t *doff, const size_t *col,
+         const size_t *dom, size_t t, double mn, int *ind, double *val)
+{
+    const wrow *rw = &w->rows.v[t];
+    size_t k, c, s, nz = 0;
+    int row = glp_add_rows(lp, 1);
+
+    glp_set_row_bnds(lp, row, GLP_UP, 0, (rw->room - mn) / DW_GIB);
+    for (k = 0; k < rw->n; k++) {
+        const double *m = rw->m[k];
+        double lo = INFINITY;
+        c = cg->cidx[rw->node[k]];
+        if (c == NONE || dom[c] < 2)
+            continue;
+        for (s = 0; s < cg->g.k[c]; s++)
+            if (col[doff[c] + s])
+                lo = fmin(lo, m[cg->sub[c][s]]);
+        for (s = 0; s < cg->g.k[c]; s++)
+            if (col[doff[c] + s] && m[cg->sub[c][s]] > lo) {
+                ind[++nz] = (int)col[doff[c] + s];
+                val[nz] = (m[cg->sub[c][s]] - lo) / DW_GIB;
+            }
+    }
+    glp_set_mat_row(lp, row, (int)nz, ind, val);
+    return 1;
+}
+
 /* Is plan UB more than the gap above bound LB? */
 static int
 pool_gap(const work *w, double ub, double lb)
@@ -2443,14 +2476,17 @@ work_pool_ilp(const work *w, cgraph *cg, const crows *cr, double **c0, const uns
 {
     const dwpool *d = w->dw;
     size_t nn = cg->g.n, c, s, k, j, e, t, nr = w->rows.n, ncol = 0, nrow = 0, nz = 0;
-    size_t *doff = as_xcalloc(nn + 2, sizeof *doff), *dom, *col, *ecol, *plan, *one;
+    size_t *doff = as_xcalloc(nn + 2, sizeof *doff), *dom, *col, *ecol, *plan, *one, round;
+    unsigned char *state = NULL;
+    int *ind = NULL;
+    double *val = NULL, *us = NULL, *sum;
     unsigned char *in;
     glp_prob *lp;
     glp_iocp io;
     glp_smcp sm;
     poolcb pc;
     int *ia = NULL, *ja = NULL, ret;
-    double *ar = NULL, t0 = as_now(), *mx, *mn;
+    double *ar = NULL, t0 = as_now(), *mx = NULL, *mn = NULL;
     size_t *lp_ = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp_), cap = 0;
 
     if (as_reduce_no_pool_ilp) {
@@ -2568,9 +2604,13 @@ work_pool_ilp(const work *w, cgraph *cg, const crows *cr, double **c0, const uns
                 j++;
             }
     }
-    /* the memory rows that a choice can break, in GiB above their least */
+    /* the memory rows that a choice can break (pool_row): those the plan that fits nearly
+       fills, the others as the solution breaks them (on gpt3-175b 16x8 under 298.65 GiB 6175
+       of them could break with 34 columns) */
     mx = as_xcalloc(nr + 1, sizeof *mx);
     mn = as_xcalloc(nr + 1, sizeof *mn);
+    us = as_xcalloc(nr + 1, sizeof *us);
+    state = as_xcalloc(nr + 1, 1); /* 0: cannot break, 1: not in yet, 2: in */
     for (c = 0; c < nn; c++)
         for (k = cr->off[c]; k < cr->off[c + 1]; k++) {
             const double *m = w->rows.v[cr->row[k]].m[cr->ent[k]];
@@ -2583,28 +2623,13 @@ work_pool_ilp(const work *w, cgraph *cg, const crows *cr, double **c0, const uns
             mx[cr->row[k]] += hi;
             mn[cr->row[k]] += lo;
         }
+    crows_sums(w, cg, cr, ubplan, us);
     for (t = 0; t < nr; t++) {
         const wrow *rw = &w->rows.v[t];
         if (!rw->alive || mx[t] <= rw->room * (1 + 1e-12))
             continue;
-        glp_add_rows(lp, 1);
-        glp_set_row_bnds(lp, (int)++nrow, GLP_UP, 0, (rw->room - mn[t]) / DW_GIB);
-        for (k = 0; k < rw->n; k++) {
-            const double *m = rw->m[k];
-            double lo = INFINITY;
-            c = cg->cidx[rw->node[k]];
-            if (c == NONE || dom[c] < 2)
-                continue;
-            for (s = 0; s < cg->g.k[c]; s++)
-                if (col[doff[c] + s])
-                    lo = fmin(lo, m[cg->sub[c][s]]);
-            for (s = 0; s < cg->g.k[c]; s++)
-                if (col[doff[c] + s] && m[cg->sub[c][s]] > lo)
-                    PUT(nrow, col[doff[c] + s], (m[cg->sub[c][s]] - lo) / DW_GIB);
-        }
+        state[t] = us[t] >= (1 - POOL_TIGHT) * rw->room ? 2 : 1;
     }
-    free(mx);
-    free(mn);
     /* the kept alias pairs */
     for (j = 0; j < w->kept_alias.n; j++) {
         const as_palias *a = as_problem_alias(w->p, w->kept_alias.v[j]);
@@ -2631,6 +2656,11 @@ work_pool_ilp(const work *w, cgraph *cg, const crows *cr, double **c0, const uns
     }
 #undef PUT
     glp_load_matrix(lp, (int)nz, ia, ja, ar);
+    ind = as_xcalloc(ncol + 2, sizeof *ind);
+    val = as_xcalloc(ncol + 2, sizeof *val);
+    for (t = 0; t < nr; t++)
+        if (state[t] == 2)
+            nrow += pool_row(lp, w, cg, doff, col, dom, t, mn[t], ind, val);
     /* the best plan as GLPK's first incumbent */
     memset(&pc, 0, sizeof pc);
     pc.x = as_xcalloc(ncol + 1, sizeof *pc.x);
@@ -2650,44 +2680,64 @@ work_pool_ilp(const work *w, cgraph *cg, const crows *cr, double **c0, const uns
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     sm.meth = GLP_DUALP;
-    if (pc.stop > 0)
-        sm.tm_lim = (int)fmin(1e9, fmax(1, 1000 * (pc.stop - as_now())));
-    /* the relaxation first: without the MIP presolver (the callback's columns are these)
-       intopt wants an optimal basis */
-    if (glp_simplex(lp, &sm) != 0 || glp_get_status(lp) != GLP_OPT) {
-        if (w->dbg)
-            fprintf(stderr, "  plans' ilp: %zu columns, %zu rows, no relaxation (%.3f s)\n",
-                    ncol, nrow, as_now() - t0);
-        goto done;
-    }
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
     io.tol_obj = 1e-12;
-    if (pc.stop > 0)
-        io.tm_lim = (int)fmin(1e9, fmax(1, 1000 * (pc.stop - as_now())));
     io.cb_func = pool_cb;
     io.cb_info = &pc;
     io.mip_gap = w->gap;
-    ret = glp_intopt(lp, &io);
-    if ((ret == 0 || ret == GLP_ETMLIM || ret == GLP_ESTOP || ret == GLP_EMIPGAP) &&
-        (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
-        double was = *ub;
-        plan = as_xcalloc(nn + 1, sizeof *plan);
+    plan = as_xcalloc(nn + 1, sizeof *plan);
+    sum = as_xcalloc(nr + 1, sizeof *sum);
+    for (round = 0;; round++) {
+        size_t added = 0;
+        if (pc.stop > 0)
+            sm.tm_lim = (int)fmin(1e9, fmax(1, 1000 * (pc.stop - as_now())));
+        glp_scale_prob(lp, GLP_SF_AUTO); /* as glpsol does: bytes and seconds */
+        /* the relaxation first: without the MIP presolver (the callback's columns are these)
+           intopt wants an optimal basis */
+        if (glp_simplex(lp, &sm) != 0 || glp_get_status(lp) != GLP_OPT) {
+            if (w->dbg)
+                fprintf(stderr, "  plans' ilp: %zu columns, %zu rows, no relaxation (%.3f s)\n",
+                        ncol, nrow, as_now() - t0);
+            break;
+        }
+        if (pc.stop > 0)
+            io.tm_lim = (int)fmin(1e9, fmax(1, 1000 * (pc.stop - as_now())));
+        pc.given = 0;
+        ret = glp_intopt(lp, &io);
+        if (!((ret == 0 || ret == GLP_ETMLIM || ret == GLP_ESTOP || ret == GLP_EMIPGAP) &&
+              (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS))) {
+            if (w->dbg)
+                fprintf(stderr, "  plans' ilp: %zu columns, %zu rows, no plan (%d, %.3f s)\n",
+                        ncol, nrow, ret, as_now() - t0);
+            break;
+        }
         for (c = 0; c < nn; c++)
             for (plan[c] = one[c], s = 0; dom[c] > 1 && s < cg->g.k[c]; s++)
                 if (col[doff[c] + s] && glp_mip_col_val(lp, (int)col[doff[c] + s]) > 0.5)
                     plan[c] = s;
-        consider(w, cg, c0, plan, lp_, ub, ubplan);
-        if (w->dbg)
-            fprintf(stderr, "  plans' ilp: %zu columns, %zu rows, %s, plan %.12g -> %.12g "
-                    "(%.3f s)\n", ncol, nrow, glp_mip_status(lp) == GLP_OPT ? "optimal" : "feasible",
-                    was, *ub, as_now() - t0);
-        free(plan);
-    } else if (w->dbg) {
-        fprintf(stderr, "  plans' ilp: %zu columns, %zu rows, no plan (%d, %.3f s)\n", ncol, nrow,
-                ret, as_now() - t0);
+        crows_sums(w, cg, cr, plan, sum);
+        for (t = 0; t < nr; t++) /* the rows it breaks that are not in yet */
+            if (state[t] == 1 && sum[t] > w->rows.v[t].room * (1 + 1e-12)) {
+                nrow += pool_row(lp, w, cg, doff, col, dom, t, mn[t], ind, val);
+                state[t] = 2;
+                added++;
+            }
+        if (added == 0 || (pc.stop > 0 && as_now() > pc.stop)) {
+            double was = *ub;
+            if (added == 0)
+                consider(w, cg, c0, plan, lp_, ub, ubplan);
+            if (w->dbg)
+                fprintf(stderr, "  plans' ilp: %zu columns, %zu rows (%zu rounds), %s, plan "
+                        "%.12g -> %.12g (%.3f s)\n", ncol, nrow, round + 1,
+                        added > 0 ? "out of time" : glp_mip_status(lp) == GLP_OPT ? "optimal"
+                                                                                : "feasible",
+                        was, *ub, as_now() - t0);
+            break;
+        }
     }
-done:
+    free(plan);
+    free(sum);
     free(pc.x);
 out_lp:
     glp_delete_prob(lp);
@@ -2695,6 +2745,12 @@ out_lp:
     free(ja);
     free(ar);
 out:
+    free(mx);
+    free(mn);
+    free(us);
+    free(state);
+    free(ind);
+    free(val);
     free(one);
     free(doff);
     free(in);
@@ -2830,15 +2886,19 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
             for (k = 0; mu > 1e-6 && k < nn; k++)
                 w->fcnt[k][d->plan[m.colk[i]][k]] += (size_t)(1000 * mu + 0.5);
         }
-    /* the master's plans mixed node by node, where their mix as whole plans leaves a gap (a
-       few hundred columns; the whole pool after the branching, work_bound) */
-    if (w->round == 0 && !w->in_bb && !past(w) && pool_gap(w, *ub, best->lb)) {
+    /* the plans mixed node by node, where their mix as whole plans leaves a gap: the
+       master's (a few hundred columns), then the whole pool's, each for a share of the time
+       left (after the branching, whose leaves take seconds each, none was left on gpt3-175b
+       4x4x4 under 324 GiB, where the pool's 6243 columns gave 16.19649 s and the best plan
+       had been 16.2264 s) */
+    for (k = 0; k < 2 && w->round == 0 && !w->in_bb && !past(w) && pool_gap(w, *ub, best->lb);
+         k++) {
         unsigned char *use = as_xcalloc(d->n + 1, 1);
+        double dl = w->deadline > 0 ? w->deadline : w->safety;
         for (i = 0; i < m.ncol; i++)
             use[m.colk[i]] = glp_get_col_prim(m.lp, (int)i + 2) > 1e-6;
-        double dl = w->deadline > 0 ? w->deadline : w->safety; /* a share of what is left */
-        work_pool_ilp(w, cg, cr, c0, use, dl > 0 ? as_now() + POOL_SHARE * fmax(0, dl - as_now()) : 0,
-                      ub, ubplan);
+        work_pool_ilp(w, cg, cr, c0, k == 0 ? use : NULL,
+                      dl > 0 ? as_now() + POOL_SHARE * fmax(0, dl - as_now()) : 0, ub, ubplan);
         free(use);
     }
     for (t = 0; t < nr; t++)
@@ -3224,8 +3284,8 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
 
     /* under a deadline, half the time left to it: the solver after the reductions may close
        the gap where this does not */
-    b.stop = w->deadline > 0 ? as_now() + (w->for_gap ? 0.8 : 0.5) * (w->deadline - as_now())
-                             : 0; /* for the gap alone: up to the plans' ILP (work_bound) */
+    b.stop = w->deadline > 0 ? as_now() + (w->for_gap ? 1 : 0.5) * (w->deadline - as_now())
+                             : 0; /* for the gap alone: up to the deadline */
     b.max_evals = w->bb_evals > 0 ? w->bb_evals : w->deadline > 0 ? BB_EVALS_TIMED : BB_EVALS;
     b.lam0 = as_xcalloc(w->rows.n + 1, sizeof *b.lam0);
     for (t = 0; t < w->rows.n; t++)
@@ -3681,18 +3741,6 @@ work_bound(work *w)
         if (dbg)
             fprintf(stderr, "  branching: lb %.12g -> %.12g, %zu bounds (%.3f s)\n", was, bblb,
                     w->red->stats.bb_nodes, as_now() - t0);
-    }
-    /* the whole pool mixed node by node, with the leaves' plans: up to halfway from the
-       rounds' deadline to the reductions' end, so the solver after them keeps half of its
-       share (gpt3-175b 4x4x4 under 324 GiB: GLPK got nowhere on its 675k columns in its
-       6 s; the pool's 6316 columns gave 16.19649 s where the best plan was 16.2264 s) */
-    if (w->lagrange && w->round == 0 && w->dw != NULL && isfinite(ub) &&
-        pool_gap(w, ub, fmax(res.lb, bblb))) {
-        double dl = w->deadline > 0 ? w->deadline : w->safety, stop = dl;
-        if (w->deadline > 0 && w->abort_at > w->deadline)
-            stop = w->deadline + 0.5 * (w->abort_at - w->deadline);
-        if (!(stop > 0) || as_now() < stop)
-            work_pool_ilp(w, &cg, &cr, c0, NULL, stop, &ub, ubplan);
     }
     { /* a bound of the live problem holds for P up to the gap pruning's cut */
         double lb = fmin(fmax(res.lb, bblb) + w->offset + as_problem_offset(w->p),
