@@ -2466,7 +2466,7 @@ pool_row(glp_prob *lp, const work *w, const cgraph *cg, const size_t *doff, cons
 static int
 pool_gap(const work *w, double ub, double lb)
 {
-    return ub - lb > fmax(1e-9 * fmax(fabs(ub), fabs(lb)),
+    return isfinite(ub) && ub - lb > fmax(1e-9 * fmax(fabs(ub), fabs(lb)),
                           w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
 }
 
@@ -3760,8 +3760,11 @@ work_bound(work *w)
             if (dbg)
                 fprintf(stderr, "  k-best: plan %zu costs %.12g (best %.12g)\n", w->top, kth, ub);
         }
+        /* 0.9 of the gap, as the branching closes its leaves: a bound at the cut is then
+           within the gap asked for (at the whole gap, gpt3-175b 16x8 under 298.65 GiB ended
+           "feasible" at a gap of 1.00001e-4, its bound the cut to 9 digits) */
         if (w->gap > 0)
-            thr = fmin(exact, ub - w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
+            thr = fmin(exact, ub - 0.9 * w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
         if (w->best == NULL)
             w->best = as_xcalloc(n + 1, sizeof *w->best);
         if (w->floor == NULL)

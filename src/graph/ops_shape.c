@@ -622,7 +622,9 @@ slice_shape(const as_opinfo *info, const as_shape *x, as_shape *out, as_err *err
                                         "end (%lld) <= %lld and stride (%lld) >= 1", i, sx,
                                         (long long)b[i], (long long)e[i], (long long)x->dim[i],
                                         (long long)st);
-        out->dim[i] = (e[i] - b[i] + st - 1) / st;
+        /* ceil((end - begin) / stride) without end - begin + stride - 1, which overflows
+           for a stride near INT64_MAX (a fuzzed HLO slice) */
+        out->dim[i] = e[i] == b[i] ? 0 : 1 + (e[i] - b[i] - 1) / st;
     }
     return AS_OK;
 }
@@ -647,8 +649,13 @@ slice_index(const as_opinfo *info, const as_shape *full, int64_t *st)
     ns = attr_ints(info, "strides", &s);
     as_graph_i_strides(full, fst);
     for (i = 0; i < full->rank; i++) {
+        /* a stride past the dim takes one element: the dim's size does the same without
+           overflowing (slice_shape checked begin and end) */
+        int64_t si = ns ? s[i] : 1;
+        if (si > full->dim[i])
+            si = full->dim[i] > 0 ? full->dim[i] : 1;
         base += b[i] * fst[i];
-        st[i] = (ns ? s[i] : 1) * fst[i];
+        st[i] = si * fst[i];
     }
     return base;
 }
