@@ -2407,7 +2407,9 @@ dwm_solve(dwmaster *m, const work *w)
  * 16.19649 s, the optimum of its ILP.)
  */
 #define POOL_NODES 200   /* branch-and-bound nodes of the plans' ILP */
-#define POOL_COLS 30000  /* the ILP's columns at most (more: not solved; the 312k-instruction HLO step's 126k got no LP relaxation in 4.5 s) */
+/* the ILP's columns at most (more: not solved; the 312k-instruction HLO step's pool gave 126k,
+   which got no LP relaxation in 4.5 s) */
+#define POOL_COLS 30000
 #define POOL_SHARE 0.3   /* of the time left to the deadline */
 #define POOL_TIGHT 0.01  /* a row the plan that fits fills within this share is in at once */
 
@@ -2476,7 +2478,7 @@ work_pool_ilp(const work *w, cgraph *cg, const crows *cr, double **c0, const uns
 {
     const dwpool *d = w->dw;
     size_t nn = cg->g.n, c, s, k, j, e, t, nr = w->rows.n, ncol = 0, nrow = 0, nz = 0;
-    size_t *doff = as_xcalloc(nn + 2, sizeof *doff), *dom, *col, *ecol, *plan, *one, round;
+    size_t *doff, *dom, *col, *ecol, *plan, *one, *lp_, round, cap = 0;
     unsigned char *state = NULL;
     int *ind = NULL;
     double *val = NULL, *us = NULL, *sum;
@@ -2487,13 +2489,11 @@ work_pool_ilp(const work *w, cgraph *cg, const crows *cr, double **c0, const uns
     poolcb pc;
     int *ia = NULL, *ja = NULL, ret;
     double *ar = NULL, t0 = as_now(), *mx = NULL, *mn = NULL;
-    size_t *lp_ = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp_), cap = 0;
 
-    if (as_reduce_no_pool_ilp) {
-        free(doff);
-        free(lp_);
+    if (as_reduce_no_pool_ilp)
         return;
-    }
+    doff = as_xcalloc(nn + 2, sizeof *doff);
+    lp_ = as_xcalloc(as_problem_nnodes(w->p) + 1, sizeof *lp_);
     /* the domains */
     for (c = 0; c < nn; c++)
         doff[c + 1] = doff[c] + cg->g.k[c];
