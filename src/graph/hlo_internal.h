@@ -97,6 +97,11 @@ const hlo_attr *as_hlo_i_attr(const hlo_instr *ins, const char *key);
  * returns the count or -1 if malformed.
  */
 int as_hlo_i_ints(const char *val, size_t len, int64_t *v, int max);
+/**
+ * strtoll(P, END, 10) that reads no number (*END = P) when it is out of the
+ * range of int64_t: an attribute's 100-digit stride is malformed, not INT64_MAX.
+ */
+int64_t as_hlo_i_int(const char *p, char **end);
 /** Index of the computation named by the reference VAL ("%c" or "c"), or -1. */
 int as_hlo_i_comp_ref(const hlo_module *m, const char *val, size_t len);
 

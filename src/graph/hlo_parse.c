@@ -15,6 +15,7 @@
 #include "config.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <errno.h>
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
@@ -683,6 +684,20 @@ out:
     return rc;
 }
 
+int64_t
+as_hlo_i_int(const char *p, char **end)
+{
+    long long x;
+
+    errno = 0;
+    x = strtoll(p, end, 10);
+    if (errno == ERANGE) {
+        *end = (char *)p;
+        return 0;
+    }
+    return (int64_t)x;
+}
+
 int
 as_hlo_i_ints(const char *val, size_t len, int64_t *v, int max)
 {
@@ -691,12 +706,12 @@ as_hlo_i_ints(const char *val, size_t len, int64_t *v, int max)
 
     while (p < end) {
         char *e;
-        long long x;
+        int64_t x;
         if (*p == '{' || *p == '}' || *p == ',' || *p == ' ' || *p == '[' || *p == ']') {
             p++;
             continue;
         }
-        x = strtoll(p, &e, 10);
+        x = as_hlo_i_int(p, &e);
         if (e == p || e > end || n >= max)
             return -1;
         v[n++] = x;
@@ -741,7 +756,7 @@ parse_alias(parser *ps, const char *val, size_t len)
             q++;
         if (q >= end || *q != '(')
             goto bad;
-        k = strtol(q + 1, &e, 10);
+        k = (long)as_hlo_i_int(q + 1, &e);
         if (e == q + 1)
             goto bad;
         pb = memchr(e, '{', (size_t)(end - e));

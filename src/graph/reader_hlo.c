@@ -890,7 +890,7 @@ hlo_parse_slice(const hlo_attr *a, int64_t *b, int64_t *e, int64_t *s, int *n)
             break;
         p++;
         while (k < 3) {
-            v[k++] = strtoll(p, &q, 10);
+            v[k++] = as_hlo_i_int(p, &q);
             if (q == p)
                 return 0;
             p = q;
@@ -936,12 +936,12 @@ hlo_parse_window(const hlo_attr *a, int64_t *size, int64_t *stride, int64_t *lo,
         *eq = '\0';
         for (p = eq + 1; *p && k < AS_MAX_RANK; k++) {
             char *q;
-            int64_t x = strtoll(p, &q, 10), y = 0;
+            int64_t x = as_hlo_i_int(p, &q), y = 0;
             if (q == p)
                 return -1;
             if (*q == '_') {
                 p = q + 1;
-                y = strtoll(p, &q, 10);
+                y = as_hlo_i_int(p, &q);
             }
             if (strcmp(tok, "size") == 0)
                 size[k] = x;
@@ -1120,7 +1120,7 @@ hlo_pad(importer *im, const hlo_comp *c, const hlo_instr *ins, const char *prefi
         int64_t v[3] = {0, 0, 0};
         int k;
         for (k = 0; k < 3; k++) {
-            v[k] = strtoll(p, &q, 10);
+            v[k] = as_hlo_i_int(p, &q);
             if (q == p)
                 break;
             p = q;

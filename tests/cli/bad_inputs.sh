@@ -103,6 +103,8 @@ printf "$H"'  %%x = f32[4294967296,4294967296,16]{2,1,0} parameter(0)\n'"$E" >"$
 printf "$H"'  %%x = f32[2]{0} parameter(0)\n  %%x = f32[2]{0} parameter(0)\n'"$E" >"$T/dup.hlo"
 printf "$H"'  %%x = f32[2]{0} parameter(0)\n  %%a = f32[2]{0} negate(%%b)\n  %%b = f32[2]{0} negate(%%a)\n'"$E" \
     >"$T/cycle.hlo"
+printf "$H"'  %%x = f32[2]{0} parameter(0)\n  %%s = f32[1]{0} slice(%%x), slice={[0:2:99999999999999999999]}\n'"$E" \
+    >"$T/strideovf.hlo"
 { printf "$H"'  %%x = f32[2]{0} parameter(0)\n'; big 10485760 a; printf '\n'"$E"; } >"$T/long.hlo"
 bad 2 "autoshard: $T/trunc.hlo:11:47: unbalanced '{'" "hlo: truncated" inspect "$T/trunc.hlo"
 bad 2 "autoshard: $T/bin.hlo:2:1: unexpected byte 0x00 (binary file?)" "hlo: binary after the header" \
@@ -111,6 +113,8 @@ bad 2 "autoshard: $T/deep.hlo:4:41: tuple types nested too deeply" "hlo: 100000 
     inspect "$T/deep.hlo"
 bad 2 "autoshard: $T/dimovf.hlo:4:30: dimension too large" "hlo: dimension overflows 64 bits" \
     inspect "$T/dimovf.hlo"
+bad 2 "autoshard: $T/strideovf.hlo:5:4: 's': malformed slice={[begin:end:stride],...}" \
+    "hlo: a slice stride past 64 bits (not read as INT64_MAX)" inspect "$T/strideovf.hlo"
 bad 2 "autoshard: $T/prodovf.hlo:4:8: f32[4294967296,4294967296,16] is too large: its size overflows 64 bits" \
     "hlo: product of dimensions overflows 64 bits" inspect "$T/prodovf.hlo"
 bad 2 "autoshard: $T/dup.hlo:5:4: redefinition of 'x' (first at line 4)" "hlo: duplicate instruction" \
