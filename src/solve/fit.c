@@ -1038,9 +1038,9 @@ out:
     if (st == AS_FIT_OK && round > 0 && isfinite(bound0) && res->nplans > 0 &&
         res->plans[0].gap > o->lim.gap)
         fprintf(fo->log, "%-13sthe bound is the first solve's, whose rows leave out resharded "
-                "copies: it holds for every plan; the refit's rows hold the copies of the plans "
-                "tried and bound only those, so no further solve raises it (docs/ilp.md, "
-                "Memory)\n", "gap");
+                "copies: it holds for every plan; the refit's rows (the copies of the plans "
+                "tried, a lowered budget) bound only the plans that fit them, so no further "
+                "solve raises it (docs/ilp.md, Memory)\n", "gap");
     as_problem_set_memory(p, budget);
     as_plan_free(&start);
     as_plan_free(&best.pl);
