@@ -307,6 +307,22 @@ past(const work *w)
            (w->safety > 0 && as_now() > w->safety);
 }
 
+/*
+ * The gap asked for, in seconds at the plan cost UB (the reduced problem's units: its offset
+ * and the problem's are added back, as the gap is reported).  The pruning's cut and the
+ * branching's leaves use GAP_CUT of it: the reported gap is against the plan as the caller
+ * settles it (tied layers: gpt3-13b 2x8's went up by 4e-6 relative, and a gap of 1e-4 came
+ * out 1.00004e-4), and at the whole gap gpt3-175b 16x8 under 298.65 GiB ended "feasible" at
+ * 1.00001e-4, its bound the cut to 9 digits.
+ */
+#define GAP_CUT 0.9
+
+static double
+gap_abs(const work *w, double ub)
+{
+    return w->gap * fabs(ub + w->offset + as_problem_offset(w->p));
+}
+
 /* Dominance must look at X's neighbours again (X lost strategies, or its edges changed). */
 static void
 mark_nbrs(work *w, size_t x)
@@ -2468,8 +2484,7 @@ pool_row(glp_prob *lp, const work *w, const cgraph *cg, const size_t *doff, cons
 static int
 pool_gap(const work *w, double ub, double lb)
 {
-    return isfinite(ub) && ub - lb > fmax(1e-9 * fmax(fabs(ub), fabs(lb)),
-                          w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
+    return isfinite(ub) && ub - lb > fmax(1e-9 * fmax(fabs(ub), fabs(lb)), gap_abs(w, ub));
 }
 
 static void
@@ -2804,16 +2819,13 @@ work_lagrange(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *s
             break; /* the bound so far stands */
         }
         zm = glp_get_obj_val(m.lp);
-        tol = fmax(1e-9 * fmax(fabs(*ub), fabs(best->lb)),
-                   w->gap * fabs(*ub + w->offset + as_problem_offset(w->p)));
+        tol = fmax(1e-9 * fmax(fabs(*ub), fabs(best->lb)), gap_abs(w, *ub));
         /* the bound is the master's to a hundredth of the gap asked for: the last steps
            of the ascent raised gpt3-175b 4x4x4 under 324 GiB by 4e-6 s in 9 of its 27
            runs (16.13236 to 16.1323654), the plans' ILP below then had no time left */
         if (*ub - best->lb <= tol ||
             zm - best->lb <= fmax(1e-9 * fmax(1, fabs(zm)),
-                                  LAGR_TOL * w->gap *
-                                                      fabs(*ub + w->offset +
-                                                           as_problem_offset(w->p))))
+                                  LAGR_TOL * gap_abs(w, *ub)))
             break; /* the plan is proven, or the bound is the master's */
         for (t = 0; t < nr; t++) {
             lm[t] = m.rowof[t] > 0 ? fmax(0, -glp_get_row_dual(m.lp, (int)m.rowof[t]) / DW_GIB)
@@ -3323,10 +3335,7 @@ work_branch(work *w, cgraph *cg, const crows *cr, double **c0, as_mrf_state *st,
         for (i = 1; i < nopen; i++)
             if (open[i].lb < open[lo].lb)
                 lo = i;
-        /* 0.9: the reported gap is against the plan as the caller settles it (tied layers:
-           gpt3-13b 2x8's went up by 4e-6 relative, and a gap of 1e-4 came out 1.00004e-4) */
-        b.tol = fmax(1e-9 * fabs(*ub),
-                     0.9 * w->gap * fabs(*ub + w->offset + as_problem_offset(w->p)));
+        b.tol = fmax(1e-9 * fabs(*ub), GAP_CUT * gap_abs(w, *ub)); /* see GAP_CUT */
         if (open[lo].lb >= *ub - b.tol || b.evals + 2 > b.max_evals || past(w) ||
             (b.stop > 0 && as_now() > b.stop)) {
             if (w->dbg)
@@ -3730,8 +3739,7 @@ work_bound(work *w)
     if (w->lagrange && w->round == 0 && w->top == 1 && (!w->has_inc || w->for_gap) &&
         isfinite(ub) &&
         !past(w) &&
-        ub - res.lb > fmax(1e-9 * fabs(ub),
-                           w->gap * fabs(ub + w->offset + as_problem_offset(w->p)))) {
+        ub - res.lb > fmax(1e-9 * fabs(ub), gap_abs(w, ub))) {
         double was = bblb;
         /* the messages of the Lagrangian's end, not of the branching's last leaf (its
            fixings' costs): the next round's and a later reduction's start */
@@ -3760,11 +3768,8 @@ work_bound(work *w)
             if (dbg)
                 fprintf(stderr, "  k-best: plan %zu costs %.12g (best %.12g)\n", w->top, kth, ub);
         }
-        /* 0.9 of the gap, as the branching closes its leaves: a bound at the cut is then
-           within the gap asked for (at the whole gap, gpt3-175b 16x8 under 298.65 GiB ended
-           "feasible" at a gap of 1.00001e-4, its bound the cut to 9 digits) */
-        if (w->gap > 0)
-            thr = fmin(exact, ub - 0.9 * w->gap * fabs(ub + w->offset + as_problem_offset(w->p)));
+        if (w->gap > 0) /* as the branching closes its leaves (GAP_CUT) */
+            thr = fmin(exact, ub - GAP_CUT * gap_abs(w, ub));
         if (w->best == NULL)
             w->best = as_xcalloc(n + 1, sizeof *w->best);
         if (w->floor == NULL)
